@@ -40,9 +40,12 @@
  * an odd trailing element leaves the high nibble 0.
  *
  * A quantized "chunk" of n elements is laid out payload then scales:
- *   [ payload: zk_payload_bytes(n, bits) bytes, padded to ZK_ALIGN ]
- *   [ scales : zk_num_blocks(n, B) fp32                               ]
- * zk_chunk_bytes() gives the total; one NCCL call moves both.
+ *   [ payload: zk_payload_bytes(n, bits) bytes, padded to ZK_ALIGN     ]
+ *   [ scales : zk_num_blocks(n, B) fp32, padded to ZK_ALIGN            ]
+ * zk_chunk_bytes() gives the total, a multiple of ZK_ALIGN, so chunks laid
+ * back to back (qwZ gathers, qgZ stage buffers) all start ZK_ALIGN-aligned;
+ * one NCCL call moves both. Every padding byte (payload and scales) is
+ * written as 0 by both paths, so whole chunks compare byte for byte.
  *
  * qgZ geometry (paper section 3.3, eq. 2, Algorithm 2 with S stages)
  * ------------------------------------------------------------------
@@ -97,9 +100,13 @@ static inline uint64_t zk_payload_bytes(uint64_t n, int bits)
     uint64_t b = bits == 8 ? n : (n + 1) / 2;
     return (b + ZK_ALIGN - 1) / ZK_ALIGN * ZK_ALIGN;
 }
+static inline uint64_t zk_scales_bytes(uint64_t n, uint32_t block)
+{
+    return (4 * zk_num_blocks(n, block) + ZK_ALIGN - 1) / ZK_ALIGN * ZK_ALIGN;
+}
 static inline uint64_t zk_chunk_bytes(uint64_t n, int bits, uint32_t block)
 {
-    return zk_payload_bytes(n, bits) + 4 * zk_num_blocks(n, block);
+    return zk_payload_bytes(n, bits) + zk_scales_bytes(n, block);
 }
 /* 1 when (bits, block) is accepted by every kernel. */
 static inline int zk_params_ok(int bits, uint32_t block)
@@ -131,7 +138,7 @@ static inline int zk_qgz_slice_at(const struct zk_qgz_geom *g, int p)
     return nd * g->local + i;
 }
 
-/* ---- plain-C reference kernels (kernels/*_ref.c) ----------------------- */
+/* ---- plain-C reference kernels (kernels/quant_ref.c, qgz_ref.c) -------- */
 
 /* Quantizes a chunk of n elements (layout above) into out. Only the first
  * n_valid <= n elements of x are read; the rest count as 0 (padding).

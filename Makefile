@@ -1,0 +1,49 @@
+# Makefile — a thin wrapper over CMake and ctest for the two commands of the
+# README (`make demo`, `make test`). The real build lives in CMakeLists.txt.
+#
+#   make deps    install the missing Debian packages (scripts/install-deps.sh)
+#   make build   configure and build ./build (gcc; CUDA parts when nvcc+NCCL exist)
+#   make demo    build, start zppd on a temporary socket, run the demo job, stop it
+#   make test    build ./build (gcc) and ./build-asan (clang, ASan+UBSan, libFuzzer,
+#                no CUDA) and run every ctest test in both
+#   make clean   remove both build trees
+#
+# JOBS sets build and ctest parallelism (CI has 2 cores).
+
+JOBS ?= 2
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+CMAKE ?= cmake
+CTEST ?= ctest
+
+.PHONY: all deps build demo test clean
+
+all: build
+
+deps:
+	scripts/install-deps.sh
+
+build: deps
+	$(CMAKE) -S . -B $(BUILD) -DCMAKE_C_COMPILER=gcc
+	$(CMAKE) --build $(BUILD) -j$(JOBS)
+
+demo: build
+	scripts/demo.sh $(BUILD)
+
+test: deps
+	$(CMAKE) -S . -B $(BUILD) -DCMAKE_C_COMPILER=gcc
+	$(CMAKE) --build $(BUILD) -j$(JOBS)
+	$(CMAKE) -S . -B $(ASAN_BUILD) -DCMAKE_C_COMPILER=clang \
+	    -DZPP_SANITIZE=ON -DZPP_FUZZ=ON -DZPP_CUDA=OFF
+	$(CMAKE) --build $(ASAN_BUILD) -j$(JOBS)
+	@rc=0; \
+	echo "== ctest $(BUILD)"; \
+	$(CTEST) --test-dir $(BUILD) --output-on-failure -j$(JOBS) || rc=1; \
+	echo "== ctest $(ASAN_BUILD) (ASan+UBSan)"; \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	    $(CTEST) --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS) || rc=1; \
+	if [ $$rc -ne 0 ]; then echo "make test: FAILED"; else echo "make test: all passed"; fi; \
+	exit $$rc
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

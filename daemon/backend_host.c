@@ -1,0 +1,295 @@
+/*
+ * backend_host.c — the host backend: the plain-C reference kernels
+ * (kernels/quant_ref.c, kernels/qgz_ref.c) and in-memory copies between the ranks' buffers.
+ *
+ * Every rank of the job is hosted by this daemon (topo.nslots == W,
+ * rank0 == 0 in practice; any slot range that covers every member of a
+ * communicator works), so a collective is a set of memcpy calls from each
+ * member's send buffer to each member's receive buffer at the offsets the
+ * communicator's rank order gives:
+ *   GLOBAL  member j = rank j;
+ *   INTRA   member j = rank node*G + j (local index order);
+ *   INTER   member j = rank j*G + local (node order, equal local index).
+ * Which copies count as intra- or inter-node is coll.c's accounting, not
+ * ours. Scratch is malloc'd memory tracked in the be_call and freed by
+ * be_call_end. The store's memory is calloc'd (the device is ignored).
+ *
+ * Threads: a be_call is used by one thread at a time; store_alloc/free are
+ * called on the loop thread and touch no shared state.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "zpp.h"
+
+#define HOST_SCRATCH_GROW 8 /* initial capacity of the scratch table */
+
+static int host_fail(struct be_call *c, int code, const char *what)
+{
+    snprintf(c->err, sizeof c->err, "host backend: %s", what);
+    return code;
+}
+
+/* ---- communicators -------------------------------------------------- */
+
+static int comm_size(const struct be_topo *t, int comm)
+{
+    return comm == BE_COMM_GLOBAL ? t->world : comm == BE_COMM_INTRA ? t->local : t->nodes;
+}
+
+/* The index of rank r in its communicator of kind comm. */
+static int comm_index(const struct be_topo *t, int comm, int r)
+{
+    return comm == BE_COMM_GLOBAL ? r : comm == BE_COMM_INTRA ? r % t->local : r / t->local;
+}
+
+/* The rank of member j of the communicator of kind comm that rank r is in. */
+static int comm_member(const struct be_topo *t, int comm, int r, int j)
+{
+    if (comm == BE_COMM_GLOBAL)
+        return j;
+    if (comm == BE_COMM_INTRA)
+        return (r / t->local) * t->local + j;
+    return j * t->local + r % t->local;
+}
+
+/* Checks comm and that slot s's communicator members are all hosted here;
+ * returns the member's slot through slots[j]. */
+static int comm_slots(struct be_call *c, int comm, int s, int *slots)
+{
+    const struct be_topo *t = &c->topo;
+    if (comm != BE_COMM_GLOBAL && comm != BE_COMM_INTRA && comm != BE_COMM_INTER)
+        return host_fail(c, ZPP_EINVAL, "unknown communicator");
+    int r = be_rank(t, s);
+    int n = comm_size(t, comm);
+    for (int j = 0; j < n; j++) {
+        int q = comm_member(t, comm, r, j) - t->rank0;
+        if (q < 0 || q >= t->nslots)
+            return host_fail(c, ZPP_EBACKEND, "a communicator member is not hosted here");
+        slots[j] = q;
+    }
+    return 0;
+}
+
+static int topo_ok(struct be_call *c)
+{
+    const struct be_topo *t = &c->topo;
+    if (t->nodes < 1 || t->local < 1 || t->world != t->nodes * t->local || t->nslots < 1 ||
+        t->rank0 < 0 || t->rank0 + t->nslots > t->world)
+        return host_fail(c, ZPP_EINVAL, "bad topology");
+    return 0;
+}
+
+static int host_allgather(struct be_call *c, int comm, void *const *send, void *const *recv,
+                          size_t bytes)
+{
+    int rc = topo_ok(c);
+    int *slots = NULL;
+    if (rc)
+        return rc;
+    slots = malloc(sizeof *slots * (size_t)c->topo.world);
+    if (!slots)
+        return host_fail(c, ZPP_ENOMEM, "out of memory");
+    int n = comm_size(&c->topo, comm);
+    for (int s = 0; s < c->topo.nslots; s++) {
+        if ((rc = comm_slots(c, comm, s, slots)))
+            goto exit;
+        for (int j = 0; j < n; j++) {
+            uint8_t *dst = (uint8_t *)recv[s] + (size_t)j * bytes;
+            if (dst != send[slots[j]]) /* in place: own block already there */
+                memcpy(dst, send[slots[j]], bytes);
+        }
+    }
+exit:
+    free(slots);
+    return rc;
+}
+
+static int host_alltoall(struct be_call *c, int comm, void *const *send, void *const *recv,
+                         size_t bytes_per_peer)
+{
+    int rc = topo_ok(c);
+    int *slots = NULL;
+    if (rc)
+        return rc;
+    slots = malloc(sizeof *slots * (size_t)c->topo.world);
+    if (!slots)
+        return host_fail(c, ZPP_ENOMEM, "out of memory");
+    int n = comm_size(&c->topo, comm);
+    for (int s = 0; s < c->topo.nslots; s++) {
+        if ((rc = comm_slots(c, comm, s, slots)))
+            goto exit;
+        int me = comm_index(&c->topo, comm, be_rank(&c->topo, s));
+        for (int j = 0; j < n; j++)
+            memcpy((uint8_t *)recv[s] + (size_t)j * bytes_per_peer,
+                   (const uint8_t *)send[slots[j]] + (size_t)me * bytes_per_peer, bytes_per_peer);
+    }
+exit:
+    free(slots);
+    return rc;
+}
+
+/* ---- scratch and kernels -------------------------------------------- */
+
+static int host_scratch(struct be_call *c, int s, size_t bytes, void **out)
+{
+    if (c->nscratch == c->cap_scratch) {
+        int cap = c->cap_scratch ? c->cap_scratch * 2 : HOST_SCRATCH_GROW;
+        void **t = realloc(c->scratch, sizeof *t * (size_t)cap);
+        if (!t)
+            return host_fail(c, ZPP_ENOMEM, "out of memory (scratch table)");
+        c->scratch = t;
+        c->cap_scratch = cap;
+    }
+    /* ZK_ALIGN-aligned like device memory; round up for aligned_alloc. */
+    size_t sz = (bytes + ZK_ALIGN - 1) / ZK_ALIGN * ZK_ALIGN;
+    void *p = aligned_alloc(ZK_ALIGN, sz ? sz : ZK_ALIGN);
+    if (!p)
+        return host_fail(c, ZPP_ENOMEM, "out of memory (scratch)");
+    c->scratch[c->nscratch++] = p;
+    *out = p;
+    return 0;
+}
+
+void be_call_end(struct be_call *c)
+{
+    for (int i = 0; i < c->nscratch; i++)
+        free(c->scratch[i]);
+    free(c->scratch);
+    c->scratch = NULL;
+    c->nscratch = c->cap_scratch = 0;
+}
+
+static int host_quantize(struct be_call *c, int s, const void *x, int dtype, uint64_t n,
+                         uint64_t n_valid, int bits, uint32_t block, void *out, uint64_t *poisoned)
+{
+    uint64_t p = zk_quantize_ref(x, dtype, n, n_valid, bits, block, out);
+    if (poisoned)
+        *poisoned += p;
+    return 0;
+}
+
+static int host_dequantize(struct be_call *c, int s, const void *in, uint64_t n, uint64_t n_out,
+                           int bits, uint32_t block, void *y, int dtype)
+{
+    zk_dequantize_ref(in, n, n_out, bits, block, y, dtype);
+    return 0;
+}
+
+static int host_reorder_quantize(struct be_call *c, int s, const void *x, int dtype,
+                                 const struct zk_qgz_geom *g, int stage, void *out,
+                                 uint64_t *poisoned)
+{
+    uint64_t p = zk_qgz_reorder_quantize_stage_ref(x, dtype, g, stage, out);
+    if (poisoned)
+        *poisoned += p;
+    return 0;
+}
+
+static int host_reduce_requant(struct be_call *c, int s, const void *in, uint64_t in_stride, int k,
+                               uint64_t piece, int bits, uint32_t block, void *out,
+                               uint64_t *poisoned)
+{
+    uint64_t p = zk_reduce_requant_ref(in, in_stride, k, piece, bits, block, out);
+    if (poisoned)
+        *poisoned += p;
+    return 0;
+}
+
+static int host_reduce_out(struct be_call *c, int s, const void *in, uint64_t in_stride, int k,
+                           uint64_t piece, int bits, uint32_t block, uint64_t count, int op,
+                           float divisor, void *y, int out_dtype)
+{
+    zk_reduce_out_ref(in, in_stride, k, piece, bits, block, count, op, divisor, y, out_dtype);
+    return 0;
+}
+
+static int host_copy(struct be_call *c, int s, void *dst, const void *src, size_t bytes)
+{
+    if (dst != src && bytes)
+        memmove(dst, src, bytes);
+    return 0;
+}
+
+static int host_zero(struct be_call *c, int s, void *dst, size_t bytes)
+{
+    if (bytes)
+        memset(dst, 0, bytes);
+    return 0;
+}
+
+/* Rank r's shard of every member's input, zero-padded, gathered into one
+ * scratch buffer, then summed in fp32 by the reference kernel. */
+static int host_reduce_scatter(struct be_call *c, int comm, void *const *send, void *const *recv,
+                               uint64_t count, uint64_t shard, int dtype, int out_dtype, int op)
+{
+    int rc = topo_ok(c);
+    int *slots = NULL;
+    size_t esize = zk_dtype_size(dtype);
+    if (rc)
+        return rc;
+    if (!esize || !zk_dtype_size(out_dtype))
+        return host_fail(c, ZPP_EINVAL, "bad dtype");
+    int n = comm_size(&c->topo, comm);
+    if (shard == 0 || shard > SIZE_MAX / esize / (size_t)n)
+        return host_fail(c, ZPP_EINVAL, "bad shard size");
+    slots = malloc(sizeof *slots * (size_t)c->topo.world);
+    if (!slots)
+        return host_fail(c, ZPP_ENOMEM, "out of memory");
+    size_t seg = (size_t)shard * esize;
+    for (int s = 0; s < c->topo.nslots; s++) {
+        uint8_t *tmp;
+        if ((rc = comm_slots(c, comm, s, slots)))
+            goto exit;
+        if ((rc = host_scratch(c, s, seg * (size_t)n, (void **)&tmp)))
+            goto exit;
+        uint64_t me = (uint64_t)comm_index(&c->topo, comm, be_rank(&c->topo, s));
+        uint64_t lo = me * shard;
+        uint64_t valid = lo >= count ? 0 : (count - lo < shard ? count - lo : shard);
+        for (int j = 0; j < n; j++) {
+            uint8_t *dst = tmp + (size_t)j * seg;
+            if (valid)
+                memcpy(dst, (const uint8_t *)send[slots[j]] + lo * esize, (size_t)valid * esize);
+            memset(dst + valid * esize, 0, seg - (size_t)valid * esize);
+        }
+        zk_sum_ref(tmp, shard, n, shard, dtype, op, (float)n, recv[s], out_dtype);
+    }
+exit:
+    free(slots);
+    return rc;
+}
+
+/* ---- store memory --------------------------------------------------- */
+
+static int host_store_alloc(void *backend, int device, size_t bytes, void **out)
+{
+    void *p = calloc(1, bytes ? bytes : 1);
+    if (!p)
+        return ZPP_ENOMEM;
+    *out = p;
+    return 0;
+}
+
+static void host_store_free(void *backend, int device, void *p)
+{
+    free(p);
+}
+
+const struct be_ops be_host_ops = {
+    .name = "host",
+    .scratch = host_scratch,
+    .quantize = host_quantize,
+    .dequantize = host_dequantize,
+    .reorder_quantize = host_reorder_quantize,
+    .reduce_requant = host_reduce_requant,
+    .reduce_out = host_reduce_out,
+    .copy = host_copy,
+    .zero = host_zero,
+    .allgather = host_allgather,
+    .alltoall = host_alltoall,
+    .reduce_scatter = host_reduce_scatter,
+    .store_alloc = host_store_alloc,
+    .store_free = host_store_free,
+};

@@ -1,0 +1,518 @@
+/*
+ * coll.c — the collective algorithms (qwZ, hpZ gather/invalidate, plain
+ * all-gather and reduce-scatter, barrier; qgZ lives in qgz.c), written
+ * against the backend table of backend.h, plus argument validation and the
+ * byte accounting.
+ *
+ * Byte accounting (coll_result; whole job, all ranks, the same on every
+ * backend; computed from the geometry in coll_prepare). Notation: W = N*G,
+ * esize = size of dtype, shard = ceil(count/W), chunk = zk_chunk_bytes(
+ * shard, bits, block), slice = ceil(count/G), piece_bytes and S' (stages
+ * that carry data, <= S) from the qgZ geometry. An all-gather delivers each
+ * rank's block to the W-1 other ranks; delivered hierarchically, N-1 of
+ * those deliveries cross a node boundary (one per other node) and the other
+ * W-N stay inside nodes. A reduce-scatter is its mirror image.
+ *   logical_bytes      = count * esize                 (0: invalidate, barrier)
+ *   bytes_zero3_inter  = (N-1) * count * esize         (0: invalidate, barrier)
+ *   qwZ                inter = (N-1) * W * chunk
+ *                      intra = (W-N) * W * chunk
+ *   plain all-gather   inter = (N-1) * W * shard * esize
+ *                      intra = (W-N) * W * shard * esize
+ *   hpZ gather         inter = 0
+ *                      intra = N * G * (G-1) * slice * esize
+ *   plain RS, and qgZ on one node (exact)
+ *                      inter = (N-1) * W * shard * esize
+ *                      intra = W * (G-1) * N * shard * esize
+ *   qgZ hierarchical   inter = W * (N-1) * S' * piece_bytes
+ *                      intra = W * (G-1) * N * S' * piece_bytes
+ *   qgZ flat (G = 1)   inter = W * (N-1) * S' * piece_bytes, intra = 0
+ * Ratios inter / zero3 for bf16: qwZ int8 ~0.5, hpZ 0, qgZ int4 ~0.25 (the
+ * fp32 scales add 4/B per element).
+ *
+ * hpZ slices: the qwZ that names a key keeps, on the rank of local index i,
+ * elements [i*slice, min(count, (i+1)*slice)) of its dequantized output
+ * (zero-padded to slice, dtype of the output), so the G ranks of any node
+ * together hold the whole tensor.
+ *
+ * Non-finite inputs: result.nonfinite_blocks sums the blocks poisoned at
+ * every quantization step of the call, on every rank (zpp_kernels.h).
+ */
+#include "coll.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll_internal.h"
+#include "hpz_store.h"
+#include "zpp.h"
+
+#define COLL_MAX_STAGES 64u
+
+/* ---- errors --------------------------------------------------------- */
+
+int coll_fail_at(struct coll_exec *x, int rc, const char *file, int line)
+{
+    const char *base = strrchr(file, '/');
+    int code = rc < 0 && rc >= ZPP_ERRNO_MAX ? rc : ZPP_EBACKEND;
+    snprintf(x->msg, sizeof x->msg, "%.16s backend failed at %.32s:%d: %.160s",
+             x->call.ops && x->call.ops->name ? x->call.ops->name : "?", base ? base + 1 : file,
+             line, x->call.err[0] ? x->call.err : zpp_strerror(code));
+    return code;
+}
+
+static int bad(char *why, size_t why_len, const char *what)
+{
+    if (why && why_len)
+        snprintf(why, why_len, "%s", what);
+    return ZPP_EINVAL;
+}
+
+/* ---- validation ----------------------------------------------------- */
+
+static int op_is_gather(int op)
+{
+    return op == ZPP_OP_QWZ_ALLGATHER || op == ZPP_OP_ALLGATHER;
+}
+
+static int op_is_reduce(int op)
+{
+    return op == ZPP_OP_QGZ_REDUCE_SCATTER || op == ZPP_OP_REDUCE_SCATTER;
+}
+
+static int mul_ok(uint64_t a, uint64_t b, uint64_t *out)
+{
+    if (b && a > UINT64_MAX / b)
+        return 0;
+    *out = a * b;
+    return 1;
+}
+
+static size_t key_len(const struct coll_args *a)
+{
+    const char *nul = memchr(a->hpz_key, '\0', sizeof a->hpz_key);
+    return nul ? (size_t)(nul - a->hpz_key) : sizeof a->hpz_key;
+}
+
+/* Checks everything about args and topology; fills the buffer sizes. */
+static int check_args(const struct coll_args *a, const struct be_topo *t, uint64_t *in_b,
+                      uint64_t *out_b, char *why, size_t why_len)
+{
+    *in_b = *out_b = 0;
+    if (t->nodes < 1 || t->local < 1 || t->world != t->nodes * t->local || t->nslots < 1 ||
+        t->rank0 < 0 || t->nslots > t->world || t->rank0 > t->world - t->nslots)
+        return bad(why, why_len, "bad topology");
+    if (a->op < ZPP_OP_QWZ_ALLGATHER || a->op > ZPP_OP_BARRIER)
+        return bad(why, why_len, "unknown operation");
+    if (key_len(a) >= sizeof a->hpz_key)
+        return bad(why, why_len, "hpZ key too long (at most 256 bytes)");
+    if (a->op == ZPP_OP_BARRIER)
+        return 0;
+    if (a->op == ZPP_OP_HPZ_INVALIDATE) {
+        if (key_len(a) == 0 && !(a->flags & ZPP_FLAG_INVALIDATE_ALL))
+            return bad(why, why_len, "hpZ invalidate needs a key or the invalidate-all flag");
+        return 0;
+    }
+    size_t esize = zk_dtype_size(a->dtype);
+    if (!esize)
+        return bad(why, why_len, "unknown dtype (fp32, fp16 or bf16)");
+    if (a->count < 1)
+        return bad(why, why_len, "count must be at least 1");
+    if (a->op == ZPP_OP_QWZ_ALLGATHER || a->op == ZPP_OP_QGZ_REDUCE_SCATTER) {
+        if (a->bits != 8 && a->bits != 4)
+            return bad(why, why_len, "bits must be 8 or 4");
+        if (!zk_params_ok(a->bits, a->block))
+            return bad(why, why_len, "block must be a multiple of 32 in 32..8192");
+    }
+    if (a->op == ZPP_OP_QGZ_REDUCE_SCATTER && (a->stages < 1 || a->stages > COLL_MAX_STAGES))
+        return bad(why, why_len, "stages must be in 1..64");
+    if (op_is_reduce(a->op)) {
+        if (!zk_dtype_size(a->out_dtype))
+            return bad(why, why_len, "unknown output dtype (fp32, bf16 or fp16)");
+        if (a->reduce != ZPP_SUM && a->reduce != ZPP_MEAN)
+            return bad(why, why_len, "unknown reduction (sum or mean)");
+    }
+    if (a->op == ZPP_OP_HPZ_GATHER && key_len(a) == 0)
+        return bad(why, why_len, "hpZ gather needs a key");
+
+    uint64_t W = (uint64_t)t->world, shard = (a->count + W - 1) / W, total, sb, tmp;
+    /* Every size the algorithms form, checked once here. */
+    if (!mul_ok(a->count, esize, &total) || !mul_ok(shard * W, esize, &tmp) ||
+        !mul_ok(shard, esize, &sb) || total > SIZE_MAX / 2)
+        return bad(why, why_len, "count too large");
+    if (a->op == ZPP_OP_QWZ_ALLGATHER &&
+        !mul_ok(zk_chunk_bytes(shard, a->bits, a->block), W, &tmp))
+        return bad(why, why_len, "count too large");
+    if (a->op == ZPP_OP_QGZ_REDUCE_SCATTER) {
+        struct zk_qgz_geom g;
+        if (zk_qgz_geom_init(&g, a->count, t->nodes, t->local, (int)a->stages, a->bits,
+                             a->block) ||
+            !mul_ok(g.piece_bytes, W, &tmp) || tmp > SIZE_MAX / 4)
+            return bad(why, why_len, "count too large for the qgZ geometry");
+    }
+    if (op_is_gather(a->op)) {
+        *in_b = sb;
+        *out_b = total;
+    } else if (op_is_reduce(a->op)) {
+        *in_b = total;
+        if (!mul_ok(shard, zk_dtype_size(a->out_dtype), out_b))
+            return bad(why, why_len, "count too large");
+    } else { /* hpZ gather */
+        *out_b = total;
+    }
+    return 0;
+}
+
+int coll_buffer_needs(const struct coll_args *a, const struct be_topo *t, size_t *in_bytes,
+                      size_t *out_bytes, char *why, size_t why_len)
+{
+    uint64_t in_b, out_b;
+    int rc = check_args(a, t, &in_b, &out_b, why, why_len);
+    if (rc)
+        return rc;
+    *in_bytes = (size_t)in_b;
+    *out_bytes = (size_t)out_b;
+    return 0;
+}
+
+/* ---- accounting ----------------------------------------------------- */
+
+static void account(struct coll_exec *x, const struct qgz_plan *qp)
+{
+    const struct coll_args *a = &x->args;
+    struct coll_result *r = &x->result;
+    uint64_t N = (uint64_t)x->topo.nodes, G = (uint64_t)x->topo.local, W = N * G;
+    uint64_t esize = zk_dtype_size(a->dtype);
+    uint64_t shard = (a->count + W - 1) / W;
+    if (a->op == ZPP_OP_BARRIER || a->op == ZPP_OP_HPZ_INVALIDATE)
+        return;
+    r->logical_bytes = a->count * esize;
+    r->bytes_zero3_inter = (N - 1) * a->count * esize;
+    switch (a->op) {
+    case ZPP_OP_QWZ_ALLGATHER: {
+        uint64_t chunk = zk_chunk_bytes(shard, a->bits, a->block);
+        r->bytes_inter = (N - 1) * W * chunk;
+        r->bytes_intra = (W - N) * W * chunk;
+        break;
+    }
+    case ZPP_OP_ALLGATHER:
+        r->bytes_inter = (N - 1) * W * shard * esize;
+        r->bytes_intra = (W - N) * W * shard * esize;
+        break;
+    case ZPP_OP_HPZ_GATHER:
+        r->bytes_intra = N * G * (G - 1) * ((a->count + G - 1) / G) * esize;
+        break;
+    case ZPP_OP_QGZ_REDUCE_SCATTER:
+        if (qp->algo != ZPP_ALGO_RS_EXACT) {
+            uint64_t moved = (uint64_t)qp->stages_run * qp->g.piece_bytes;
+            r->bytes_inter = W * (N - 1) * moved;
+            r->bytes_intra = W * (G - 1) * N * moved;
+            break;
+        }
+        r->bytes_inter = (N - 1) * W * shard * esize; /* the exact reduce-scatter */
+        r->bytes_intra = W * (G - 1) * N * shard * esize;
+        break;
+    default: /* ZPP_OP_REDUCE_SCATTER */
+        r->bytes_inter = (N - 1) * W * shard * esize;
+        r->bytes_intra = W * (G - 1) * N * shard * esize;
+        break;
+    }
+}
+
+/* ---- prepare -------------------------------------------------------- */
+
+static int prepare_store(struct coll_exec *x)
+{
+    const struct coll_args *a = &x->args;
+    const char *key = a->hpz_key;
+    const char *jid = x->owner.job_id ? x->owner.job_id : "?";
+    int rc;
+
+    if (!x->store) {
+        snprintf(x->msg, sizeof x->msg, "hpZ store not available in this daemon");
+        return ZPP_EUNSUPPORTED;
+    }
+    if (a->op == ZPP_OP_QWZ_ALLGATHER) {
+        struct hpz_spec sp = {
+            .tenant = x->owner.tenant_uid,
+            .job = x->owner.job,
+            .job_id = jid,
+            .key = key,
+            .count = a->count,
+            .dtype = a->dtype,
+            .slice = (a->count + (uint64_t)x->topo.local - 1) / (uint64_t)x->topo.local,
+            .nslots = x->topo.nslots,
+            .devices = x->devices,
+        };
+        struct hpz_entry *e = NULL;
+        rc = hpz_store_reserve(x->store, &sp, &e, x->msg, sizeof x->msg);
+        if (rc == 0)
+            x->store_ref = e;
+        return rc;
+    }
+    if (a->op == ZPP_OP_HPZ_GATHER) {
+        struct hpz_entry *e = NULL;
+        rc = hpz_store_lookup(x->store, x->owner.tenant_uid, x->owner.job, key, &e);
+        if (rc) {
+            snprintf(x->msg, sizeof x->msg, "hpZ key '%.120s' not found for job %.100s", key, jid);
+            return ZPP_ENOENT;
+        }
+        if (hpz_entry_count(e) != a->count || hpz_entry_dtype(e) != a->dtype ||
+            hpz_entry_nslots(e) != x->topo.nslots) {
+            snprintf(x->msg, sizeof x->msg,
+                     "hpZ key '%.64s' of job %.48s holds %llu elements of dtype %d, the gather asks "
+                     "for %llu of dtype %d",
+                     key, jid, (unsigned long long)hpz_entry_count(e), hpz_entry_dtype(e),
+                     (unsigned long long)a->count, a->dtype);
+            hpz_store_unpin(x->store, e);
+            return ZPP_EINVAL;
+        }
+        x->store_ref = e;
+        return 0;
+    }
+    /* invalidate: idempotent, done here (no data work follows). */
+    hpz_store_invalidate(x->store, x->owner.tenant_uid, x->owner.job,
+                         (a->flags & ZPP_FLAG_INVALIDATE_ALL) ? NULL : key);
+    return 0;
+}
+
+int coll_prepare(struct coll_exec *x)
+{
+    const struct coll_args *a = &x->args;
+    uint64_t in_b, out_b;
+    struct qgz_plan qp = {0};
+    int rc;
+
+    x->store_ref = NULL;
+    x->ran = 0;
+    x->status = 0;
+    x->msg[0] = '\0';
+    memset(&x->result, 0, sizeof x->result);
+    x->call.topo = x->topo;
+    x->call.err[0] = '\0';
+    rc = check_args(a, &x->topo, &in_b, &out_b, x->msg, sizeof x->msg);
+    if (rc)
+        goto exit;
+    if (!x->call.ops) {
+        snprintf(x->msg, sizeof x->msg, "no backend");
+        rc = ZPP_EINVAL;
+        goto exit;
+    }
+    if (in_b || out_b) {
+        for (int s = 0; s < x->topo.nslots; s++) {
+            const struct coll_slot *sl = &x->slots[s];
+            if ((in_b && (!sl->in || sl->in_len < in_b)) ||
+                (out_b && (!sl->out || sl->out_len < out_b))) {
+                snprintf(x->msg, sizeof x->msg,
+                         "rank %d: buffer too small (need %llu in, %llu out bytes)",
+                         be_rank(&x->topo, s), (unsigned long long)in_b,
+                         (unsigned long long)out_b);
+                rc = ZPP_ERANGE;
+                goto exit;
+            }
+        }
+    }
+    switch (a->op) {
+    case ZPP_OP_QWZ_ALLGATHER:
+        x->result.algo = ZPP_ALGO_QWZ;
+        if (a->hpz_key[0])
+            rc = prepare_store(x);
+        break;
+    case ZPP_OP_HPZ_GATHER:
+        x->result.algo = ZPP_ALGO_HPZ;
+        rc = prepare_store(x);
+        break;
+    case ZPP_OP_HPZ_INVALIDATE:
+        x->result.algo = ZPP_ALGO_NONE;
+        rc = prepare_store(x);
+        break;
+    case ZPP_OP_QGZ_REDUCE_SCATTER:
+        if (qgz_plan(a, &x->topo, &qp)) {
+            rc = bad(x->msg, sizeof x->msg, "qgZ geometry refused");
+            break;
+        }
+        x->result.algo = qp.algo;
+        break;
+    case ZPP_OP_ALLGATHER:
+        x->result.algo = ZPP_ALGO_AG_EXACT;
+        break;
+    case ZPP_OP_REDUCE_SCATTER:
+        x->result.algo = ZPP_ALGO_RS_EXACT;
+        break;
+    default:
+        x->result.algo = ZPP_ALGO_NONE;
+        break;
+    }
+    if (rc == 0)
+        account(x, &qp);
+exit:
+    x->status = rc;
+    return rc;
+}
+
+/* ---- the algorithms ------------------------------------------------- */
+
+/* Keeps every slot's node-level slice of its gathered output in the
+ * reserved store entry. */
+static int keep_slices(struct coll_exec *x, struct hpz_entry *e)
+{
+    int rc = 0;
+    const struct be_ops *ops = x->call.ops;
+    uint64_t count = x->args.count, slice = hpz_entry_slice(e), G = (uint64_t)x->topo.local;
+    size_t esize = zk_dtype_size(x->args.dtype);
+    for (int s = 0; s < x->topo.nslots; s++) {
+        uint64_t lo = (uint64_t)be_rank(&x->topo, s) % G * slice;
+        uint64_t n = coll_clamp(count, lo, slice);
+        uint8_t *buf = hpz_entry_buf(e, s);
+        COLL_CHECK(x, ops->copy(&x->call, s, buf, (uint8_t *)x->slots[s].out + lo * esize,
+                                (size_t)(n * esize)));
+        if (n < slice)
+            COLL_CHECK(x, ops->zero(&x->call, s, buf + n * esize, (size_t)((slice - n) * esize)));
+    }
+exit:
+    return rc;
+}
+
+static int run_qwz(struct coll_exec *x, void **send, void **recv)
+{
+    int rc = 0;
+    const struct coll_args *a = &x->args;
+    const struct be_ops *ops = x->call.ops;
+    struct be_call *c = &x->call;
+    uint64_t W = (uint64_t)x->topo.world, shard = (a->count + W - 1) / W;
+    uint64_t cb = zk_chunk_bytes(shard, a->bits, a->block);
+    size_t esize = zk_dtype_size(a->dtype);
+    uint64_t poisoned = 0;
+
+    for (int s = 0; s < x->topo.nslots; s++) {
+        uint64_t r = (uint64_t)be_rank(&x->topo, s);
+        COLL_CHECK(x, ops->scratch(c, s, (size_t)(W * cb), &recv[s]));
+        send[s] = (uint8_t *)recv[s] + r * cb; /* in place, as NCCL allows */
+        COLL_CHECK(x, ops->quantize(c, s, x->slots[s].in, a->dtype, shard,
+                                    coll_clamp(a->count, r * shard, shard), a->bits, a->block,
+                                    send[s], &poisoned));
+    }
+    COLL_CHECK(x, ops->allgather(c, BE_COMM_GLOBAL, send, recv, (size_t)cb));
+    for (int s = 0; s < x->topo.nslots; s++) {
+        for (uint64_t m = 0; m < W; m++) {
+            uint64_t n = coll_clamp(a->count, m * shard, shard);
+            if (n)
+                COLL_CHECK(x, ops->dequantize(c, s, (uint8_t *)recv[s] + m * cb, shard, n,
+                                              a->bits, a->block,
+                                              (uint8_t *)x->slots[s].out + m * shard * esize,
+                                              a->dtype));
+        }
+    }
+    if (x->store_ref)
+        rc = keep_slices(x, x->store_ref);
+exit:
+    x->result.nonfinite_blocks += poisoned;
+    return rc;
+}
+
+/* Plain all-gather (stride is the per-rank block: shard elements) and hpZ
+ * gather (send = the store's slices over INTRA): straight into the output
+ * when the blocks tile it exactly, else through scratch. */
+static int run_gather(struct coll_exec *x, void **send, void **recv, int comm, uint64_t per,
+                      int members)
+{
+    int rc = 0;
+    const struct be_ops *ops = x->call.ops;
+    size_t esize = zk_dtype_size(x->args.dtype);
+    uint64_t count = x->args.count;
+    int direct = per * (uint64_t)members == count;
+    for (int s = 0; s < x->topo.nslots; s++) {
+        if (direct)
+            recv[s] = x->slots[s].out;
+        else
+            COLL_CHECK(x, ops->scratch(&x->call, s, (size_t)(per * members * esize), &recv[s]));
+    }
+    COLL_CHECK(x, ops->allgather(&x->call, comm, send, recv, (size_t)(per * esize)));
+    if (!direct)
+        for (int s = 0; s < x->topo.nslots; s++)
+            COLL_CHECK(x, ops->copy(&x->call, s, x->slots[s].out, recv[s],
+                                    (size_t)(count * esize)));
+exit:
+    return rc;
+}
+
+int coll_run(struct coll_exec *x)
+{
+    int rc = 0;
+    const struct coll_args *a = &x->args;
+    int ns = x->topo.nslots;
+    uint64_t W = (uint64_t)x->topo.world;
+    void **send = calloc((size_t)ns, sizeof *send), **recv = calloc((size_t)ns, sizeof *recv);
+
+    x->ran = 1;
+    if (!send || !recv) {
+        snprintf(x->msg, sizeof x->msg, "out of memory");
+        rc = ZPP_ENOMEM;
+        goto exit;
+    }
+    switch (a->op) {
+    case ZPP_OP_QWZ_ALLGATHER:
+        rc = run_qwz(x, send, recv);
+        break;
+    case ZPP_OP_HPZ_GATHER:
+        for (int s = 0; s < ns; s++)
+            send[s] = hpz_entry_buf(x->store_ref, s);
+        rc = run_gather(x, send, recv, BE_COMM_INTRA, hpz_entry_slice(x->store_ref),
+                        x->topo.local);
+        break;
+    case ZPP_OP_ALLGATHER:
+        for (int s = 0; s < ns; s++)
+            send[s] = x->slots[s].in;
+        rc = run_gather(x, send, recv, BE_COMM_GLOBAL, (a->count + W - 1) / W, x->topo.world);
+        break;
+    case ZPP_OP_QGZ_REDUCE_SCATTER:
+        rc = qgz_run(x);
+        break;
+    case ZPP_OP_REDUCE_SCATTER:
+        for (int s = 0; s < ns; s++) {
+            send[s] = x->slots[s].in;
+            recv[s] = x->slots[s].out;
+        }
+        COLL_CHECK(x, x->call.ops->reduce_scatter(&x->call, BE_COMM_GLOBAL, send, recv, a->count,
+                                                  (a->count + W - 1) / W, a->dtype,
+                                                  a->out_dtype, a->reduce));
+        break;
+    default: /* barrier, invalidate: no data work */
+        break;
+    }
+exit:
+    free(send);
+    free(recv);
+    x->status = rc;
+    return rc;
+}
+
+/* ---- finish --------------------------------------------------------- */
+
+void coll_finish(struct coll_exec *x)
+{
+    if (x->store_ref && x->store) {
+        if (x->args.op == ZPP_OP_QWZ_ALLGATHER) {
+            if (x->ran && x->status == 0) {
+                if (hpz_store_commit(x->store, x->store_ref) != 0) {
+                    x->status = ZPP_EABORTED;
+                    snprintf(x->msg, sizeof x->msg,
+                             "hpZ key '%.120s' not kept: the job ended during the call",
+                             x->args.hpz_key);
+                }
+            } else {
+                hpz_store_rollback(x->store, x->store_ref);
+            }
+        } else if (x->args.op == ZPP_OP_HPZ_GATHER) {
+            hpz_store_unpin(x->store, x->store_ref);
+        }
+    }
+    x->store_ref = NULL;
+    if (!x->ran && x->status == 0 && x->args.op != ZPP_OP_HPZ_INVALIDATE &&
+        x->args.op != ZPP_OP_BARRIER) {
+        /* prepared but never run (the job ended first) */
+        x->status = ZPP_EABORTED;
+        snprintf(x->msg, sizeof x->msg, "call ended before it ran");
+    }
+    be_call_end(&x->call);
+}

@@ -1,0 +1,286 @@
+/*
+ * config.c — see config.h. One table says, per key, how to parse it, where
+ * it lives in struct zpp_config, and whether SIGHUP reloads it.
+ */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "log.h"
+
+enum cfg_type { T_STR, T_U32, T_SIZE, T_MODE, T_BOOL, T_LEVEL, T_FORMAT, T_BACKEND };
+
+struct cfg_key {
+    const char *name;
+    enum cfg_type type;
+    size_t off;
+    size_t len; /* strings: buffer size */
+    uint64_t min, max;
+    int reloadable;
+};
+
+#define F(field) offsetof(struct zpp_config, field)
+#define SZ(field) sizeof(((struct zpp_config *)0)->field)
+static const struct cfg_key keys[] = {
+    {"socket", T_STR, F(socket), SZ(socket), 0, 0, 0},
+    {"socket_mode", T_MODE, F(socket_mode), 0, 0, 0777, 0},
+    {"socket_group", T_STR, F(socket_group), SZ(socket_group), 0, 0, 0},
+    {"backend", T_BACKEND, F(backend), SZ(backend), 0, 0, 0},
+    {"log_level", T_LEVEL, F(log_level), 0, 0, 0, 1},
+    {"log_format", T_FORMAT, F(log_json), 0, 0, 0, 1},
+    {"max_frame", T_SIZE, F(max_frame), 0, 256, 64u << 20, 1},
+    {"max_connections", T_U32, F(max_connections), 0, 1, 1000000, 1},
+    {"max_connections_per_uid", T_U32, F(max_connections_per_uid), 0, 1, 1000000, 1},
+    {"max_buffers_per_session", T_U32, F(max_buffers_per_session), 0, 1, 1u << 20, 1},
+    {"max_pending_per_session", T_U32, F(max_pending_per_session), 0, 1, 65536, 1},
+    {"max_jobs", T_U32, F(max_jobs), 0, 1, 1000000, 1},
+    {"max_world_size", T_U32, F(max_world_size), 0, 1, 1u << 20, 1},
+    {"call_timeout_ms", T_U32, F(call_timeout_ms), 0, 10, 86400000, 1},
+    {"store_budget", T_SIZE, F(store_budget), 0, 0, UINT64_MAX, 1},
+    {"store_budget_per_tenant", T_SIZE, F(store_budget_per_tenant), 0, 0, UINT64_MAX, 1},
+    {"virtual_nodes", T_U32, F(virtual_nodes), 0, 0, 65536, 0},
+    {"default_block", T_U32, F(default_block), 0, 32, 8192, 1},
+    {"default_stages", T_U32, F(default_stages), 0, 1, 64, 1},
+    {"allow_legacy_ipc", T_BOOL, F(allow_legacy_ipc), 0, 0, 1, 0},
+    {"host_threads", T_U32, F(host_threads), 0, 1, 128, 0},
+};
+#undef F
+#undef SZ
+
+void cfg_defaults(struct zpp_config *c)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->socket, sizeof c->socket, "%s", "/run/zppd/zppd.sock");
+    c->socket_mode = 0660;
+    snprintf(c->backend, sizeof c->backend, "%s", "auto");
+    c->log_level = ZLOG_INFO;
+    c->max_frame = 1u << 20;
+    c->max_connections = 1024;
+    c->max_connections_per_uid = 256;
+    c->max_buffers_per_session = 4096;
+    c->max_pending_per_session = 64;
+    c->max_jobs = 256;
+    c->max_world_size = 4096;
+    c->call_timeout_ms = 300000;
+    c->store_budget = 1ull << 30;
+    c->default_block = 256;
+    c->default_stages = 2;
+    c->host_threads = 4;
+}
+
+/* Parses an unsigned integer with an optional K/M/G suffix. */
+static int parse_size(const char *s, int allow_suffix, uint64_t *out)
+{
+    if (!isdigit((unsigned char)*s))
+        return -1;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno)
+        return -1;
+    unsigned shift = 0;
+    if (allow_suffix && *end) {
+        switch (toupper((unsigned char)*end)) {
+        case 'K': shift = 10; break;
+        case 'M': shift = 20; break;
+        case 'G': shift = 30; break;
+        case 'T': shift = 40; break;
+        default: return -1;
+        }
+        end++;
+        if (toupper((unsigned char)*end) == 'B' || toupper((unsigned char)*end) == 'I')
+            end++;
+    }
+    if (*end)
+        return -1;
+    if (shift && v > (UINT64_MAX >> shift))
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
+static int parse_bool(const char *s, int *out)
+{
+    if (!strcasecmp(s, "true") || !strcasecmp(s, "yes") || !strcmp(s, "1") || !strcasecmp(s, "on"))
+        *out = 1;
+    else if (!strcasecmp(s, "false") || !strcasecmp(s, "no") || !strcmp(s, "0") ||
+             !strcasecmp(s, "off"))
+        *out = 0;
+    else
+        return -1;
+    return 0;
+}
+
+int cfg_set(struct zpp_config *c, const char *key, const char *value, char *why, size_t why_len)
+{
+    const struct cfg_key *k = NULL;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        if (strcmp(keys[i].name, key) == 0)
+            k = &keys[i];
+    if (!k) {
+        snprintf(why, why_len, "unknown key '%s'", key);
+        return -1;
+    }
+    char *p = (char *)c + k->off;
+    uint64_t v = 0;
+    int b;
+    switch (k->type) {
+    case T_STR:
+        if (strlen(value) >= k->len) {
+            snprintf(why, why_len, "%s: value longer than %zu bytes", key, k->len - 1);
+            return -1;
+        }
+        snprintf(p, k->len, "%s", value);
+        return 0;
+    case T_BACKEND:
+        if (strcmp(value, "host") && strcmp(value, "cuda") && strcmp(value, "auto")) {
+            snprintf(why, why_len, "backend: '%s' is not host, cuda or auto", value);
+            return -1;
+        }
+        snprintf(p, k->len, "%s", value);
+        return 0;
+    case T_LEVEL:
+        if ((b = zlog_parse_level(value)) < 0) {
+            snprintf(why, why_len, "log_level: '%s' is not error, warn, info or debug", value);
+            return -1;
+        }
+        *(int *)p = b;
+        return 0;
+    case T_FORMAT:
+        if (strcmp(value, "text") && strcmp(value, "json")) {
+            snprintf(why, why_len, "log_format: '%s' is not text or json", value);
+            return -1;
+        }
+        *(int *)p = strcmp(value, "json") == 0;
+        return 0;
+    case T_BOOL:
+        if (parse_bool(value, &b)) {
+            snprintf(why, why_len, "%s: '%s' is not true or false", key, value);
+            return -1;
+        }
+        *(int *)p = b;
+        return 0;
+    case T_MODE: {
+        char *end;
+        errno = 0;
+        unsigned long m = strtoul(value, &end, 8);
+        if (errno || *end || !*value || m > k->max) {
+            snprintf(why, why_len, "%s: '%s' is not an octal mode", key, value);
+            return -1;
+        }
+        if (m & 0002) {
+            snprintf(why, why_len, "%s: a world-writable socket is refused", key);
+            return -1;
+        }
+        *(uint32_t *)p = (uint32_t)m;
+        return 0;
+    }
+    case T_U32:
+    case T_SIZE:
+        if (parse_size(value, k->type == T_SIZE, &v) || v < k->min || v > k->max) {
+            snprintf(why, why_len, "%s: '%s' is not a number in [%" PRIu64 ", %" PRIu64 "]", key,
+                     value, k->min, k->max);
+            return -1;
+        }
+        if (k->type == T_U32)
+            *(uint32_t *)p = (uint32_t)v;
+        else
+            *(uint64_t *)p = v;
+        return 0;
+    }
+    return -1;
+}
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s))
+        s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1]))
+        *--e = 0;
+    return s;
+}
+
+int cfg_load(struct zpp_config *c, const char *path, int *nbad, char *why, size_t why_len)
+{
+    FILE *f = fopen(path, "re");
+    if (!f) {
+        snprintf(why, why_len, "cannot read %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char line[1024];
+    int lineno = 0, bad = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        if (!strchr(line, '\n') && !feof(f)) {
+            ZLOG_W("config", "line too long, ignoring", "file=%s line=%d", path, lineno);
+            bad++;
+            int ch;
+            while ((ch = fgetc(f)) != EOF && ch != '\n')
+                ;
+            continue;
+        }
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = 0;
+        char *s = trim(line);
+        if (!*s)
+            continue;
+        char *eq = strchr(s, '=');
+        if (!eq) {
+            ZLOG_W("config", "not key = value, ignoring", "file=%s line=%d", path, lineno);
+            bad++;
+            continue;
+        }
+        *eq = 0;
+        char *key = trim(s), *val = trim(eq + 1);
+        char err[256];
+        if (cfg_set(c, key, val, err, sizeof err)) {
+            ZLOG_W("config", err, "file=%s line=%d ignoring=1", path, lineno);
+            bad++;
+        }
+    }
+    fclose(f);
+    if (nbad)
+        *nbad = bad;
+    return 0;
+}
+
+void cfg_apply_reloadable(struct zpp_config *dst, const struct zpp_config *src)
+{
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        const struct cfg_key *k = &keys[i];
+        if (!k->reloadable)
+            continue;
+        size_t len = k->type == T_STR || k->type == T_BACKEND ? k->len
+                     : k->type == T_SIZE                      ? sizeof(uint64_t)
+                     : k->type == T_U32 || k->type == T_MODE  ? sizeof(uint32_t)
+                                                              : sizeof(int);
+        memcpy((char *)dst + k->off, (const char *)src + k->off, len);
+    }
+}
+
+void cfg_print(const struct zpp_config *c, FILE *f)
+{
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        const struct cfg_key *k = &keys[i];
+        const char *p = (const char *)c + k->off;
+        switch (k->type) {
+        case T_STR:
+        case T_BACKEND: fprintf(f, "%s = %s\n", k->name, p); break;
+        case T_LEVEL: fprintf(f, "%s = %s\n", k->name, zlog_level_name(*(const int *)p)); break;
+        case T_FORMAT: fprintf(f, "%s = %s\n", k->name, *(const int *)p ? "json" : "text"); break;
+        case T_BOOL: fprintf(f, "%s = %s\n", k->name, *(const int *)p ? "true" : "false"); break;
+        case T_MODE: fprintf(f, "%s = %04o\n", k->name, *(const uint32_t *)p); break;
+        case T_U32: fprintf(f, "%s = %u\n", k->name, *(const uint32_t *)p); break;
+        case T_SIZE: fprintf(f, "%s = %" PRIu64 "\n", k->name, *(const uint64_t *)p); break;
+        }
+    }
+}

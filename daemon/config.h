@@ -1,0 +1,62 @@
+/*
+ * config.h — zppd's configuration: defaults, the config file, overrides.
+ *
+ * The file is `key = value` lines with '#' comments; sizes take K/M/G
+ * suffixes (binary). A table maps each key to a parser and an offset in
+ * struct zpp_config (systemd's gperf tables do the same). A bad line is
+ * reported with file:line and ignored. Keys marked reloadable are applied
+ * again on SIGHUP; the others need a restart. deploy/zppd.conf lists every
+ * key with its default; docs/configuration.md explains them.
+ */
+#ifndef ZPPD_CONFIG_H
+#define ZPPD_CONFIG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#define CFG_PATH_MAX 256
+
+struct zpp_config {
+    char socket[CFG_PATH_MAX];
+    uint32_t socket_mode;
+    char socket_group[64];
+    char backend[16]; /* host, cuda, auto */
+    int log_level;
+    int log_json;
+    uint64_t max_frame;
+    uint32_t max_connections;
+    uint32_t max_connections_per_uid;
+    uint32_t max_buffers_per_session;
+    uint32_t max_pending_per_session;
+    uint32_t max_jobs;
+    uint32_t max_world_size;
+    uint32_t call_timeout_ms;
+    uint64_t store_budget;
+    uint64_t store_budget_per_tenant;
+    uint32_t virtual_nodes;
+    uint32_t default_block;
+    uint32_t default_stages;
+    int allow_legacy_ipc;
+    uint32_t host_threads;
+};
+
+/* Fills c with the defaults. */
+void cfg_defaults(struct zpp_config *c);
+
+/* Sets one key from its text value. Returns 0, or -1 with a message in
+ * why (unknown key, bad value). */
+int cfg_set(struct zpp_config *c, const char *key, const char *value, char *why, size_t why_len);
+
+/* Reads a config file into c (keys not in the file keep their value).
+ * Bad lines are logged as warnings with file:line and ignored; returns 0,
+ * or -1 if the file cannot be read (message in why). *nbad counts the
+ * ignored lines (may be NULL). */
+int cfg_load(struct zpp_config *c, const char *path, int *nbad, char *why, size_t why_len);
+
+/* Copies the reloadable keys of src into dst (SIGHUP). */
+void cfg_apply_reloadable(struct zpp_config *dst, const struct zpp_config *src);
+
+/* Writes every key = value to f, in the file format. */
+void cfg_print(const struct zpp_config *c, FILE *f);
+
+#endif

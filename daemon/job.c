@@ -1,0 +1,735 @@
+/*
+ * job.c — see job.h. The loop thread owns every field here; a running call
+ * lives on a worker thread only between uv_queue_work and its after-work
+ * callback, and touches nothing but its coll_exec and the mapped buffers.
+ */
+#include "job.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "frame.h"
+#include "hpz_store.h"
+#include "log.h"
+#include "session.h"
+#include "zpp.h"
+
+static void job_pump(struct job *j);
+
+const char *job_state_name(enum job_state st)
+{
+    switch (st) {
+    case JOB_FORMING: return "forming";
+    case JOB_RUNNING: return "running";
+    case JOB_ABORTED: return "aborted";
+    }
+    return "?";
+}
+
+const char *job_op_name(int op)
+{
+    switch (op) {
+    case ZPP_OP_QWZ_ALLGATHER: return "qwz_allgather";
+    case ZPP_OP_HPZ_GATHER: return "hpz_gather";
+    case ZPP_OP_HPZ_INVALIDATE: return "hpz_invalidate";
+    case ZPP_OP_QGZ_REDUCE_SCATTER: return "qgz_reduce_scatter";
+    case ZPP_OP_ALLGATHER: return "allgather";
+    case ZPP_OP_REDUCE_SCATTER: return "reduce_scatter";
+    case ZPP_OP_BARRIER: return "barrier";
+    }
+    return "unknown";
+}
+
+static const char *dtype_name(int dt)
+{
+    return dt == ZPP_FP32 ? "fp32" : dt == ZPP_FP16 ? "fp16" : dt == ZPP_BF16 ? "bf16" : "?";
+}
+
+/* Job ids and labels: printable, no spaces or quotes (they reach logs,
+ * metrics labels and JSON). */
+static int name_ok(const char *s, size_t max)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > max)
+        return 0;
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              strchr("._:@/+=-", ch)))
+            return 0;
+    }
+    return 1;
+}
+
+static struct job *job_find(struct zppd *d, uint32_t uid, const char *label, const char *id)
+{
+    for (struct job *j = d->jobs; j; j = j->next)
+        if (j->uid == uid && !strcmp(j->label, label) && !strcmp(j->id, id))
+            return j;
+    return NULL;
+}
+
+static void job_free(struct job *j)
+{
+    struct zppd *d = j->d;
+    hpz_store_drop_job(d->store, j);
+    if (j->prev)
+        j->prev->next = j->next;
+    else
+        d->jobs = j->next;
+    if (j->next)
+        j->next->prev = j->prev;
+    d->njobs--;
+    ZLOG_I("job", "job freed", "job=%s uid=%u", j->id, j->uid);
+    free(j->members);
+    free(j);
+}
+
+static void job_unref(struct job *j)
+{
+    if (--j->refs == 0)
+        job_free(j);
+}
+
+/* ---- Hello --------------------------------------------------------------- */
+
+static void reply_hello(struct session *s, uint64_t req_id, struct job *j)
+{
+    struct zppd *d = s->d;
+    Zpp__Reply rep = ZPP__REPLY__INIT;
+    Zpp__HelloReply hr = ZPP__HELLO_REPLY__INIT;
+    Zpp__Limits lim = ZPP__LIMITS__INIT;
+    lim.max_frame = d->cfg.max_frame;
+    lim.max_buffers = d->cfg.max_buffers_per_session;
+    lim.max_pending = d->cfg.max_pending_per_session;
+    lim.store_budget = d->cfg.store_budget;
+    lim.call_timeout_ms = d->cfg.call_timeout_ms;
+    hr.session_id = s->id;
+    hr.daemon_version = (char *)ZPPD_VERSION;
+    hr.backend = (char *)d->backend_name;
+    hr.limits = &lim;
+    if (j) {
+        hr.nodes = j->nodes;
+        hr.local_size = j->local;
+    }
+    rep.req_id = req_id;
+    rep.body_case = ZPP__REPLY__BODY_HELLO;
+    rep.hello = &hr;
+    sess_send(s, &rep);
+}
+
+void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h)
+{
+    struct zppd *d = s->d;
+    if (s->role != SESS_ROLE_NONE) {
+        sess_send_error(s, req_id, ZPP_ESTATE, "this connection already said Hello");
+        return;
+    }
+    if (h->role == ZPP__ROLE__ROLE_ADMIN) {
+        s->role = SESS_ROLE_ADMIN;
+        reply_hello(s, req_id, NULL);
+        return;
+    }
+    if (d->draining || d->stopping) {
+        sess_send_error(s, req_id, ZPP_EDRAINING, "zppd is draining: it takes no new jobs");
+        return;
+    }
+    if (!name_ok(h->job_id, ZPP_MAX_JOB_ID)) {
+        sess_send_error(s, req_id, ZPP_EINVAL,
+                        "job_id must be 1..%u characters of [A-Za-z0-9._:@/+=-]", ZPP_MAX_JOB_ID);
+        return;
+    }
+    if (h->tenant_label[0] && !name_ok(h->tenant_label, ZPP_MAX_LABEL)) {
+        sess_send_error(s, req_id, ZPP_EINVAL, "tenant_label must be [A-Za-z0-9._:@/+=-]");
+        return;
+    }
+    uint32_t world = h->world_size, nodes = h->node_count;
+    if (world == 0 || world > d->cfg.max_world_size) {
+        sess_send_error(s, req_id, ZPP_ELIMIT, "world_size %u is outside 1..%u (max_world_size)",
+                        world, d->cfg.max_world_size);
+        return;
+    }
+    if (d->cfg.virtual_nodes && nodes != d->cfg.virtual_nodes) {
+        sess_send_error(s, req_id, ZPP_EINVAL,
+                        "node_count %u differs from this daemon's virtual_nodes %u", nodes,
+                        d->cfg.virtual_nodes);
+        return;
+    }
+    if (nodes == 0 || world % nodes) {
+        sess_send_error(s, req_id, ZPP_EINVAL,
+                        "node_count %u must divide world_size %u (ranks per node are equal)",
+                        nodes, world);
+        return;
+    }
+    uint32_t local = world / nodes;
+    if (h->rank >= world || h->local_rank != h->rank % local) {
+        sess_send_error(s, req_id, ZPP_EINVAL,
+                        "rank %u / local_rank %u do not fit %u nodes x %u ranks (rank = node * "
+                        "%u + local_rank)",
+                        h->rank, h->local_rank, nodes, local, local);
+        return;
+    }
+    if (h->gpu_uuid[0] && strcmp(h->gpu_uuid, "host") && !strcmp(d->backend_name, "host")) {
+        sess_send_error(s, req_id, ZPP_EUNSUPPORTED,
+                        "this zppd runs the host backend; gpu_uuid must be \"host\"");
+        return;
+    }
+
+    struct job *j = job_find(d, s->uid, h->tenant_label, h->job_id);
+    if (j && j->state == JOB_ABORTED) {
+        sess_send_error(s, req_id, ZPP_EABORTED,
+                        "job %s was aborted (%s); it can be started again once all its ranks "
+                        "have disconnected",
+                        j->id, j->abort_reason);
+        return;
+    }
+    if (j && (j->world != world || j->nodes != nodes)) {
+        sess_send_error(s, req_id, ZPP_EMISMATCH,
+                        "job %s has world_size %u and node_count %u; rank %u says %u and %u",
+                        j->id, j->world, j->nodes, h->rank, world, nodes);
+        return;
+    }
+    if (j && j->members[h->rank]) {
+        sess_send_error(s, req_id, ZPP_EEXIST, "rank %u of job %s has already joined (pid %u)",
+                        h->rank, j->id, j->members[h->rank]->pid);
+        return;
+    }
+    if (!j) {
+        if (d->njobs >= d->cfg.max_jobs) {
+            sess_send_error(s, req_id, ZPP_ELIMIT, "this zppd runs %u jobs (max_jobs)", d->njobs);
+            return;
+        }
+        j = calloc(1, sizeof *j);
+        struct session **m = calloc(world, sizeof *m);
+        if (!j || !m) {
+            free(j);
+            free(m);
+            sess_send_error(s, req_id, ZPP_ENOMEM, "out of memory for a job of %u ranks", world);
+            return;
+        }
+        j->d = d;
+        snprintf(j->id, sizeof j->id, "%s", h->job_id);
+        snprintf(j->label, sizeof j->label, "%s", h->tenant_label);
+        j->uid = s->uid;
+        j->world = world;
+        j->nodes = nodes;
+        j->local = local;
+        j->members = m;
+        j->next_seq = 1;
+        j->created_ms = zppd_now_ms();
+        j->next = d->jobs;
+        if (d->jobs)
+            d->jobs->prev = j;
+        d->jobs = j;
+        d->njobs++;
+        ZLOG_I("job", "job created", "job=%s uid=%u world=%u nodes=%u", j->id, j->uid, world,
+               nodes);
+    }
+    j->members[h->rank] = s;
+    j->njoined++;
+    j->refs++;
+    s->job = j;
+    s->rank = h->rank;
+    s->role = SESS_ROLE_RANK;
+    snprintf(s->label, sizeof s->label, "%s", h->tenant_label);
+    if (j->njoined == j->world) {
+        j->state = JOB_RUNNING;
+        ZLOG_I("job", "job formed", "job=%s uid=%u world=%u nodes=%u", j->id, j->uid, j->world,
+               j->nodes);
+    }
+    reply_hello(s, req_id, j);
+    job_pump(j);
+}
+
+/* ---- replies ------------------------------------------------------------- */
+
+static void ring_push(struct job *j, const struct call *c, int state, const char *msg)
+{
+    struct call_record *r = &j->ring[j->ring_pos++ % JOB_RING];
+    memset(r, 0, sizeof *r);
+    r->seq = c->seq;
+    r->op = c->have_args ? c->args.op : 0;
+    r->bytes = c->x.result.logical_bytes;
+    r->state = state;
+    r->start_us = c->t_start_us;
+    r->end_us = zppd_now_us();
+    snprintf(r->msg, sizeof r->msg, "%s", msg ? msg : "");
+}
+
+/* Ends one submission: drops its refs, and replies if asked (rep NULL:
+ * an error with code/msg). */
+static void sub_finish(struct call_sub *sub, const Zpp__Reply *rep, uint64_t req_id, int code,
+                       const char *msg)
+{
+    if (!sub->submitted || sub->replied)
+        return;
+    sub->replied = 1;
+    struct session *s = sub->s;
+    if (rep)
+        sess_send(s, rep);
+    else
+        sess_send_error(s, req_id, code, "%s", msg);
+    if (s->pending)
+        s->pending--;
+    if (sub->in)
+        buffer_unref(sub->in);
+    if (sub->out)
+        buffer_unref(sub->out);
+    sub->in = sub->out = NULL;
+    sess_unref(s);
+}
+
+static void call_free(struct call *c)
+{
+    free(c->subs);
+    free(c->slots);
+    free(c);
+}
+
+/* Unlinks c from its job's list. */
+static void call_unlink(struct job *j, struct call *c)
+{
+    for (struct call **pp = &j->calls; *pp; pp = &(*pp)->next) {
+        if (*pp == c) {
+            *pp = c->next;
+            return;
+        }
+    }
+}
+
+/* Fails call c on every rank that submitted it (and, through c->failed,
+ * on every rank that submits it later). */
+static void call_fail(struct job *j, struct call *c, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void call_fail(struct job *j, struct call *c, int code, const char *fmt, ...)
+{
+    if (c->failed)
+        return;
+    c->failed = 1;
+    c->fail_code = code;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->fail_msg, sizeof c->fail_msg, fmt, ap);
+    va_end(ap);
+    ZLOG_I("job", "call failed", "job=%s seq=%" PRIu64 " code=%d why=\"%s\"", j->id, c->seq, code,
+           c->fail_msg);
+    j->d->stats.calls_failed++;
+    for (uint32_t r = 0; r < j->world; r++)
+        sub_finish(&c->subs[r], NULL, c->subs[r].req_id, code, c->fail_msg);
+    ring_push(j, c, 3, c->fail_msg);
+}
+
+/* ---- matching ------------------------------------------------------------ */
+
+static struct call *call_get(struct job *j, uint64_t seq)
+{
+    struct call **pp = &j->calls;
+    for (; *pp && (*pp)->seq < seq; pp = &(*pp)->next)
+        ;
+    if (*pp && (*pp)->seq == seq)
+        return *pp;
+    struct call *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->subs = calloc(j->world, sizeof *c->subs);
+    if (!c->subs) {
+        free(c);
+        return NULL;
+    }
+    c->seq = seq;
+    c->job = j;
+    c->t_first_ms = zppd_now_ms();
+    c->next = *pp;
+    *pp = c;
+    return c;
+}
+
+/* Resolves the wire arguments into coll_args with the daemon's defaults. */
+static void args_from_wire(struct zppd *d, const Zpp__Collective *w, struct coll_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->op = w->op;
+    a->dtype = w->dtype;
+    a->out_dtype = w->out_dtype ? (int)w->out_dtype : (int)w->dtype;
+    a->bits = (int)w->bits;
+    a->reduce = w->reduce;
+    a->block = w->block ? w->block : d->cfg.default_block;
+    a->stages = w->stages ? w->stages : d->cfg.default_stages;
+    a->flags = w->flags;
+    a->count = w->count;
+    snprintf(a->hpz_key, sizeof a->hpz_key, "%s", w->hpz_key ? w->hpz_key : "");
+}
+
+/* Names the first field where a differs from b, or NULL. */
+static const char *args_diff(const struct coll_args *a, const struct coll_args *b, char *va,
+                             char *vb, size_t len)
+{
+#define CMP_INT(field, name, fmtfn)                                                                \
+    if (a->field != b->field) {                                                                    \
+        fmtfn(va, len, a->field);                                                                  \
+        fmtfn(vb, len, b->field);                                                                  \
+        return name;                                                                               \
+    }
+#define FMT_U(buf, l, v) snprintf(buf, l, "%" PRIu64, (uint64_t)(v))
+#define FMT_OP(buf, l, v) snprintf(buf, l, "%s", job_op_name(v))
+#define FMT_DT(buf, l, v) snprintf(buf, l, "%s", dtype_name(v))
+    CMP_INT(op, "op", FMT_OP)
+    CMP_INT(dtype, "dtype", FMT_DT)
+    CMP_INT(count, "count", FMT_U)
+    CMP_INT(bits, "bits", FMT_U)
+    CMP_INT(block, "block", FMT_U)
+    CMP_INT(stages, "stages", FMT_U)
+    CMP_INT(reduce, "reduce", FMT_U)
+    CMP_INT(out_dtype, "out_dtype", FMT_DT)
+    CMP_INT(flags, "flags", FMT_U)
+    if (strcmp(a->hpz_key, b->hpz_key)) {
+        snprintf(va, len, "'%s'", a->hpz_key);
+        snprintf(vb, len, "'%s'", b->hpz_key);
+        return "hpz_key";
+    }
+    return NULL;
+#undef CMP_INT
+#undef FMT_U
+#undef FMT_OP
+#undef FMT_DT
+}
+
+/* Resolves a buffer reference of s for `need` bytes. Returns 0 or a code
+ * with a message. */
+static int resolve_buf(struct session *s, const Zpp__BufRef *ref, size_t need, const char *what,
+                       struct buffer **out, uint64_t *off, char *why, size_t why_len)
+{
+    *out = NULL;
+    *off = 0;
+    if (need == 0)
+        return 0;
+    if (!ref) {
+        snprintf(why, why_len, "no %s buffer given (%zu bytes needed)", what, need);
+        return ZPP_EINVAL;
+    }
+    struct buffer *b = sess_find_buffer(s, ref->buffer_id);
+    if (!b) {
+        snprintf(why, why_len, "%s buffer id %" PRIu64 " is not registered on this session", what,
+                 ref->buffer_id);
+        return ZPP_ENOENT;
+    }
+    if (ref->offset > b->len || need > b->len - ref->offset) {
+        snprintf(why, why_len,
+                 "%s buffer %" PRIu64 " too small: needs %zu bytes at offset %" PRIu64
+                 ", has %" PRIu64,
+                 what, ref->buffer_id, need, ref->offset, b->len);
+        return ZPP_ERANGE;
+    }
+    buffer_ref(b);
+    *out = b;
+    *off = ref->offset;
+    return 0;
+}
+
+void job_submit(struct session *s, uint64_t req_id, const Zpp__Collective *w)
+{
+    struct zppd *d = s->d;
+    struct job *j = s->job;
+    if (!j || s->role != SESS_ROLE_RANK) {
+        sess_send_error(s, req_id, ZPP_ESTATE, "say Hello as a rank of a job before collectives");
+        return;
+    }
+    if (j->state == JOB_ABORTED) {
+        sess_send_error(s, req_id, ZPP_EABORTED, "job %s was aborted: %s", j->id,
+                        j->abort_reason);
+        return;
+    }
+    if (w->seq < j->next_seq || w->seq >= j->next_seq + JOB_SEQ_WINDOW) {
+        sess_send_error(s, req_id, ZPP_EINVAL,
+                        "seq %" PRIu64 " is outside the job's window [%" PRIu64 ", %" PRIu64 ")",
+                        w->seq, j->next_seq, j->next_seq + JOB_SEQ_WINDOW);
+        return;
+    }
+    if (s->pending >= d->cfg.max_pending_per_session) {
+        sess_send_error(s, req_id, ZPP_ELIMIT, "%u calls pending on this session (max_pending)",
+                        s->pending);
+        return;
+    }
+    struct call *c = call_get(j, w->seq);
+    if (!c) {
+        sess_send_error(s, req_id, ZPP_ENOMEM, "out of memory for a call");
+        return;
+    }
+    struct call_sub *sub = &c->subs[s->rank];
+    if (sub->submitted) {
+        sess_send_error(s, req_id, ZPP_EINVAL, "rank %u already submitted call %" PRIu64, s->rank,
+                        w->seq);
+        return;
+    }
+    sub->submitted = 1;
+    sub->s = s;
+    sub->req_id = req_id;
+    sess_ref(s);
+    s->pending++;
+    c->nsub++;
+    uint32_t timeout = w->timeout_ms ? w->timeout_ms : d->cfg.call_timeout_ms;
+    if (!c->timeout_ms || timeout < c->timeout_ms)
+        c->timeout_ms = timeout;
+
+    if (c->failed) {
+        sub_finish(sub, NULL, req_id, c->fail_code, c->fail_msg);
+        job_pump(j);
+        return;
+    }
+    struct coll_args a;
+    args_from_wire(d, w, &a);
+    if (c->have_args) {
+        char va[300], vb[300];
+        const char *field = args_diff(&a, &c->args, va, vb, sizeof va);
+        if (field) {
+            call_fail(j, c, ZPP_EMISMATCH,
+                      "call %" PRIu64 " differs across ranks: rank %u has %s=%s, rank %u has %s=%s",
+                      c->seq, s->rank, field, va, c->first_rank, field, vb);
+            job_pump(j);
+            return;
+        }
+    } else {
+        c->args = a;
+        c->have_args = 1;
+        c->first_rank = s->rank;
+    }
+    struct be_topo topo = {.world = (int)j->world, .nodes = (int)j->nodes,
+                           .local = (int)j->local, .nslots = (int)j->world, .rank0 = 0};
+    size_t in_need = 0, out_need = 0;
+    char why[300];
+    int rc = coll_buffer_needs(&a, &topo, &in_need, &out_need, why, sizeof why);
+    if (!rc)
+        rc = resolve_buf(s, w->input, in_need, "input", &sub->in, &sub->in_off, why, sizeof why);
+    if (!rc)
+        rc = resolve_buf(s, w->output, out_need, "output", &sub->out, &sub->out_off, why,
+                         sizeof why);
+    if (rc) {
+        call_fail(j, c, rc, "call %" PRIu64 " (%s) refused for rank %u: %s", c->seq,
+                  job_op_name(a.op), s->rank, why);
+        job_pump(j);
+        return;
+    }
+    job_pump(j);
+}
+
+/* ---- execution ----------------------------------------------------------- */
+
+static void reply_done(struct job *j, struct call *c)
+{
+    struct zppd *d = j->d;
+    struct coll_exec *x = &c->x;
+    uint64_t now = zppd_now_us();
+    if (x->status == 0 && j->state != JOB_ABORTED) {
+        Zpp__CollectiveReply cr = ZPP__COLLECTIVE_REPLY__INIT;
+        cr.algo = x->result.algo;
+        cr.logical_bytes = x->result.logical_bytes;
+        cr.bytes_intra = x->result.bytes_intra;
+        cr.bytes_inter = x->result.bytes_inter;
+        cr.bytes_zero3_inter = x->result.bytes_zero3_inter;
+        cr.nonfinite_blocks = x->result.nonfinite_blocks;
+        cr.elapsed_us = now - c->t_start_us;
+        cr.seq = c->seq;
+        d->stats.calls_ok++;
+        d->stats.bytes_intra += x->result.bytes_intra;
+        d->stats.bytes_inter += x->result.bytes_inter;
+        d->stats.bytes_zero3_inter += x->result.bytes_zero3_inter;
+        for (uint32_t r = 0; r < j->world; r++) {
+            Zpp__Reply rep = ZPP__REPLY__INIT;
+            rep.req_id = c->subs[r].req_id;
+            rep.body_case = ZPP__REPLY__BODY_COLLECTIVE;
+            rep.collective = &cr;
+            sub_finish(&c->subs[r], &rep, 0, 0, NULL);
+        }
+        ring_push(j, c, 2, NULL);
+    } else if (x->status == 0) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "job %s was aborted: %s", j->id, j->abort_reason);
+        for (uint32_t r = 0; r < j->world; r++)
+            sub_finish(&c->subs[r], NULL, c->subs[r].req_id, ZPP_EABORTED, msg);
+    } else {
+        c->running = 0;
+        call_fail(j, c, x->status, "call %" PRIu64 " (%s) failed: %s", c->seq,
+                  job_op_name(c->args.op), x->msg);
+    }
+}
+
+static void work_cb(uv_work_t *w)
+{
+    struct call *c = w->data;
+    coll_run(&c->x);
+}
+
+static void after_work_cb(uv_work_t *w, int status)
+{
+    struct call *c = w->data;
+    struct job *j = c->job;
+    struct zppd *d = j->d;
+    if (status == UV_ECANCELED && !c->x.status) {
+        c->x.status = ZPP_EABORTED;
+        snprintf(c->x.msg, sizeof c->x.msg, "cancelled");
+    }
+    coll_finish(&c->x);
+    reply_done(j, c);
+    c->running = 0;
+    call_unlink(j, c);
+    if (c->seq == j->next_seq)
+        j->next_seq++;
+    call_free(c);
+    d->inflight--;
+    job_pump(j);
+    job_unref(j);
+    zppd_maybe_exit(d);
+}
+
+/* Starts call c (all ranks submitted, arguments agreed). */
+static void call_start(struct job *j, struct call *c)
+{
+    struct zppd *d = j->d;
+    c->slots = calloc(j->world, sizeof *c->slots);
+    if (!c->slots) {
+        call_fail(j, c, ZPP_ENOMEM, "out of memory starting call %" PRIu64, c->seq);
+        return;
+    }
+    for (uint32_t r = 0; r < j->world; r++) {
+        struct call_sub *sub = &c->subs[r];
+        if (sub->in) {
+            c->slots[r].in = sub->in->ptr + sub->in_off;
+            c->slots[r].in_len = sub->in->len - sub->in_off;
+        }
+        if (sub->out) {
+            c->slots[r].out = sub->out->ptr + sub->out_off;
+            c->slots[r].out_len = sub->out->len - sub->out_off;
+        }
+    }
+    struct coll_exec *x = &c->x;
+    memset(x, 0, sizeof *x);
+    x->args = c->args;
+    x->topo = (struct be_topo){.world = (int)j->world, .nodes = (int)j->nodes,
+                               .local = (int)j->local, .nslots = (int)j->world, .rank0 = 0};
+    x->slots = c->slots;
+    x->owner.tenant_uid = j->uid;
+    x->owner.job_id = j->id;
+    x->owner.job = j;
+    x->store = d->store;
+    x->call.ops = d->be;
+    x->call.topo = x->topo;
+    c->t_start_us = zppd_now_us();
+    int rc = coll_prepare(x);
+    if (rc) {
+        coll_finish(x);
+        call_fail(j, c, rc, "call %" PRIu64 " (%s) refused: %s", c->seq, job_op_name(c->args.op),
+                  x->msg);
+        return;
+    }
+    c->running = 1;
+    c->work.data = c;
+    j->refs++;
+    d->inflight++;
+    ring_push(j, c, 1, NULL);
+    if (uv_queue_work(d->loop, &c->work, work_cb, after_work_cb) != 0) {
+        c->running = 0;
+        j->refs--;
+        d->inflight--;
+        coll_finish(x);
+        call_fail(j, c, ZPP_EBACKEND, "cannot queue call %" PRIu64, c->seq);
+    }
+}
+
+/* Advances the job: drops finished failed calls, starts the next ready
+ * one. Calls run one at a time, in sequence order. */
+static void job_pump(struct job *j)
+{
+    while (j->calls && j->calls->seq == j->next_seq && !j->calls->running) {
+        struct call *c = j->calls;
+        if (c->failed) {
+            if (c->nsub < j->world)
+                return; /* the others still have to submit (and get the error) */
+            j->calls = c->next;
+            call_free(c);
+            j->next_seq++;
+            continue;
+        }
+        if (j->state != JOB_RUNNING || c->nsub < j->world)
+            return;
+        call_start(j, c);
+        if (c->running)
+            return;
+    }
+}
+
+/* ---- abort, leave, timeouts ---------------------------------------------- */
+
+void job_abort(struct job *j, const char *fmt, ...)
+{
+    if (j->state == JOB_ABORTED)
+        return;
+    struct zppd *d = j->d;
+    j->state = JOB_ABORTED;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(j->abort_reason, sizeof j->abort_reason, fmt, ap);
+    va_end(ap);
+    d->stats.aborts++;
+    ZLOG_W("job", "job aborted", "job=%s uid=%u reason=\"%s\"", j->id, j->uid, j->abort_reason);
+    char msg[512];
+    snprintf(msg, sizeof msg, "job %s was aborted: %s", j->id, j->abort_reason);
+    struct call **pp = &j->calls;
+    while (*pp) {
+        struct call *c = *pp;
+        if (c->running) { /* its after-work callback replies */
+            pp = &c->next;
+            continue;
+        }
+        for (uint32_t r = 0; r < j->world; r++)
+            sub_finish(&c->subs[r], NULL, c->subs[r].req_id, ZPP_EABORTED, msg);
+        *pp = c->next;
+        call_free(c);
+    }
+}
+
+void job_leave(struct session *s, const char *reason)
+{
+    struct job *j = s->job;
+    if (!j)
+        return;
+    if (j->state != JOB_ABORTED)
+        job_abort(j, "rank %u (pid %u) left: %s", s->rank, s->pid, reason);
+    j->members[s->rank] = NULL;
+    j->njoined--;
+    s->job = NULL;
+    job_unref(j);
+}
+
+void job_abort_all(struct zppd *d, const char *reason)
+{
+    for (struct job *j = d->jobs; j; j = j->next)
+        job_abort(j, "%s", reason);
+}
+
+void job_tick(struct zppd *d)
+{
+    uint64_t now = zppd_now_ms();
+    for (struct job *j = d->jobs; j; j = j->next) {
+        if (j->state == JOB_ABORTED)
+            continue;
+        for (struct call *c = j->calls; c; c = c->next) {
+            if (c->running || c->nsub == 0 || now - c->t_first_ms < c->timeout_ms)
+                continue;
+            char missing[256] = "";
+            size_t o = 0;
+            for (uint32_t r = 0; r < j->world && o + 12 < sizeof missing; r++)
+                if (!c->subs[r].submitted)
+                    o += (size_t)snprintf(missing + o, sizeof missing - o, "%s%u", o ? "," : "", r);
+            if (!missing[0])
+                snprintf(missing, sizeof missing, "none (earlier calls still pending)");
+            job_abort(j, "call %" PRIu64 " (%s) timed out after %u ms waiting for ranks %s",
+                      c->seq, c->have_args ? job_op_name(c->args.op) : "?", c->timeout_ms,
+                      missing);
+            break;
+        }
+    }
+}

@@ -1,0 +1,114 @@
+/*
+ * job.h — jobs: membership, matching call k across ranks, execution order,
+ * timeouts and abort.
+ *
+ * A job is named by its tenant (uid + label) and its job id, so one tenant
+ * can neither join nor squat another's job. Its ranks say Hello; call k of
+ * the job is matched by sequence number: every rank must submit it with
+ * the same arguments, or call k ends on every rank with an error naming
+ * the rank and the field that differs. Calls run one at a time in sequence
+ * order. A member that disconnects, or a call that waits longer than its
+ * timeout, aborts the job: every pending call ends with an error naming
+ * the cause, later calls are refused, and the job is freed when its last
+ * member leaves. Other jobs go on.
+ */
+#ifndef ZPPD_JOB_H
+#define ZPPD_JOB_H
+
+#include <stdint.h>
+#include <uv.h>
+
+#include "coll.h"
+#include "zpp.pb-c.h"
+
+struct zppd;
+struct session;
+struct buffer;
+
+enum job_state { JOB_FORMING = 0, JOB_RUNNING = 1, JOB_ABORTED = 2 };
+
+#define JOB_RING 32       /* recent calls kept per job for zppctl */
+#define JOB_SEQ_WINDOW 4096 /* how far ahead of the running call a rank may be */
+
+struct call_record {
+    uint64_t seq;
+    int op;
+    uint64_t bytes;
+    int state; /* 0 pending, 1 running, 2 done, 3 failed */
+    uint64_t start_us, end_us;
+    char msg[128];
+};
+
+/* One rank's submission of a call. */
+struct call_sub {
+    struct session *s; /* holds a session ref until replied */
+    uint64_t req_id;
+    struct buffer *in, *out; /* buffer refs */
+    uint64_t in_off, out_off;
+    int submitted, replied;
+};
+
+struct call {
+    uint64_t seq;
+    struct coll_args args;
+    int have_args;
+    uint32_t first_rank;
+    uint32_t nsub;
+    struct call_sub *subs; /* world entries */
+    int failed;
+    int fail_code;
+    char fail_msg[384];
+    int running;
+    uint64_t t_first_ms;
+    uint64_t t_start_us;
+    uint32_t timeout_ms;
+    struct call *next; /* sorted by seq */
+
+    struct job *job;
+    struct coll_exec x;
+    struct coll_slot *slots;
+    uv_work_t work;
+};
+
+struct job {
+    struct zppd *d;
+    char id[129];
+    uint32_t uid;
+    char label[65];
+    uint32_t world, nodes, local;
+    struct session **members;
+    uint32_t njoined;
+    enum job_state state;
+    char abort_reason[384];
+    struct call *calls;
+    uint64_t next_seq;
+    int refs; /* members + a running call */
+    struct call_record ring[JOB_RING];
+    uint32_t ring_pos;
+    uint64_t created_ms;
+    struct job *next, *prev;
+};
+
+/* Handles a rank's Hello: finds or creates the job and joins it. Replies
+ * on s (success or error). */
+void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h);
+
+/* Handles a collective call from a member. Replies now (error) or later. */
+void job_submit(struct session *s, uint64_t req_id, const Zpp__Collective *c);
+
+/* A member's session is closing: aborts its job with the reason. */
+void job_leave(struct session *s, const char *reason);
+
+/* Aborts a job: ends every pending call with ZPP_EABORTED and reason. */
+void job_abort(struct job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Periodic check (loop timer): calls waiting past their timeout. */
+void job_tick(struct zppd *d);
+
+/* Aborts every job (shutdown). */
+void job_abort_all(struct zppd *d, const char *reason);
+
+const char *job_state_name(enum job_state st);
+const char *job_op_name(int op);
+
+#endif

@@ -1,0 +1,302 @@
+/*
+ * main.c — zppd's entry point. It reads like systemd's example daemon:
+ * logging, configuration, backend, socket, readiness, loop. Signals and
+ * the watchdog arrive through the loop (uv_signal_t, uv_timer_t), so no
+ * handler touches daemon state.
+ *
+ *   SIGTERM/SIGINT  stop accepting, finish in-flight calls, abort the
+ *                   remaining jobs, remove the socket, exit 0.
+ *   SIGHUP          re-read the config file and apply the reloadable keys.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef ZPP_HAVE_SYSTEMD
+#include <systemd/sd-daemon.h>
+#endif
+
+#include "daemon.h"
+#include "hpz_store.h"
+#include "job.h"
+#include "log.h"
+#include "session.h"
+#include "zpp.h"
+
+#define TICK_MS 100
+#define STOP_DEADLINE_MS 30000
+#define MAX_OVERRIDES 64
+
+int server_start_accepting(struct zppd *d);
+
+static char *g_overrides[MAX_OVERRIDES]; /* -o key=value, re-applied on SIGHUP */
+static int g_noverrides;
+
+uint64_t zppd_now_ms(void)
+{
+    return zppd_now_us() / 1000;
+}
+
+uint64_t zppd_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static void notify(const char *what)
+{
+#ifdef ZPP_HAVE_SYSTEMD
+    sd_notify(0, what);
+#else
+    (void)what;
+#endif
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: zppd [options]\n"
+            "  -c, --config FILE     config file (key = value; see deploy/zppd.conf)\n"
+            "  -s, --socket PATH     Unix socket (default /run/zppd/zppd.sock)\n"
+            "  -b, --backend NAME    host, cuda or auto\n"
+            "  -l, --log-level LVL   error, warn, info or debug\n"
+            "  -o, --set KEY=VALUE   set any config key (repeatable)\n"
+            "      --check-config    read the configuration, report problems, exit\n"
+            "      --print-config    print the effective configuration and exit\n"
+            "  -V, --version         print the version and exit\n"
+            "  -h, --help            this help\n");
+}
+
+/* Builds the configuration: defaults, then the file, then the flags. */
+static int load_config(struct zppd *d, struct zpp_config *c, int *nbad)
+{
+    char why[512];
+    cfg_defaults(c);
+    *nbad = 0;
+    if (d->config_path[0] && cfg_load(c, d->config_path, nbad, why, sizeof why)) {
+        ZLOG_E("config", why, NULL);
+        return -1;
+    }
+    for (int i = 0; i < g_noverrides; i++) {
+        char *eq = strchr(g_overrides[i], '=');
+        char key[128];
+        if (!eq || (size_t)(eq - g_overrides[i]) >= sizeof key) {
+            ZLOG_E("config", "a flag is not key=value", "flag=%s", g_overrides[i]);
+            return -1;
+        }
+        memcpy(key, g_overrides[i], (size_t)(eq - g_overrides[i]));
+        key[eq - g_overrides[i]] = 0;
+        if (cfg_set(c, key, eq + 1, why, sizeof why)) {
+            ZLOG_E("config", why, "source=flag");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static void close_handle(uv_handle_t *h, void *arg)
+{
+    (void)arg;
+    if (!uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
+void zppd_maybe_exit(struct zppd *d)
+{
+    static int finishing;
+    if (!d->stopping || d->inflight || finishing)
+        return;
+    finishing = 1;
+    ZLOG_I("main", "in-flight work done: closing sessions", "sessions=%u", d->nsessions);
+    job_abort_all(d, "zppd is shutting down");
+    struct session *s = d->sessions;
+    while (s) {
+        struct session *next = s->next;
+        sess_close(s, "zppd is shutting down");
+        s = next;
+    }
+    uv_walk(d->loop, close_handle, NULL);
+}
+
+static void begin_stop(struct zppd *d, const char *why)
+{
+    if (d->stopping)
+        return;
+    d->stopping = 1;
+    notify("STOPPING=1");
+    ZLOG_I("main", "stopping", "why=%s inflight=%u", why, d->inflight);
+    server_stop_listening(d);
+    zppd_maybe_exit(d);
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+    struct zppd *d = h->data;
+    if (signum == SIGHUP) {
+        notify("RELOADING=1");
+        struct zpp_config c;
+        int nbad;
+        if (load_config(d, &c, &nbad) == 0) {
+            cfg_apply_reloadable(&d->cfg, &c);
+            zlog_setup(d->cfg.log_level, d->cfg.log_json);
+            hpz_store_set_budget(d->store, d->cfg.store_budget, d->cfg.store_budget_per_tenant);
+            ZLOG_I("main", "configuration reloaded", "ignored_lines=%d", nbad);
+        } else {
+            ZLOG_W("main", "reload failed: keeping the running configuration", NULL);
+        }
+        notify("READY=1");
+        return;
+    }
+    begin_stop(d, signum == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+static uint64_t g_watchdog_us;
+
+static void on_tick(uv_timer_t *t)
+{
+    struct zppd *d = t->data;
+    static uint64_t last_wd, stop_started;
+    job_tick(d);
+    uint64_t now = zppd_now_us();
+    if (g_watchdog_us && now - last_wd >= g_watchdog_us / 2) {
+        notify("WATCHDOG=1");
+        last_wd = now;
+    }
+    if (d->stopping) {
+        if (!stop_started)
+            stop_started = now;
+        else if (now - stop_started > (uint64_t)STOP_DEADLINE_MS * 1000) {
+            ZLOG_E("main", "in-flight work did not end in time: exiting", "inflight=%u",
+                   d->inflight);
+            _exit(1);
+        }
+    }
+}
+
+static int pick_backend(struct zppd *d)
+{
+    const char *want = d->cfg.backend;
+    if (!strcmp(want, "cuda")) {
+        ZLOG_E("main", "the cuda backend is not available in this build yet", NULL);
+        return -1;
+    }
+    d->be = &be_host_ops;
+    d->be_state = NULL;
+    d->backend_name = "host";
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"config", required_argument, 0, 'c'}, {"socket", required_argument, 0, 's'},
+        {"backend", required_argument, 0, 'b'}, {"log-level", required_argument, 0, 'l'},
+        {"set", required_argument, 0, 'o'},     {"check-config", no_argument, 0, 'C'},
+        {"print-config", no_argument, 0, 'P'},  {"version", no_argument, 0, 'V'},
+        {"help", no_argument, 0, 'h'},          {0, 0, 0, 0}};
+    static struct zppd d_storage;
+    struct zppd *d = &d_storage;
+    d->listen_fd = d->spare_fd = -1;
+    int check = 0, print = 0, opt;
+    static char flagbuf[4][300];
+    while ((opt = getopt_long(argc, argv, "c:s:b:l:o:Vh", opts, NULL)) != -1) {
+        const char *key = NULL;
+        switch (opt) {
+        case 'c': snprintf(d->config_path, sizeof d->config_path, "%s", optarg); break;
+        case 's': key = "socket"; break;
+        case 'b': key = "backend"; break;
+        case 'l': key = "log_level"; break;
+        case 'o':
+            if (g_noverrides == MAX_OVERRIDES) {
+                fprintf(stderr, "zppd: too many -o flags\n");
+                return 2;
+            }
+            g_overrides[g_noverrides++] = optarg;
+            break;
+        case 'C': check = 1; break;
+        case 'P': print = 1; break;
+        case 'V': printf("zppd %s\n", ZPPD_VERSION); return 0;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+        if (key) {
+            if (g_noverrides == MAX_OVERRIDES) {
+                fprintf(stderr, "zppd: too many flags\n");
+                return 2;
+            }
+            char *buf = flagbuf[opt == 's' ? 0 : opt == 'b' ? 1 : 2];
+            snprintf(buf, 300, "%s=%s", key, optarg);
+            g_overrides[g_noverrides++] = buf;
+        }
+    }
+    if (optind < argc) {
+        usage(stderr);
+        return 2;
+    }
+
+    int nbad = 0;
+    if (load_config(d, &d->cfg, &nbad))
+        return 1;
+    zlog_setup(d->cfg.log_level, d->cfg.log_json);
+    if (print) {
+        cfg_print(&d->cfg, stdout);
+        return 0;
+    }
+    if (check) {
+        printf("%s: %d problem line(s)\n", d->config_path[0] ? d->config_path : "(defaults)",
+               nbad);
+        return nbad ? 1 : 0;
+    }
+
+    char threads[16];
+    snprintf(threads, sizeof threads, "%u", d->cfg.host_threads);
+    setenv("UV_THREADPOOL_SIZE", threads, 1); /* before the loop's first work item */
+    signal(SIGPIPE, SIG_IGN);
+
+    d->loop = uv_default_loop();
+    d->start_ms = zppd_now_ms();
+    d->uid = (uint32_t)getuid();
+    if (pick_backend(d))
+        return 1;
+    d->store = hpz_store_new(d->be, d->be_state, d->cfg.store_budget,
+                             d->cfg.store_budget_per_tenant);
+    if (!d->store) {
+        ZLOG_E("main", "cannot create the hpZ store", NULL);
+        return 1;
+    }
+    if (server_listen(d) || server_start_accepting(d))
+        return 1;
+
+    uv_signal_t *sigs[] = {&d->sig_term, &d->sig_int, &d->sig_hup};
+    int nums[] = {SIGTERM, SIGINT, SIGHUP};
+    for (int i = 0; i < 3; i++) {
+        uv_signal_init(d->loop, sigs[i]);
+        sigs[i]->data = d;
+        uv_signal_start(sigs[i], on_signal, nums[i]);
+    }
+    uv_timer_init(d->loop, &d->tick);
+    d->tick.data = d;
+    uv_timer_start(&d->tick, on_tick, TICK_MS, TICK_MS);
+#ifdef ZPP_HAVE_SYSTEMD
+    if (sd_watchdog_enabled(0, &g_watchdog_us) <= 0)
+        g_watchdog_us = 0;
+#endif
+
+    ZLOG_I("main", "zppd ready", "version=%s backend=%s socket=%s pid=%d", ZPPD_VERSION,
+           d->backend_name, d->cfg.socket, (int)getpid());
+    notify("READY=1");
+    uv_run(d->loop, UV_RUN_DEFAULT);
+
+    int rc = uv_loop_close(d->loop);
+    hpz_store_free(d->store);
+    if (rc)
+        ZLOG_W("main", "loop closed with handles open", "rc=%d", rc);
+    ZLOG_I("main", "zppd stopped", NULL);
+    return 0;
+}

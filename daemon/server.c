@@ -1,0 +1,550 @@
+/*
+ * server.c — the Unix socket: listening, accepting, reading frames with the
+ * descriptors that ride on them, writing replies, closing.
+ *
+ * libuv passes only socket handles over a pipe, so connections are raw
+ * descriptors under uv_poll_t and read with our own recvmsg (SCM_RIGHTS,
+ * MSG_CMSG_CLOEXEC, MSG_CTRUNC refused, descriptors capped per session).
+ * Reads are capped per wakeup so one busy client cannot starve the others.
+ * A frame over max_frame, or one that does not unpack, closes the
+ * connection with a logged reason; every other bad request is answered
+ * with an error and the connection stays.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "frame.h"
+#include "job.h"
+#include "log.h"
+#include "session.h"
+#include "zpp.h"
+
+#define READS_PER_WAKEUP 16
+#define ACCEPTS_PER_WAKEUP 64
+#define READ_CHUNK (64u << 10)
+/* Unpacking a frame may allocate at most this many times its size. */
+#define UNPACK_BUDGET_FACTOR 8u
+#define UNPACK_BUDGET_MIN (64u << 10)
+
+static void on_conn_event(uv_poll_t *h, int status, int events);
+
+/* Logs a protocol error, at most a few lines per second at warn level. */
+static void log_proto(struct session *s, const char *why)
+{
+    struct zppd *d = s->d;
+    d->stats.protocol_errors++;
+    static uint64_t window;
+    uint64_t now = zppd_now_ms() / 1000;
+    if (now != window) {
+        window = now;
+        d->log_budget = 10;
+    }
+    int lvl = d->log_budget ? (d->log_budget--, ZLOG_WARN) : ZLOG_DEBUG;
+    zlog(lvl, "server", why, "session=%llu uid=%u pid=%u", (unsigned long long)s->id, s->uid,
+         s->pid);
+}
+
+int server_listen(struct zppd *d)
+{
+    const char *path = d->cfg.socket;
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sa.sun_path) {
+        ZLOG_E("server", "socket path too long", "path=%s", path);
+        return ZPP_EINVAL;
+    }
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+
+    /* A socket file left by a dead daemon is removed; a live one is not. */
+    struct stat st;
+    if (lstat(path, &st) == 0) {
+        if (!S_ISSOCK(st.st_mode)) {
+            ZLOG_E("server", "socket path exists and is not a socket", "path=%s", path);
+            return ZPP_EEXIST;
+        }
+        int probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof sa) == 0) {
+            close(probe);
+            ZLOG_E("server", "another zppd is listening on the socket", "path=%s", path);
+            return ZPP_EBUSY;
+        }
+        if (probe >= 0)
+            close(probe);
+        ZLOG_I("server", "removing stale socket", "path=%s", path);
+        unlink(path);
+    }
+
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        ZLOG_E("server", "socket() failed", "err=\"%s\"", strerror(errno));
+        return ZPP_EIO;
+    }
+    /* Bind under a umask that leaves nobody a window of wider access. */
+    mode_t old = umask(0777 & ~d->cfg.socket_mode);
+    int rc = bind(fd, (struct sockaddr *)&sa, sizeof sa);
+    umask(old);
+    if (rc < 0) {
+        ZLOG_E("server", "bind failed", "path=%s err=\"%s\"", path, strerror(errno));
+        close(fd);
+        return ZPP_EIO;
+    }
+    if (chmod(path, d->cfg.socket_mode) < 0)
+        ZLOG_W("server", "chmod on socket failed", "err=\"%s\"", strerror(errno));
+    if (d->cfg.socket_group[0]) {
+        struct group *g = getgrnam(d->cfg.socket_group);
+        if (!g || chown(path, (uid_t)-1, g->gr_gid) < 0) {
+            ZLOG_E("server", "cannot give the socket to its group", "group=%s",
+                   d->cfg.socket_group);
+            close(fd);
+            unlink(path);
+            return ZPP_EPERM;
+        }
+    }
+    if (listen(fd, 128) < 0) {
+        ZLOG_E("server", "listen failed", "err=\"%s\"", strerror(errno));
+        close(fd);
+        unlink(path);
+        return ZPP_EIO;
+    }
+    d->listen_fd = fd;
+    d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    ZLOG_I("server", "listening", "path=%s mode=%04o", path, d->cfg.socket_mode);
+    return 0;
+}
+
+static void on_listen_closed(uv_handle_t *h)
+{
+    struct zppd *d = h->data;
+    if (d->listen_fd >= 0)
+        close(d->listen_fd);
+    d->listen_fd = -1;
+}
+
+void server_stop_listening(struct zppd *d)
+{
+    if (!d->listening)
+        return;
+    d->listening = 0;
+    uv_poll_stop(&d->listen_poll);
+    uv_close((uv_handle_t *)&d->listen_poll, on_listen_closed);
+    unlink(d->cfg.socket);
+    if (d->spare_fd >= 0)
+        close(d->spare_fd);
+    d->spare_fd = -1;
+}
+
+static uint32_t sessions_of_uid(struct zppd *d, uint32_t uid)
+{
+    uint32_t n = 0;
+    for (struct session *s = d->sessions; s; s = s->next)
+        if (s->uid == uid && s->state == SESS_OPEN)
+            n++;
+    return n;
+}
+
+static void accept_one(struct zppd *d, int fd)
+{
+    struct ucred cred;
+    socklen_t cl = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl) < 0) {
+        close(fd);
+        return;
+    }
+    if (d->nsessions >= d->cfg.max_connections ||
+        sessions_of_uid(d, cred.uid) >= d->cfg.max_connections_per_uid) {
+        ZLOG_W("server", "connection refused: limit reached", "uid=%u pid=%d sessions=%u",
+               cred.uid, cred.pid, d->nsessions);
+        close(fd);
+        return;
+    }
+    struct session *s = calloc(1, sizeof *s);
+    if (!s) {
+        close(fd);
+        return;
+    }
+    s->d = d;
+    s->id = ++d->next_session_id;
+    s->fd = fd;
+    s->refs = 1;
+    s->uid = cred.uid;
+    s->gid = cred.gid;
+    s->pid = (uint32_t)cred.pid;
+    s->next_buf_id = 1;
+    s->connected_ms = zppd_now_ms();
+    for (int i = 0; i < SESS_MAX_FDS; i++)
+        s->fds[i] = -1;
+    if (uv_poll_init(d->loop, &s->poll, fd) != 0) {
+        close(fd);
+        free(s);
+        return;
+    }
+    s->poll.data = s;
+    s->poll_events = UV_READABLE;
+    uv_poll_start(&s->poll, s->poll_events, on_conn_event);
+    s->next = d->sessions;
+    if (d->sessions)
+        d->sessions->prev = s;
+    d->sessions = s;
+    d->nsessions++;
+    ZLOG_D("server", "session opened", "session=%llu uid=%u pid=%u", (unsigned long long)s->id,
+           s->uid, s->pid);
+}
+
+static void on_listen(uv_poll_t *h, int status, int events)
+{
+    struct zppd *d = h->data;
+    if (status < 0 || d->stopping)
+        return;
+    for (int i = 0; i < ACCEPTS_PER_WAKEUP; i++) {
+        int fd = accept4(d->listen_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0) {
+            accept_one(d, fd);
+            continue;
+        }
+        if (errno == EINTR)
+            continue;
+        if ((errno == EMFILE || errno == ENFILE) && d->spare_fd >= 0) {
+            /* Out of descriptors: give back the spare, accept and drop one
+             * connection so its client sees a close instead of a hang,
+             * then take the spare again. Weak under a flood, like libuv's. */
+            close(d->spare_fd);
+            int x = accept(d->listen_fd, NULL, NULL);
+            if (x >= 0)
+                close(x);
+            d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+            ZLOG_W("server", "out of file descriptors: dropped a connection", NULL);
+        }
+        break;
+    }
+}
+
+int server_start_accepting(struct zppd *d);
+int server_start_accepting(struct zppd *d)
+{
+    if (uv_poll_init(d->loop, &d->listen_poll, d->listen_fd) != 0)
+        return ZPP_EIO;
+    d->listen_poll.data = d;
+    uv_poll_start(&d->listen_poll, UV_READABLE, on_listen);
+    d->listening = 1;
+    return 0;
+}
+
+/* ---- output ------------------------------------------------------------ */
+
+static void update_poll(struct session *s)
+{
+    if (s->state != SESS_OPEN)
+        return;
+    int ev = UV_READABLE | (s->out_head ? UV_WRITABLE : 0);
+    if (ev != s->poll_events) {
+        s->poll_events = ev;
+        uv_poll_start(&s->poll, ev, on_conn_event);
+    }
+}
+
+/* Writes what the socket takes. Returns 0, or -1 if the peer is gone. */
+static int flush_output(struct session *s)
+{
+    while (s->out_head) {
+        struct outbuf *o = s->out_head;
+        ssize_t n = send(s->fd, o->data + o->off, o->len - o->off, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                break;
+            return -1;
+        }
+        o->off += (size_t)n;
+        s->out_bytes -= (size_t)n;
+        if (o->off == o->len) {
+            s->out_head = o->next;
+            if (!s->out_head)
+                s->out_tail = NULL;
+            free(o);
+        }
+    }
+    update_poll(s);
+    return 0;
+}
+
+int sess_send(struct session *s, const Zpp__Reply *rep)
+{
+    if (s->state != SESS_OPEN)
+        return ZPP_ECLOSED;
+    uint8_t *buf;
+    size_t len;
+    /* Replies may exceed a client's max_frame only through the admin
+     * listings; cap them at the protocol's hard maximum. */
+    int rc = zpp_reply_pack(rep, 64u << 20, &buf, &len);
+    if (rc) {
+        ZLOG_E("server", "cannot pack reply", "session=%llu code=%d", (unsigned long long)s->id,
+               rc);
+        return rc;
+    }
+    if (s->out_bytes + len > SESS_MAX_OUTPUT) {
+        free(buf);
+        sess_close(s, "client does not read its replies (output limit)");
+        return ZPP_ELIMIT;
+    }
+    struct outbuf *o = malloc(sizeof *o + len);
+    if (!o) {
+        free(buf);
+        sess_close(s, "out of memory for a reply");
+        return ZPP_ENOMEM;
+    }
+    memcpy(o->data, buf, len);
+    free(buf);
+    o->len = len;
+    o->off = 0;
+    o->next = NULL;
+    if (s->out_tail)
+        s->out_tail->next = o;
+    else
+        s->out_head = o;
+    s->out_tail = o;
+    s->out_bytes += len;
+    if (flush_output(s) < 0) {
+        sess_close(s, "peer closed while writing");
+        return ZPP_ECLOSED;
+    }
+    return 0;
+}
+
+void sess_send_error(struct session *s, uint64_t req_id, int code, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    Zpp__Reply rep = ZPP__REPLY__INIT;
+    rep.req_id = req_id;
+    rep.code = code;
+    rep.message = msg;
+    ZLOG_D("server", "error reply", "session=%llu code=%d text=\"%s\"",
+           (unsigned long long)s->id, code, msg);
+    sess_send(s, &rep);
+}
+
+/* ---- input -------------------------------------------------------------- */
+
+/* Takes the descriptors of one received message. Returns -1 if the
+ * session already holds too many. */
+static int take_fds(struct session *s, struct msghdr *mh)
+{
+    int rc = 0;
+    for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+            continue;
+        size_t n = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        int *fds = (int *)CMSG_DATA(c);
+        for (size_t i = 0; i < n; i++) {
+            int fd;
+            memcpy(&fd, fds + i, sizeof fd);
+            if (s->nfds < SESS_MAX_FDS) {
+                s->fds[s->nfds++] = fd;
+            } else {
+                close(fd);
+                rc = -1;
+            }
+        }
+    }
+    return rc;
+}
+
+int sess_take_fd(struct session *s);
+/* Pops the oldest unclaimed descriptor, or -1. The caller owns it. */
+int sess_take_fd(struct session *s)
+{
+    if (!s->nfds)
+        return -1;
+    int fd = s->fds[0];
+    memmove(s->fds, s->fds + 1, (size_t)(s->nfds - 1) * sizeof(int));
+    s->fds[--s->nfds] = -1;
+    return fd;
+}
+
+/* Handles every complete frame in the input buffer. */
+static void process_frames(struct session *s)
+{
+    struct zppd *d = s->d;
+    size_t pos = 0;
+    while (s->state == SESS_OPEN) {
+        size_t off, blen;
+        int rc = zpp_frame_peek(s->in + pos, s->in_len - pos, d->cfg.max_frame, &off, &blen);
+        if (rc == 0)
+            break;
+        if (rc < 0) {
+            log_proto(s, "frame over max_frame: closing the connection");
+            sess_close(s, "protocol error: frame too large");
+            return;
+        }
+        Zpp__Request *req = NULL;
+        size_t budget = blen * UNPACK_BUDGET_FACTOR;
+        if (budget < UNPACK_BUDGET_MIN)
+            budget = UNPACK_BUDGET_MIN;
+        if (zpp_request_unpack(s->in + pos + off, blen, budget, &req) != 0) {
+            log_proto(s, "frame does not unpack: closing the connection");
+            sess_close(s, "protocol error: bad frame");
+            return;
+        }
+        pos += off + blen;
+        const char *why = NULL;
+        int vrc = zpp_request_validate(req, &why);
+        if (vrc) {
+            log_proto(s, why ? why : "invalid request");
+            sess_send_error(s, req->req_id, vrc, "%s", why ? why : "invalid request");
+        } else {
+            sess_dispatch(s, req);
+        }
+        zpp_request_free(req);
+    }
+    if (pos && s->state == SESS_OPEN) {
+        memmove(s->in, s->in + pos, s->in_len - pos);
+        s->in_len -= pos;
+    }
+}
+
+static void read_input(struct session *s)
+{
+    struct zppd *d = s->d;
+    for (int i = 0; i < READS_PER_WAKEUP && s->state == SESS_OPEN; i++) {
+        size_t want = d->cfg.max_frame + ZPP_FRAME_HDR;
+        if (s->in_cap < want) {
+            size_t cap = s->in_cap ? s->in_cap : READ_CHUNK;
+            while (cap < s->in_len + READ_CHUNK && cap < want)
+                cap *= 2;
+            if (cap > want)
+                cap = want;
+            if (cap > s->in_cap) {
+                uint8_t *p = realloc(s->in, cap);
+                if (!p) {
+                    sess_close(s, "out of memory for input");
+                    return;
+                }
+                s->in = p;
+                s->in_cap = cap;
+            }
+        }
+        if (s->in_len == s->in_cap) {
+            /* Cannot happen: a frame never exceeds max_frame + header. */
+            sess_close(s, "protocol error: input overflow");
+            return;
+        }
+        union {
+            struct cmsghdr h;
+            char buf[CMSG_SPACE(SESS_FDS_PER_MSG * sizeof(int))];
+        } ctl;
+        struct iovec iov = {s->in + s->in_len, s->in_cap - s->in_len};
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+                            .msg_controllen = sizeof ctl.buf};
+        ssize_t n = recvmsg(s->fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return;
+            sess_close(s, "read error");
+            return;
+        }
+        int fd_over = take_fds(s, &mh);
+        if (mh.msg_flags & MSG_CTRUNC || fd_over) {
+            log_proto(s, "too many descriptors on the socket");
+            sess_close(s, "protocol error: too many descriptors");
+            return;
+        }
+        if (n == 0) {
+            sess_close(s, "client disconnected");
+            return;
+        }
+        s->in_len += (size_t)n;
+        process_frames(s);
+    }
+}
+
+static void on_conn_event(uv_poll_t *h, int status, int events)
+{
+    struct session *s = h->data;
+    if (s->state != SESS_OPEN)
+        return;
+    if (status < 0) {
+        sess_close(s, "socket error");
+        return;
+    }
+    sess_ref(s);
+    if (events & UV_WRITABLE && flush_output(s) < 0)
+        sess_close(s, "peer closed while writing");
+    if (s->state == SESS_OPEN && (events & (UV_READABLE | UV_DISCONNECT)))
+        read_input(s);
+    sess_unref(s);
+}
+
+/* ---- closing -------------------------------------------------------------- */
+
+static void free_session(struct session *s)
+{
+    struct zppd *d = s->d;
+    if (s->prev)
+        s->prev->next = s->next;
+    else if (d->sessions == s)
+        d->sessions = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    d->nsessions--;
+    while (s->out_head) {
+        struct outbuf *o = s->out_head;
+        s->out_head = o->next;
+        free(o);
+    }
+    free(s->in);
+    free(s);
+    zppd_maybe_exit(d);
+}
+
+void sess_ref(struct session *s)
+{
+    s->refs++;
+}
+
+void sess_unref(struct session *s)
+{
+    if (--s->refs == 0)
+        free_session(s);
+}
+
+static void on_conn_closed(uv_handle_t *h)
+{
+    struct session *s = h->data;
+    close(s->fd);
+    s->fd = -1;
+    s->state = SESS_CLOSED;
+    sess_unref(s);
+}
+
+void sess_close(struct session *s, const char *reason)
+{
+    if (s->state != SESS_OPEN)
+        return;
+    s->state = SESS_CLOSING;
+    int lvl = s->role == SESS_ROLE_RANK ? ZLOG_INFO : ZLOG_DEBUG;
+    zlog(lvl, "server", "session closed", "session=%llu uid=%u pid=%u reason=\"%s\"",
+         (unsigned long long)s->id, s->uid, s->pid, reason);
+    if (s->job)
+        job_leave(s, reason);
+    sess_release_buffers(s);
+    for (int i = 0; i < s->nfds; i++)
+        close(s->fds[i]);
+    s->nfds = 0;
+    uv_poll_stop(&s->poll);
+    uv_close((uv_handle_t *)&s->poll, on_conn_closed);
+}

@@ -1,0 +1,219 @@
+/*
+ * session.c — what a session asks for: Hello (job.c), buffer registration,
+ * collectives (job.c) and admin queries (admin.c).
+ *
+ * Host-backend buffers are sealed memfds passed with SCM_RIGHTS. The daemon
+ * accepts one only if the peer's uid owns it (the kernel sets the owner of
+ * a memfd to its creator) and it is sealed against shrinking: an unsealed
+ * memfd could be truncated under the daemon's mapping and kill it with
+ * SIGBUS. The registered range is checked against the real size, overflow
+ * safe, before anything is mapped.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "admin.h"
+#include "daemon.h"
+#include "job.h"
+#include "log.h"
+#include "session.h"
+#include "zpp.h"
+
+int sess_take_fd(struct session *s);
+
+void buffer_ref(struct buffer *b)
+{
+    b->refs++;
+}
+
+void buffer_unref(struct buffer *b)
+{
+    if (--b->refs)
+        return;
+    if (b->map)
+        munmap(b->map, b->map_len);
+    free(b);
+}
+
+struct buffer *sess_find_buffer(struct session *s, uint64_t id)
+{
+    uint32_t lo = 0, hi = s->nbufs;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (s->bufs[mid]->id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < s->nbufs && s->bufs[lo]->id == id ? s->bufs[lo] : NULL;
+}
+
+void sess_release_buffers(struct session *s)
+{
+    for (uint32_t i = 0; i < s->nbufs; i++)
+        buffer_unref(s->bufs[i]);
+    free(s->bufs);
+    s->bufs = NULL;
+    s->nbufs = s->cap_bufs = 0;
+}
+
+/* Maps [off, off+len) of a sealed memfd owned by the session's uid. */
+static int map_memfd(struct session *s, int fd, uint64_t off, uint64_t len, struct buffer *b,
+                     char *why, size_t why_len)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        snprintf(why, why_len, "the descriptor is not a shared-memory file");
+        return ZPP_EINVAL;
+    }
+    if (st.st_uid != s->uid) {
+        snprintf(why, why_len, "the shared memory belongs to uid %u, not to the caller (uid %u)",
+                 (unsigned)st.st_uid, s->uid);
+        return ZPP_EPERM;
+    }
+    int seals = fcntl(fd, F_GET_SEALS);
+    if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
+        snprintf(why, why_len, "the memfd must be sealed with F_SEAL_SHRINK (zpp_shm_create does)");
+        return ZPP_EPERM;
+    }
+    uint64_t size = (uint64_t)st.st_size;
+    if (len == 0 || off > size || len > size - off) {
+        snprintf(why, why_len,
+                 "range [%" PRIu64 ", +%" PRIu64 ") is outside the %" PRIu64 "-byte object", off,
+                 len, size);
+        return ZPP_ERANGE;
+    }
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    uint64_t start = off / page * page;
+    size_t map_len = (size_t)(off - start + len);
+    void *p = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)start);
+    if (p == MAP_FAILED) {
+        snprintf(why, why_len, "cannot map the shared memory: %s", strerror(errno));
+        return errno == ENOMEM ? ZPP_ENOMEM : ZPP_EINVAL;
+    }
+    b->map = p;
+    b->map_len = map_len;
+    b->ptr = (uint8_t *)p + (off - start);
+    b->len = len;
+    return 0;
+}
+
+static void do_register(struct session *s, uint64_t req_id, const Zpp__RegisterBuffer *r)
+{
+    struct zppd *d = s->d;
+    int fd = -1;
+    for (uint32_t i = 0; i < r->nfds; i++) { /* claim what the frame says it carries */
+        int x = sess_take_fd(s);
+        if (fd < 0)
+            fd = x;
+        else if (x >= 0)
+            close(x);
+    }
+    char why[300];
+    int rc = 0;
+    struct buffer *b = NULL;
+    if (s->role != SESS_ROLE_RANK) {
+        rc = ZPP_ESTATE;
+        snprintf(why, sizeof why, "say Hello as a rank before registering buffers");
+    } else if (s->nbufs >= d->cfg.max_buffers_per_session) {
+        rc = ZPP_ELIMIT;
+        snprintf(why, sizeof why, "%u buffers registered (max_buffers_per_session)", s->nbufs);
+    } else if (r->ipc_handle.len) {
+        rc = ZPP_EUNSUPPORTED;
+        snprintf(why, sizeof why, "the %s backend takes shared-memory descriptors, not CUDA IPC "
+                 "handles", d->backend_name);
+    } else if (r->nfds != 1 || fd < 0) {
+        rc = ZPP_EINVAL;
+        snprintf(why, sizeof why, "RegisterBuffer needs exactly one descriptor (nfds=%u, %s)",
+                 r->nfds, fd < 0 ? "none arrived" : "one arrived");
+    } else if (!(b = calloc(1, sizeof *b))) {
+        rc = ZPP_ENOMEM;
+        snprintf(why, sizeof why, "out of memory");
+    } else {
+        rc = map_memfd(s, fd, r->offset, r->length, b, why, sizeof why);
+    }
+    if (!rc && s->nbufs == s->cap_bufs) {
+        uint32_t cap = s->cap_bufs ? s->cap_bufs * 2 : 16;
+        struct buffer **nb = realloc(s->bufs, cap * sizeof *nb);
+        if (!nb) {
+            rc = ZPP_ENOMEM;
+            snprintf(why, sizeof why, "out of memory");
+        } else {
+            s->bufs = nb;
+            s->cap_bufs = cap;
+        }
+    }
+    if (fd >= 0)
+        close(fd);
+    if (rc) {
+        if (b && b->map)
+            munmap(b->map, b->map_len);
+        free(b);
+        sess_send_error(s, req_id, rc, "RegisterBuffer refused: %s", why);
+        return;
+    }
+    b->id = s->next_buf_id++; /* ids only grow: the array stays sorted */
+    b->refs = 1;
+    s->bufs[s->nbufs++] = b;
+    Zpp__Reply rep = ZPP__REPLY__INIT;
+    Zpp__RegisterReply rr = ZPP__REGISTER_REPLY__INIT;
+    rr.buffer_id = b->id;
+    rr.length = b->len;
+    rep.req_id = req_id;
+    rep.body_case = ZPP__REPLY__BODY_REGISTER_BUFFER;
+    rep.register_buffer = &rr;
+    sess_send(s, &rep);
+}
+
+static void do_deregister(struct session *s, uint64_t req_id, const Zpp__DeregisterBuffer *r)
+{
+    struct buffer *b = sess_find_buffer(s, r->buffer_id);
+    if (!b) {
+        sess_send_error(s, req_id, ZPP_ENOENT,
+                        "buffer id %" PRIu64 " is not registered on this session", r->buffer_id);
+        return;
+    }
+    uint32_t i = 0;
+    while (s->bufs[i] != b)
+        i++;
+    memmove(s->bufs + i, s->bufs + i + 1, (s->nbufs - i - 1) * sizeof *s->bufs);
+    s->nbufs--;
+    buffer_unref(b); /* a call still using it keeps its own reference */
+    Zpp__Reply rep = ZPP__REPLY__INIT;
+    rep.req_id = req_id;
+    sess_send(s, &rep);
+}
+
+void sess_dispatch(struct session *s, const Zpp__Request *req)
+{
+    switch (req->body_case) {
+    case ZPP__REQUEST__BODY_HELLO:
+        job_hello(s, req->req_id, req->hello);
+        break;
+    case ZPP__REQUEST__BODY_REGISTER_BUFFER:
+        do_register(s, req->req_id, req->register_buffer);
+        break;
+    case ZPP__REQUEST__BODY_DEREGISTER_BUFFER:
+        do_deregister(s, req->req_id, req->deregister_buffer);
+        break;
+    case ZPP__REQUEST__BODY_COLLECTIVE:
+        job_submit(s, req->req_id, req->collective);
+        break;
+    case ZPP__REQUEST__BODY_STATUS:
+        admin_status(s, req->req_id);
+        break;
+    case ZPP__REQUEST__BODY_JOBS:
+        admin_jobs(s, req->req_id);
+        break;
+    default:
+        sess_send_error(s, req->req_id, ZPP_EUNSUPPORTED, "unknown request");
+        break;
+    }
+}

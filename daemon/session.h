@@ -1,0 +1,105 @@
+/*
+ * session.h — one client connection and what it owns.
+ *
+ * A session is one accepted Unix-socket connection: its peer credentials
+ * (the tenant is the uid from SO_PEERCRED, plus an optional label), its
+ * input and output buffers, the descriptors that arrived with its frames,
+ * and the buffers it registered. A session that said Hello as a rank is a
+ * member of one job.
+ *
+ * Lifetime: a session is freed when its connection is closed (uv_close
+ * done) and no call still needs to reply on it (refs). Registered buffers
+ * are reference-counted apart from the session, so an in-flight call keeps
+ * the memory it reads mapped even if the client deregisters or dies.
+ */
+#ifndef ZPPD_SESSION_H
+#define ZPPD_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "zpp.pb-c.h"
+
+struct zppd;
+struct job;
+
+#define SESS_MAX_FDS 16      /* unclaimed descriptors a session may hold */
+#define SESS_FDS_PER_MSG 4   /* descriptors accepted per recvmsg */
+#define SESS_MAX_OUTPUT (64u << 20)
+
+enum sess_state { SESS_OPEN = 0, SESS_CLOSING = 1, SESS_CLOSED = 2 };
+enum sess_role { SESS_ROLE_NONE = 0, SESS_ROLE_RANK = 1, SESS_ROLE_ADMIN = 2 };
+
+/* A registered region of client memory, mapped into the daemon. */
+struct buffer {
+    uint64_t id;
+    int refs;
+    void *map;      /* the mapping (munmap'd at last unref) */
+    size_t map_len;
+    uint8_t *ptr;   /* start of the registered region */
+    uint64_t len;
+};
+
+struct outbuf {
+    struct outbuf *next;
+    size_t len, off;
+    uint8_t data[];
+};
+
+struct session {
+    struct zppd *d;
+    uint64_t id;
+    int fd;
+    uv_poll_t poll;
+    int poll_events;
+    enum sess_state state;
+    int refs; /* 1 for the connection, +1 per call that will reply here */
+
+    uint32_t uid, gid, pid;
+    enum sess_role role;
+    char label[65];
+
+    uint8_t *in;
+    size_t in_len, in_cap;
+    int fds[SESS_MAX_FDS];
+    int nfds;
+    struct outbuf *out_head, *out_tail;
+    size_t out_bytes;
+
+    struct job *job;
+    uint32_t rank;
+    uint32_t pending; /* collective calls waiting for a reply */
+
+    struct buffer **bufs; /* sorted by id */
+    uint32_t nbufs, cap_bufs;
+    uint64_t next_buf_id;
+
+    uint64_t connected_ms;
+    struct session *next, *prev;
+};
+
+/* server.c: sends a reply (packed into the output queue). Drops it if the
+ * session is closing. Returns 0 or a negative code (the session is then
+ * closed). */
+int sess_send(struct session *s, const Zpp__Reply *rep);
+/* Sends an error reply for req_id. */
+void sess_send_error(struct session *s, uint64_t req_id, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+/* Closes the connection: leaves its job (aborting it), drops buffers, and
+ * frees the session once nothing refers to it. reason is logged. */
+void sess_close(struct session *s, const char *reason);
+void sess_ref(struct session *s);
+void sess_unref(struct session *s);
+
+/* session.c: handles one unpacked, validated request. */
+void sess_dispatch(struct session *s, const Zpp__Request *req);
+/* Drops every registered buffer (session end). */
+void sess_release_buffers(struct session *s);
+/* Finds a registered buffer; NULL if the session has no such id. */
+struct buffer *sess_find_buffer(struct session *s, uint64_t id);
+
+void buffer_ref(struct buffer *b);
+void buffer_unref(struct buffer *b);
+
+#endif

@@ -1,0 +1,84 @@
+/*
+ * zpp_kernels_cuda.h — the launch contract of the CUDA kernels (quant.cu,
+ * qgz.cu). Each function is the `_cuda` twin of the `_ref` function of the
+ * same name in zpp_kernels.h: same arguments, same arithmetic, the same
+ * bytes out (tests/gpu/ compares them byte for byte). The daemon's cuda
+ * backend calls the kernels through this header alone.
+ *
+ * Launch contract
+ * ---------------
+ * - Every function enqueues its work on `stream` and returns at once: 0
+ *   (cudaSuccess) or a cudaError_t value as int (cudaErrorInvalidValue for
+ *   bad parameters, checked before anything is launched; otherwise the
+ *   launch's own error from cudaGetLastError). n == 0 launches nothing.
+ * - Quantized chunk pointers (`out`, `in`) and `in_stride` must be
+ *   ZK_ALIGN (16-byte) aligned; zk_chunk_bytes() is a multiple of ZK_ALIGN,
+ *   so chunks laid back to back from a cudaMalloc base all are.
+ * - Element pointers (`x`, `y`) need only the alignment of their dtype.
+ *   Where they (and every chunk of an element range) are 16-byte aligned the
+ *   kernels move 16 bytes per load/store; elsewhere they fall back to
+ *   element accesses (correct, slower). qgZ slices start at s * shard
+ *   elements: a shard whose byte size is a multiple of 16 keeps step 0 on
+ *   the fast path.
+ * - Poisoned (non-finite) blocks are counted into *d_poisoned with
+ *   atomicAdd when d_poisoned (a device pointer) is not NULL; the caller
+ *   zeroes it and reads it back when it needs the count.
+ * - Inputs and outputs must not overlap. All sizes and offsets are 64-bit.
+ *
+ * Work decomposition (for readers of the .cu files): 16 elements per
+ * thread (ZK_CUDA_VEC); the quantizing kernels give each block of B
+ * elements a team of B/16 threads that reduce the block's absmax through
+ * warp shuffles (and shared memory when B > 512); the decoding kernels are
+ * flat, one 16-element vector per thread. One pass over memory each.
+ */
+#ifndef ZPP_KERNELS_CUDA_H
+#define ZPP_KERNELS_CUDA_H
+
+#include <cuda_runtime_api.h>
+
+#include "zpp_kernels.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ZK_CUDA_VEC 16u /* elements handled by one thread */
+
+/* zk_quantize_ref on the device. */
+int zk_quantize_cuda(const void *x, int dtype, uint64_t n, uint64_t n_valid, int bits,
+                     uint32_t block, uint8_t *out, unsigned long long *d_poisoned,
+                     cudaStream_t stream);
+
+/* zk_dequantize_ref on the device. */
+int zk_dequantize_cuda(const uint8_t *in, uint64_t n, uint64_t n_out, int bits, uint32_t block,
+                       void *y, int dtype, cudaStream_t stream);
+
+/* zk_qgz_reorder_quantize_ref on the device (all S stages, one launch). */
+int zk_qgz_reorder_quantize_cuda(const void *x, int dtype, const struct zk_qgz_geom *g,
+                                 uint8_t *out, unsigned long long *d_poisoned,
+                                 cudaStream_t stream);
+
+/* zk_qgz_reorder_quantize_stage_ref on the device (stage `stage` only). */
+int zk_qgz_reorder_quantize_stage_cuda(const void *x, int dtype, const struct zk_qgz_geom *g,
+                                       int stage, uint8_t *out, unsigned long long *d_poisoned,
+                                       cudaStream_t stream);
+
+/* zk_reduce_requant_ref on the device: k >= 1 chunks of `piece` elements at
+ * in + j * in_stride, decoded, summed in fp32 (j ascending), requantized. */
+int zk_reduce_requant_cuda(const uint8_t *in, uint64_t in_stride, int k, uint64_t piece, int bits,
+                           uint32_t block, uint8_t *out, unsigned long long *d_poisoned,
+                           cudaStream_t stream);
+
+/* zk_reduce_out_ref on the device. */
+int zk_reduce_out_cuda(const uint8_t *in, uint64_t in_stride, int k, uint64_t piece, int bits,
+                       uint32_t block, uint64_t count, int op, float divisor, void *y,
+                       int out_dtype, cudaStream_t stream);
+
+/* zk_sum_ref on the device (the exact reduce-scatter's reduction). */
+int zk_sum_cuda(const void *x, uint64_t stride_elems, int k, uint64_t count, int dtype, int op,
+                float divisor, void *y, int out_dtype, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# install-deps.sh — installs the Debian/Ubuntu packages that zppd's build,
+# demo and tests need, and only those that are missing. Runs apt-get
+# non-interactively, with sudo when not root; `apt-get update` runs only when
+# something has to be installed. Exit 0 when everything is present.
+#
+# ZPP_CLANG_RT overrides the libFuzzer/sanitizer runtime package
+# (default libclang-rt-14-dev, the one that matches clang on Debian 12).
+set -euo pipefail
+
+pkgs=(
+    cmake
+    pkg-config
+    build-essential
+    clang
+    "${ZPP_CLANG_RT:-libclang-rt-14-dev}"
+    libuv1-dev
+    libprotobuf-c-dev
+    protobuf-c-compiler
+    libsystemd-dev
+    libgrpc-dev
+)
+
+missing=()
+for p in "${pkgs[@]}"; do
+    status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+    if [[ "$status" != "install ok installed" ]]; then
+        missing+=("$p")
+    fi
+done
+
+if [[ ${#missing[@]} -eq 0 ]]; then
+    echo "install-deps: all ${#pkgs[@]} packages present"
+    exit 0
+fi
+
+echo "install-deps: missing: ${missing[*]}"
+if ! command -v apt-get >/dev/null 2>&1; then
+    echo "install-deps: apt-get not found; install these packages by hand" >&2
+    exit 1
+fi
+
+sudo_cmd=()
+if [[ $(id -u) -ne 0 ]]; then
+    if ! command -v sudo >/dev/null 2>&1; then
+        echo "install-deps: not root and sudo not found; run as root" >&2
+        exit 1
+    fi
+    sudo_cmd=(sudo)
+fi
+
+"${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+"${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -q --no-install-recommends "${missing[@]}"
+echo "install-deps: installed ${missing[*]}"

@@ -1,0 +1,599 @@
+/*
+ * harness.c — real daemons and client processes for the integration tests
+ * (see harness.h for the contract). Everything started here is tracked in a
+ * small table owned by the test process; an atexit handler kills what is
+ * still running, prints the logs of daemons that did not stop cleanly and
+ * removes their directories, so a failed ASSERT (exit(1)) leaks nothing.
+ * Children also get PR_SET_PDEATHSIG(SIGKILL) for the case where the test
+ * process itself is killed (ctest timeout).
+ */
+#include "harness.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef ZPPD_BIN
+#error "ZPPD_BIN must be defined by the build (tests/CMakeLists.txt)"
+#endif
+
+#define ZH_MAX_TRACKED 64
+#define ZH_POLL_MS 10
+
+/* A process the harness must clean up after. */
+typedef struct {
+    pid_t pid;
+    int is_daemon;
+    char dir[ZH_PATH_MAX];
+    char log[ZH_PATH_MAX];
+} zh_tracked;
+
+static zh_tracked g_tracked[ZH_MAX_TRACKED];
+static pid_t g_owner; /* the test process; forked children must not clean up */
+static int g_atexit_done;
+
+static void zh_cleanup_at_exit(void);
+
+int64_t zh_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void zh_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+static void zh_init(void)
+{
+    if (!g_atexit_done) {
+        g_owner = getpid();
+        atexit(zh_cleanup_at_exit);
+        g_atexit_done = 1;
+    }
+}
+
+static void zh_track(pid_t pid, int is_daemon, const char *dir, const char *log)
+{
+    for (int i = 0; i < ZH_MAX_TRACKED; i++) {
+        if (g_tracked[i].pid == 0) {
+            g_tracked[i].pid = pid;
+            g_tracked[i].is_daemon = is_daemon;
+            snprintf(g_tracked[i].dir, sizeof g_tracked[i].dir, "%s", dir ? dir : "");
+            snprintf(g_tracked[i].log, sizeof g_tracked[i].log, "%s", log ? log : "");
+            return;
+        }
+    }
+    fprintf(stderr, "harness: more than %d tracked processes; pid %d untracked\n", ZH_MAX_TRACKED,
+            (int)pid);
+}
+
+static void zh_untrack(pid_t pid)
+{
+    for (int i = 0; i < ZH_MAX_TRACKED; i++) {
+        if (g_tracked[i].pid == pid) {
+            g_tracked[i].pid = 0;
+        }
+    }
+}
+
+/* Removes a flat directory and the files in it. */
+static void zh_rmdir(const char *dir)
+{
+    if (!dir[0] || getenv("ZH_KEEP")) {
+        return;
+    }
+    DIR *dp = opendir(dir);
+    if (dp) {
+        struct dirent *e;
+        while ((e = readdir(dp)) != NULL) {
+            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) {
+                unlinkat(dirfd(dp), e->d_name, 0);
+            }
+        }
+        closedir(dp);
+    }
+    rmdir(dir);
+}
+
+static void zh_dump_file(const char *what, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    fprintf(stderr, "---- %s (%s) ----\n", what, path);
+    if (!f) {
+        fprintf(stderr, "(cannot open: %s)\n", strerror(errno));
+    } else {
+        char buf[4096];
+        size_t n;
+        while ((n = fread(buf, 1, sizeof buf, f)) > 0) {
+            fwrite(buf, 1, n, stderr);
+        }
+        fclose(f);
+    }
+    fprintf(stderr, "---- end of %s ----\n", what);
+}
+
+static void zh_cleanup_at_exit(void)
+{
+    if (getpid() != g_owner) {
+        return; /* a forked rank exiting: the test process cleans up */
+    }
+    for (int i = 0; i < ZH_MAX_TRACKED; i++) {
+        zh_tracked *t = &g_tracked[i];
+        if (t->pid == 0) {
+            continue;
+        }
+        kill(-t->pid, SIGKILL);
+        kill(t->pid, SIGKILL);
+        waitpid(t->pid, NULL, 0);
+        if (t->is_daemon) {
+            fprintf(stderr, "harness: daemon pid %d still running at exit: killed\n", (int)t->pid);
+            zh_dump_file("zppd log", t->log);
+            zh_rmdir(t->dir);
+        }
+        t->pid = 0;
+    }
+}
+
+/* In a freshly forked child: own process group, die with the test. */
+static void zh_child_setup(pid_t parent)
+{
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) {
+        _exit(127); /* the parent died before prctl took effect */
+    }
+}
+
+static int zh_status_code(int status)
+{
+    if (WIFEXITED(status)) {
+        return WEXITSTATUS(status);
+    }
+    if (WIFSIGNALED(status)) {
+        return 128 + WTERMSIG(status);
+    }
+    return -1;
+}
+
+/* Waits up to timeout_ms for pid; returns 1 and *status when reaped. */
+static int zh_wait_pid(pid_t pid, int timeout_ms, int *status)
+{
+    int64_t deadline = zh_now_ms() + timeout_ms;
+    for (;;) {
+        pid_t r = waitpid(pid, status, WNOHANG);
+        if (r == pid) {
+            return 1;
+        }
+        if (r < 0 && errno != EINTR) {
+            *status = 0;
+            return 1; /* not our child any more: nothing to wait for */
+        }
+        if (zh_now_ms() >= deadline) {
+            return 0;
+        }
+        zh_sleep_ms(ZH_POLL_MS);
+    }
+}
+
+static int zh_write_config(const zh_daemon *d, const char *extra)
+{
+    FILE *f = fopen(d->conf, "w");
+    if (!f) {
+        fprintf(stderr, "harness: cannot write %s: %s\n", d->conf, strerror(errno));
+        return -1;
+    }
+    fprintf(f,
+            "# written by tests/integration/harness.c\n"
+            "socket = %s\n"
+            "socket_mode = 0600\n"
+            "backend = host\n"
+            "log_level = info\n",
+            d->socket);
+    if (extra && *extra) {
+        fputs(extra, f);
+        if (extra[strlen(extra) - 1] != '\n') {
+            fputc('\n', f);
+        }
+    }
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
+        fprintf(stderr, "harness: cannot write %s\n", d->conf);
+        return -1;
+    }
+    return 0;
+}
+
+/* 1 when the daemon answers a status query on its socket. */
+static int zh_daemon_answers(const zh_daemon *d)
+{
+    zpp_conn *c = NULL;
+    if (zpp_connect(d->socket, &c) != 0) {
+        return 0;
+    }
+    char buf[8192];
+    int rc = zpp_admin_status_json(c, buf, sizeof buf);
+    zpp_close(c);
+    return rc == 0;
+}
+
+int zh_daemon_start(const char *extra_conf_lines, zh_daemon *d)
+{
+    zh_init();
+    memset(d, 0, sizeof *d);
+    const char *tmp = getenv("TMPDIR");
+    /* sun_path holds 108 bytes: fall back to /tmp for long TMPDIRs. */
+    if (!tmp || !*tmp || strlen(tmp) > 60) {
+        tmp = "/tmp";
+    }
+    snprintf(d->dir, sizeof d->dir, "%s/zh-XXXXXX", tmp);
+    if (!mkdtemp(d->dir)) {
+        fprintf(stderr, "harness: mkdtemp(%s): %s\n", d->dir, strerror(errno));
+        d->dir[0] = '\0';
+        return -1;
+    }
+    snprintf(d->socket, sizeof d->socket, "%s/zppd.sock", d->dir);
+    snprintf(d->conf, sizeof d->conf, "%s/zppd.conf", d->dir);
+    snprintf(d->log, sizeof d->log, "%s/zppd.log", d->dir);
+    if (zh_write_config(d, extra_conf_lines) != 0) {
+        zh_rmdir(d->dir);
+        return -1;
+    }
+
+    int logfd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (logfd < 0) {
+        fprintf(stderr, "harness: open %s: %s\n", d->log, strerror(errno));
+        zh_rmdir(d->dir);
+        return -1;
+    }
+    fflush(NULL);
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "harness: fork: %s\n", strerror(errno));
+        close(logfd);
+        zh_rmdir(d->dir);
+        return -1;
+    }
+    if (pid == 0) {
+        zh_child_setup(parent);
+        dup2(logfd, STDOUT_FILENO);
+        dup2(logfd, STDERR_FILENO);
+        int devnull = open("/dev/null", O_RDONLY);
+        if (devnull >= 0) {
+            dup2(devnull, STDIN_FILENO);
+        }
+        execl(ZPPD_BIN, ZPPD_BIN, "-c", d->conf, (char *)NULL);
+        fprintf(stderr, "harness: exec %s: %s\n", ZPPD_BIN, strerror(errno));
+        _exit(127);
+    }
+    close(logfd);
+    setpgid(pid, pid); /* also in the parent: no race with an early kill */
+    d->pid = pid;
+    zh_track(pid, 1, d->dir, d->log);
+
+    int64_t deadline = zh_now_ms() + ZH_START_TIMEOUT_MS;
+    for (;;) {
+        int status;
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            d->pid = 0;
+            d->status = status;
+            zh_untrack(pid);
+            fprintf(stderr, "harness: zppd exited during start-up (code %d)\n",
+                    zh_status_code(status));
+            zh_daemon_dump_log(d);
+            zh_rmdir(d->dir);
+            return -1;
+        }
+        if (zh_daemon_answers(d)) {
+            return 0;
+        }
+        if (zh_now_ms() >= deadline) {
+            fprintf(stderr, "harness: zppd did not answer on %s within %d ms\n", d->socket,
+                    ZH_START_TIMEOUT_MS);
+            zh_daemon_dump_log(d);
+            zh_daemon_kill(d);
+            return -1;
+        }
+        zh_sleep_ms(20);
+    }
+}
+
+int zh_daemon_stop(zh_daemon *d)
+{
+    if (d->pid == 0) {
+        fprintf(stderr, "harness: zh_daemon_stop: daemon not running\n");
+        zh_rmdir(d->dir);
+        return -1;
+    }
+    int rc = 0, status = 0;
+    kill(d->pid, SIGTERM);
+    if (!zh_wait_pid(d->pid, ZH_STOP_TIMEOUT_MS, &status)) {
+        fprintf(stderr, "harness: zppd pid %d still running %d ms after SIGTERM: killed\n",
+                (int)d->pid, ZH_STOP_TIMEOUT_MS);
+        kill(-d->pid, SIGKILL);
+        kill(d->pid, SIGKILL);
+        waitpid(d->pid, &status, 0);
+        rc = -1;
+    } else if (zh_status_code(status) != 0) {
+        fprintf(stderr, "harness: zppd exited with code %d after SIGTERM (expected 0)\n",
+                zh_status_code(status));
+        rc = -1;
+    } else if (access(d->socket, F_OK) == 0) {
+        fprintf(stderr, "harness: zppd exited but left its socket %s\n", d->socket);
+        rc = -1;
+    }
+    kill(-d->pid, SIGKILL); /* anything the daemon may have left in its group */
+    zh_untrack(d->pid);
+    d->status = status;
+    d->pid = 0;
+    if (rc != 0) {
+        zh_daemon_dump_log(d);
+    }
+    zh_rmdir(d->dir);
+    return rc;
+}
+
+void zh_daemon_kill(zh_daemon *d)
+{
+    if (d->pid > 0) {
+        kill(-d->pid, SIGKILL);
+        kill(d->pid, SIGKILL);
+        waitpid(d->pid, &d->status, 0);
+        zh_untrack(d->pid);
+        d->pid = 0;
+    }
+    zh_rmdir(d->dir);
+}
+
+int zh_daemon_alive(zh_daemon *d)
+{
+    if (d->pid <= 0) {
+        return 0;
+    }
+    int status;
+    if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
+        zh_untrack(d->pid);
+        d->status = status;
+        d->pid = 0;
+        return 0;
+    }
+    return 1;
+}
+
+void zh_daemon_dump_log(const zh_daemon *d)
+{
+    zh_dump_file("zppd log", d->log);
+}
+
+char *zh_daemon_read_log(const zh_daemon *d)
+{
+    FILE *f = fopen(d->log, "r");
+    if (!f) {
+        return NULL;
+    }
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    size_t n;
+    while (buf && (n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+        len += n;
+        if (cap - len - 1 == 0) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                buf = NULL;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    fclose(f);
+    if (buf) {
+        buf[len] = '\0';
+    }
+    return buf;
+}
+
+int zh_daemon_log_contains(const zh_daemon *d, const char *needle)
+{
+    char *s = zh_daemon_read_log(d);
+    int found = s && strstr(s, needle) != NULL;
+    free(s);
+    return found;
+}
+
+int zh_run_ranks(int n, zh_rank_fn fn, void *arg, int timeout_ms, int *codes)
+{
+    zh_init();
+    if (n <= 0 || n > ZH_MAX_TRACKED / 2) {
+        fprintf(stderr, "harness: zh_run_ranks: bad n %d\n", n);
+        return -1;
+    }
+    pid_t pids[ZH_MAX_TRACKED / 2];
+    int res[ZH_MAX_TRACKED / 2];
+    pid_t parent = getpid();
+    fflush(NULL);
+    for (int r = 0; r < n; r++) {
+        pid_t pid = fork();
+        if (pid < 0) {
+            fprintf(stderr, "harness: fork: %s\n", strerror(errno));
+            for (int j = 0; j < r; j++) {
+                kill(-pids[j], SIGKILL);
+                waitpid(pids[j], NULL, 0);
+                zh_untrack(pids[j]);
+            }
+            return -1;
+        }
+        if (pid == 0) {
+            zh_child_setup(parent);
+            int code = fn(r, arg);
+            fflush(NULL);
+            exit(code);
+        }
+        setpgid(pid, pid);
+        pids[r] = pid;
+        res[r] = -2; /* still running */
+        zh_track(pid, 0, NULL, NULL);
+    }
+
+    int64_t deadline = zh_now_ms() + timeout_ms;
+    int left = n;
+    while (left > 0 && zh_now_ms() < deadline) {
+        for (int r = 0; r < n; r++) {
+            int status;
+            if (res[r] == -2 && waitpid(pids[r], &status, WNOHANG) == pids[r]) {
+                res[r] = zh_status_code(status);
+                zh_untrack(pids[r]);
+                left--;
+            }
+        }
+        if (left > 0) {
+            zh_sleep_ms(ZH_POLL_MS);
+        }
+    }
+    int rc = 0;
+    for (int r = 0; r < n; r++) {
+        if (res[r] == -2) {
+            kill(-pids[r], SIGKILL);
+            waitpid(pids[r], NULL, 0);
+            zh_untrack(pids[r]);
+            res[r] = -1;
+            fprintf(stderr, "harness: rank %d timed out after %d ms: killed\n", r, timeout_ms);
+        } else if (res[r] != 0) {
+            fprintf(stderr, "harness: rank %d exited with code %d\n", r, res[r]);
+        }
+        if (res[r] != 0) {
+            rc = -1;
+        }
+        if (codes) {
+            codes[r] = res[r];
+        }
+    }
+    return rc;
+}
+
+int zh_run_capture(char *const argv[], int timeout_ms, char *out, size_t outlen)
+{
+    zh_init();
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0) {
+        return -1;
+    }
+    fflush(NULL);
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(p[0]);
+        close(p[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        zh_child_setup(parent);
+        dup2(p[1], STDOUT_FILENO);
+        dup2(p[1], STDERR_FILENO);
+        execv(argv[0], argv);
+        fprintf(stderr, "harness: exec %s: %s\n", argv[0], strerror(errno));
+        _exit(127);
+    }
+    close(p[1]);
+    setpgid(pid, pid);
+    zh_track(pid, 0, NULL, NULL);
+
+    size_t len = 0;
+    int64_t deadline = zh_now_ms() + timeout_ms;
+    int eof = 0, timed_out = 0;
+    while (!eof) {
+        int64_t left = deadline - zh_now_ms();
+        if (left <= 0) {
+            timed_out = 1;
+            break;
+        }
+        struct pollfd pfd = {.fd = p[0], .events = POLLIN};
+        int pr = poll(&pfd, 1, (int)left);
+        if (pr < 0 && errno != EINTR) {
+            break;
+        }
+        if (pr <= 0) {
+            continue;
+        }
+        char buf[4096];
+        ssize_t n = read(p[0], buf, sizeof buf);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            eof = 1;
+            break;
+        }
+        if (out && outlen > 1 && len < outlen - 1) {
+            size_t take = (size_t)n < outlen - 1 - len ? (size_t)n : outlen - 1 - len;
+            memcpy(out + len, buf, take);
+            len += take;
+        }
+    }
+    close(p[0]);
+    if (out && outlen > 0) {
+        out[len] = '\0';
+    }
+    int status = 0, code;
+    if (timed_out || !zh_wait_pid(pid, timed_out ? 0 : (int)(deadline - zh_now_ms()) + 1000,
+                                  &status)) {
+        kill(-pid, SIGKILL);
+        waitpid(pid, &status, 0);
+        fprintf(stderr, "harness: %s timed out after %d ms: killed\n", argv[0], timeout_ms);
+        code = -1;
+    } else {
+        code = zh_status_code(status);
+    }
+    kill(-pid, SIGKILL); /* stray grandchildren */
+    zh_untrack(pid);
+    return code;
+}
+
+int zh_connect_join(const zh_daemon *d, const char *job_id, uint32_t rank, uint32_t world,
+                    uint32_t nodes, zpp_conn **out)
+{
+    zpp_conn *c = NULL;
+    int rc = -1;
+    int64_t deadline = zh_now_ms() + 2000;
+    while ((rc = zpp_connect(d->socket, &c)) != 0 && zh_now_ms() < deadline) {
+        zh_sleep_ms(20);
+    }
+    if (rc != 0) {
+        fprintf(stderr, "harness: rank %u: connect %s: %s\n", rank, d->socket, zpp_strerror(rc));
+        return rc;
+    }
+    uint32_t per_node = nodes ? world / nodes : world;
+    zpp_job_desc job = {
+        .job_id = job_id,
+        .rank = rank,
+        .world_size = world,
+        .local_rank = per_node ? rank % per_node : 0,
+        .node_count = nodes,
+        .gpu_uuid = "host",
+    };
+    rc = zpp_hello(c, &job, NULL);
+    if (rc != 0) {
+        fprintf(stderr, "harness: rank %u: hello %s: %s: %s\n", rank, job_id, zpp_err_name(rc),
+                zpp_last_error(c));
+        zpp_close(c);
+        return rc;
+    }
+    *out = c;
+    return 0;
+}

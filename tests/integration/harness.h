@@ -1,0 +1,105 @@
+/*
+ * harness.h — what an integration test needs to run a real zppd and several
+ * client processes: a daemon in a temporary directory with its own config
+ * and socket (host backend), rank processes forked from the test, and
+ * programs (zppctl, zpp-demo) run with a time limit and their output kept.
+ *
+ * Nothing leaks when a test fails: every process the harness starts gets
+ * PR_SET_PDEATHSIG(SIGKILL) and its own process group, and an atexit handler
+ * in the test process kills whatever is still running (daemons, ranks) and
+ * removes the temporary directories, after printing the daemon logs of
+ * daemons that were not stopped cleanly. Set ZH_KEEP=1 to keep the
+ * directories.
+ *
+ * The paths of the binaries come from the build (tests/CMakeLists.txt):
+ * ZPPD_BIN, ZPPCTL_BIN, ZPP_DEMO_BIN.
+ *
+ * Thread: one thread of the test process; not for use inside rank children
+ * except zh_connect_join.
+ */
+#ifndef ZPP_HARNESS_H
+#define ZPP_HARNESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "zpp.h"
+
+#define ZH_PATH_MAX 200
+#define ZH_DIR_MAX 128 /* leaves room for "/zppd.sock" within ZH_PATH_MAX */
+#define ZH_START_TIMEOUT_MS 10000
+#define ZH_STOP_TIMEOUT_MS 10000
+
+/* A daemon started by zh_daemon_start. Fields are read-only for tests. */
+typedef struct {
+    pid_t pid;                /* 0 once reaped */
+    int status;               /* waitpid status once reaped */
+    char dir[ZH_DIR_MAX];     /* temporary directory, removed by stop/kill */
+    char socket[ZH_PATH_MAX]; /* <dir>/zppd.sock */
+    char conf[ZH_PATH_MAX];   /* <dir>/zppd.conf */
+    char log[ZH_PATH_MAX];    /* <dir>/zppd.log: the daemon's stderr and stdout */
+} zh_daemon;
+
+/* Makes a temporary directory, writes a config there (socket in the
+ * directory, backend = host, log_level = info, then extra_conf_lines
+ * verbatim, e.g. "virtual_nodes = 2\nmax_frame = 4K\n"; NULL for none; a
+ * later line overrides an earlier key), starts ZPPD_BIN -c <conf> with its
+ * output in <dir>/zppd.log and waits (ZH_START_TIMEOUT_MS) until the socket
+ * accepts a connection and answers a status query.
+ * Returns 0 with *d filled, or -1 after printing why and the daemon log
+ * (nothing is left running and the directory is removed). */
+int zh_daemon_start(const char *extra_conf_lines, zh_daemon *d);
+
+/* Sends SIGTERM, waits up to ZH_STOP_TIMEOUT_MS for the daemon to exit
+ * (then SIGKILLs its process group), and removes the directory.
+ * Returns 0 when it exited by itself with status 0 and removed its socket;
+ * -1 otherwise, after printing why and the daemon log. */
+int zh_daemon_stop(zh_daemon *d);
+
+/* SIGKILLs the daemon's process group, reaps it and removes the directory.
+ * Accepts a daemon that already stopped. */
+void zh_daemon_kill(zh_daemon *d);
+
+/* 1 while the daemon process is alive (reaps it if it exited). */
+int zh_daemon_alive(zh_daemon *d);
+
+/* Prints the daemon log to stderr, between markers. */
+void zh_daemon_dump_log(const zh_daemon *d);
+
+/* Reads the daemon log into a malloc'd NUL-terminated string the caller
+ * frees; NULL if it cannot be read. */
+char *zh_daemon_read_log(const zh_daemon *d);
+
+/* 1 if the daemon log contains needle. */
+int zh_daemon_log_contains(const zh_daemon *d, const char *needle);
+
+/* A rank body: runs in a forked child; its return value is the child's
+ * exit code (0 = success). */
+typedef int (*zh_rank_fn)(int rank, void *arg);
+
+/* Forks n children (each in its own process group, killed if the test
+ * dies), child r runs exit(fn(r, arg)). Waits up to timeout_ms for all of
+ * them; children still running then are SIGKILLed.
+ * codes[r] (when codes is not NULL, n entries) receives the exit code, 128 +
+ * signal number if killed by a signal, or -1 if it timed out.
+ * Returns 0 if every child exited 0, else -1 (and prints which failed). */
+int zh_run_ranks(int n, zh_rank_fn fn, void *arg, int timeout_ms, int *codes);
+
+/* Runs argv[0] (a path) with argv, stdout and stderr together captured into
+ * out (NUL-terminated, truncated to outlen - 1; out may be NULL), for at
+ * most timeout_ms (then SIGKILL). Returns the exit code, 128 + signal, or -1
+ * on timeout or when it could not start. */
+int zh_run_capture(char *const argv[], int timeout_ms, char *out, size_t outlen);
+
+/* Connects to d's socket and joins job_id as rank of world over nodes
+ * virtual nodes (local rank = rank % (world / nodes)). Retries the connect
+ * for up to 2 s. Returns 0 and *out, or the zpp error (printed with the
+ * daemon's message). Usable inside rank children. */
+int zh_connect_join(const zh_daemon *d, const char *job_id, uint32_t rank, uint32_t world,
+                    uint32_t nodes, zpp_conn **out);
+
+/* Monotonic milliseconds. */
+int64_t zh_now_ms(void);
+
+#endif

