@@ -8,13 +8,16 @@
 #                no CUDA) and run every ctest test in both
 #   make clean   remove both build trees
 #
-# JOBS sets build and ctest parallelism (CI has 2 cores).
+# JOBS sets build and ctest parallelism (CI has 2 cores); BUILD and ASAN_BUILD
+# name the build trees; CMAKE_ARGS adds configure options to both (e.g.
+# CMAKE_ARGS=-DZPP_CUDA=OFF).
 
 JOBS ?= 2
 BUILD ?= build
 ASAN_BUILD ?= build-asan
 CMAKE ?= cmake
 CTEST ?= ctest
+CMAKE_ARGS ?=
 
 .PHONY: all deps build demo test clean
 
@@ -24,17 +27,17 @@ deps:
 	scripts/install-deps.sh
 
 build: deps
-	$(CMAKE) -S . -B $(BUILD) -DCMAKE_C_COMPILER=gcc
+	$(CMAKE) -S . -B $(BUILD) -DCMAKE_C_COMPILER=gcc $(CMAKE_ARGS)
 	$(CMAKE) --build $(BUILD) -j$(JOBS)
 
 demo: build
 	scripts/demo.sh $(BUILD)
 
 test: deps
-	$(CMAKE) -S . -B $(BUILD) -DCMAKE_C_COMPILER=gcc
+	$(CMAKE) -S . -B $(BUILD) -DCMAKE_C_COMPILER=gcc $(CMAKE_ARGS)
 	$(CMAKE) --build $(BUILD) -j$(JOBS)
 	$(CMAKE) -S . -B $(ASAN_BUILD) -DCMAKE_C_COMPILER=clang \
-	    -DZPP_SANITIZE=ON -DZPP_FUZZ=ON -DZPP_CUDA=OFF
+	    -DZPP_SANITIZE=ON -DZPP_FUZZ=ON -DZPP_CUDA=OFF $(CMAKE_ARGS)
 	$(CMAKE) --build $(ASAN_BUILD) -j$(JOBS)
 	@rc=0; \
 	echo "== ctest $(BUILD)"; \

@@ -37,6 +37,7 @@ struct be_topo {
 };
 
 struct be_call; /* one collective in progress; owned by the caller */
+struct be_import;
 
 struct be_ops {
     const char *name;
@@ -77,18 +78,72 @@ struct be_ops {
      * store_free. Called on the loop thread. */
     int (*store_alloc)(void *backend, int device, size_t bytes, void **out);
     void (*store_free)(void *backend, int device, void *p);
+
+    /* ---- device backends (cuda); NULL on the host backend ------------ */
+    /* 1 when coll_run only enqueues work (on the loop thread) and the
+     * client synchronises through the session's events; 0 when coll_run
+     * does the work (on a worker thread). */
+    int enqueue_only;
+    /* The daemon's device index for a client GPU UUID, or -1. */
+    int (*device_of_uuid)(void *backend, const char *uuid);
+    /* Imports client memory for a session on `device` (see be_import).
+     * Returns 0 with *handle (release with buf_release) and *ptr (the
+     * device address of desc->offset), or a ZPP_E* code with why. */
+    int (*buf_import)(void *backend, const struct be_import *desc, void **handle, uint8_t **ptr,
+                      char *why, size_t why_len);
+    void (*buf_release)(void *backend, void *handle);
+    /* Opens a session's event pools: the client's ready events (n handles
+     * of 64 bytes) and as many daemon done events, whose handles go to
+     * done_out[i] (64 bytes each). *state is released with events_close. */
+    int (*events_open)(void *backend, int device, const uint8_t *const *ready, int n,
+                       uint8_t (*done_out)[64], void **state, char *why, size_t why_len);
+    void (*events_close)(void *backend, void *state);
+    /* Per job: communicators and streams for the hosted ranks, whose
+     * devices are devices[slot]. job_close(abort=1) aborts NCCL first. */
+    int (*job_open)(void *backend, const struct be_topo *t, const int *devices, void **job,
+                    char *why, size_t why_len);
+    void (*job_close)(void *backend, void *job, int abort);
+    /* Polls a job's asynchronous errors (NCCL); 0 or a ZPP_E* code. */
+    int (*job_poll)(void *backend, void *job, char *why, size_t why_len);
+    /* Device memory the job holds (communicators, staging). */
+    uint64_t (*job_memory)(void *backend, void *job);
+    /* Around coll_run: slot s's stream waits on the client's ready event
+     * `slot_ev`, and afterwards records the daemon's done event. */
+    int (*call_wait)(struct be_call *c, int s, void *events, int slot_ev);
+    int (*call_record)(struct be_call *c, int s, void *events, int slot_ev);
+};
+
+/* A client buffer to import (cuda backend). */
+struct be_import {
+    int device;
+    uint32_t uid;
+    /* VMM: one fd per physical chunk, in address order. */
+    int nfds;
+    const int *fds;
+    const uint64_t *chunk_sizes;
+    /* legacy IPC handle (when allowed). */
+    const uint8_t *ipc_handle;
+    size_t ipc_len;
+    uint64_t offset; /* from the start of chunk 0 / the allocation */
+    uint64_t length;
 };
 
 /* The host backend: C reference kernels and in-memory copies between the
  * ranks' shared-memory buffers (all ranks of a job in this daemon). */
 extern const struct be_ops be_host_ops;
 
+/* The cuda backend (backend_cuda.c; only in builds with CUDA and NCCL).
+ * be_cuda_open finds the GPUs; returns NULL with a message if none. */
+extern const struct be_ops be_cuda_ops;
+void *be_cuda_open(int allow_legacy_ipc, char *why, size_t why_len);
+void be_cuda_close(void *backend);
+
 /* A call in progress: created by coll.c for one collective. The backend's
  * private state hangs off `priv`. */
 struct be_call {
     const struct be_ops *ops;
     struct be_topo topo;
-    void *priv;
+    void *priv; /* the backend's job state (job_open), if any */
     /* scratch allocations made through ops->scratch (host backend). */
     void **scratch;
     int nscratch, cap_scratch;

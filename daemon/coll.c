@@ -140,13 +140,11 @@ static int check_args(const struct coll_args *a, const struct be_topo *t, uint64
     if (!mul_ok(a->count, esize, &total) || !mul_ok(shard * W, esize, &tmp) ||
         !mul_ok(shard, esize, &sb) || total > SIZE_MAX / 2)
         return bad(why, why_len, "count too large");
-    if (a->op == ZPP_OP_QWZ_ALLGATHER &&
-        !mul_ok(zk_chunk_bytes(shard, a->bits, a->block), W, &tmp))
+    if (a->op == ZPP_OP_QWZ_ALLGATHER && !mul_ok(zk_chunk_bytes(shard, a->bits, a->block), W, &tmp))
         return bad(why, why_len, "count too large");
     if (a->op == ZPP_OP_QGZ_REDUCE_SCATTER) {
         struct zk_qgz_geom g;
-        if (zk_qgz_geom_init(&g, a->count, t->nodes, t->local, (int)a->stages, a->bits,
-                             a->block) ||
+        if (zk_qgz_geom_init(&g, a->count, t->nodes, t->local, (int)a->stages, a->bits, a->block) ||
             !mul_ok(g.piece_bytes, W, &tmp) || tmp > SIZE_MAX / 4)
             return bad(why, why_len, "count too large for the qgZ geometry");
     }
@@ -259,11 +257,12 @@ static int prepare_store(struct coll_exec *x)
         }
         if (hpz_entry_count(e) != a->count || hpz_entry_dtype(e) != a->dtype ||
             hpz_entry_nslots(e) != x->topo.nslots) {
-            snprintf(x->msg, sizeof x->msg,
-                     "hpZ key '%.64s' of job %.48s holds %llu elements of dtype %d, the gather asks "
-                     "for %llu of dtype %d",
-                     key, jid, (unsigned long long)hpz_entry_count(e), hpz_entry_dtype(e),
-                     (unsigned long long)a->count, a->dtype);
+            snprintf(
+                x->msg, sizeof x->msg,
+                "hpZ key '%.64s' of job %.48s holds %llu elements of dtype %d, the gather asks "
+                "for %llu of dtype %d",
+                key, jid, (unsigned long long)hpz_entry_count(e), hpz_entry_dtype(e),
+                (unsigned long long)a->count, a->dtype);
             hpz_store_unpin(x->store, e);
             return ZPP_EINVAL;
         }
@@ -305,8 +304,7 @@ int coll_prepare(struct coll_exec *x)
                 (out_b && (!sl->out || sl->out_len < out_b))) {
                 snprintf(x->msg, sizeof x->msg,
                          "rank %d: buffer too small (need %llu in, %llu out bytes)",
-                         be_rank(&x->topo, s), (unsigned long long)in_b,
-                         (unsigned long long)out_b);
+                         be_rank(&x->topo, s), (unsigned long long)in_b, (unsigned long long)out_b);
                 rc = ZPP_ERANGE;
                 goto exit;
             }
@@ -397,10 +395,9 @@ static int run_qwz(struct coll_exec *x, void **send, void **recv)
         for (uint64_t m = 0; m < W; m++) {
             uint64_t n = coll_clamp(a->count, m * shard, shard);
             if (n)
-                COLL_CHECK(x, ops->dequantize(c, s, (uint8_t *)recv[s] + m * cb, shard, n,
-                                              a->bits, a->block,
-                                              (uint8_t *)x->slots[s].out + m * shard * esize,
-                                              a->dtype));
+                COLL_CHECK(x, ops->dequantize(
+                                  c, s, (uint8_t *)recv[s] + m * cb, shard, n, a->bits, a->block,
+                                  (uint8_t *)x->slots[s].out + m * shard * esize, a->dtype));
         }
     }
     if (x->store_ref)
@@ -430,8 +427,8 @@ static int run_gather(struct coll_exec *x, void **send, void **recv, int comm, u
     COLL_CHECK(x, ops->allgather(&x->call, comm, send, recv, (size_t)(per * esize)));
     if (!direct)
         for (int s = 0; s < x->topo.nslots; s++)
-            COLL_CHECK(x, ops->copy(&x->call, s, x->slots[s].out, recv[s],
-                                    (size_t)(count * esize)));
+            COLL_CHECK(x,
+                       ops->copy(&x->call, s, x->slots[s].out, recv[s], (size_t)(count * esize)));
 exit:
     return rc;
 }
@@ -457,8 +454,7 @@ int coll_run(struct coll_exec *x)
     case ZPP_OP_HPZ_GATHER:
         for (int s = 0; s < ns; s++)
             send[s] = hpz_entry_buf(x->store_ref, s);
-        rc = run_gather(x, send, recv, BE_COMM_INTRA, hpz_entry_slice(x->store_ref),
-                        x->topo.local);
+        rc = run_gather(x, send, recv, BE_COMM_INTRA, hpz_entry_slice(x->store_ref), x->topo.local);
         break;
     case ZPP_OP_ALLGATHER:
         for (int s = 0; s < ns; s++)
@@ -474,8 +470,8 @@ int coll_run(struct coll_exec *x)
             recv[s] = x->slots[s].out;
         }
         COLL_CHECK(x, x->call.ops->reduce_scatter(&x->call, BE_COMM_GLOBAL, send, recv, a->count,
-                                                  (a->count + W - 1) / W, a->dtype,
-                                                  a->out_dtype, a->reduce));
+                                                  (a->count + W - 1) / W, a->dtype, a->out_dtype,
+                                                  a->reduce));
         break;
     default: /* barrier, invalidate: no data work */
         break;

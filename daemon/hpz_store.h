@@ -44,8 +44,8 @@
 
 #include "backend.h"
 
-#define HPZ_KEY_MAX 256 /* longest key, bytes, without the NUL */
-#define HPZ_MAX_DEVICES 64 /* device indices 0 .. HPZ_MAX_DEVICES-1 */
+#define HPZ_KEY_MAX 256     /* longest key, bytes, without the NUL */
+#define HPZ_MAX_DEVICES 256 /* device indices 0 .. HPZ_MAX_DEVICES-1 */
 
 struct hpz_store;
 struct hpz_entry;

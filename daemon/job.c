@@ -77,6 +77,9 @@ static void job_free(struct job *j)
 {
     struct zppd *d = j->d;
     hpz_store_drop_job(d->store, j);
+    if (j->be_job)
+        d->be->job_close(d->be_state, j->be_job, j->state == JOB_ABORTED);
+    free(j->devices);
     if (j->prev)
         j->prev->next = j->next;
     else
@@ -97,7 +100,8 @@ static void job_unref(struct job *j)
 
 /* ---- Hello --------------------------------------------------------------- */
 
-static void reply_hello(struct session *s, uint64_t req_id, struct job *j)
+static void reply_hello(struct session *s, uint64_t req_id, struct job *j,
+                        uint8_t (*done)[64], uint32_t ndone)
 {
     struct zppd *d = s->d;
     Zpp__Reply rep = ZPP__REPLY__INIT;
@@ -116,10 +120,47 @@ static void reply_hello(struct session *s, uint64_t req_id, struct job *j)
         hr.nodes = j->nodes;
         hr.local_size = j->local;
     }
+    ProtobufCBinaryData ev[ZPP_MAX_EVENTS];
+    for (uint32_t i = 0; i < ndone && i < ZPP_MAX_EVENTS; i++) {
+        ev[i].data = done[i];
+        ev[i].len = 64;
+    }
+    hr.n_done_events = ndone;
+    hr.done_events = ev;
+    hr.device = s->device;
     rep.req_id = req_id;
     rep.body_case = ZPP__REPLY__BODY_HELLO;
     rep.hello = &hr;
     sess_send(s, &rep);
+}
+
+/* All ranks joined: opens the backend's communicators, then runs. */
+static void job_form(struct job *j)
+{
+    struct zppd *d = j->d;
+    if (d->be->job_open) {
+        j->devices = calloc(j->world, sizeof *j->devices);
+        if (!j->devices) {
+            job_abort(j, "out of memory forming the job");
+            return;
+        }
+        for (uint32_t r = 0; r < j->world; r++)
+            j->devices[r] = j->members[r]->device;
+        struct be_topo t = {.world = (int)j->world, .nodes = (int)j->nodes,
+                            .local = (int)j->local, .nslots = (int)j->world, .rank0 = 0};
+        char why[256];
+        uint64_t t0 = zppd_now_us();
+        if (d->be->job_open(d->be_state, &t, j->devices, &j->be_job, why, sizeof why)) {
+            j->be_job = NULL;
+            job_abort(j, "cannot create the job's communicators: %s", why);
+            return;
+        }
+        ZLOG_I("job", "communicators ready", "job=%s ms=%" PRIu64, j->id,
+               (zppd_now_us() - t0) / 1000);
+    }
+    j->state = JOB_RUNNING;
+    ZLOG_I("job", "job formed", "job=%s uid=%u world=%u nodes=%u", j->id, j->uid, j->world,
+           j->nodes);
 }
 
 void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h)
@@ -131,7 +172,7 @@ void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h)
     }
     if (h->role == ZPP__ROLE__ROLE_ADMIN) {
         s->role = SESS_ROLE_ADMIN;
-        reply_hello(s, req_id, NULL);
+        reply_hello(s, req_id, NULL, NULL, 0);
         return;
     }
     if (d->draining || d->stopping) {
@@ -177,6 +218,39 @@ void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h)
         sess_send_error(s, req_id, ZPP_EUNSUPPORTED,
                         "this zppd runs the host backend; gpu_uuid must be \"host\"");
         return;
+    }
+    static uint8_t done[ZPP_MAX_EVENTS][64];
+    uint32_t ndone = 0;
+    if (d->be->device_of_uuid) {
+        s->device = d->be->device_of_uuid(d->be_state, h->gpu_uuid);
+        if (s->device < 0) {
+            sess_send_error(s, req_id, ZPP_EINVAL, "GPU '%s' is not one of this zppd's GPUs",
+                            h->gpu_uuid);
+            return;
+        }
+        if (h->n_ready_events > ZPP_MAX_EVENTS) {
+            sess_send_error(s, req_id, ZPP_ELIMIT, "at most %u events per session",
+                            ZPP_MAX_EVENTS);
+            return;
+        }
+        if (h->n_ready_events) {
+            const uint8_t *ready[ZPP_MAX_EVENTS];
+            for (size_t i = 0; i < h->n_ready_events; i++) {
+                if (h->ready_events[i].len != 64) {
+                    sess_send_error(s, req_id, ZPP_EINVAL, "event handle %zu is not 64 bytes", i);
+                    return;
+                }
+                ready[i] = h->ready_events[i].data;
+            }
+            char why[256];
+            int rc = d->be->events_open(d->be_state, s->device, ready, (int)h->n_ready_events,
+                                        done, &s->events, why, sizeof why);
+            if (rc) {
+                sess_send_error(s, req_id, rc, "cannot open the session's events: %s", why);
+                return;
+            }
+            s->nevents = ndone = (uint32_t)h->n_ready_events;
+        }
     }
 
     struct job *j = job_find(d, s->uid, h->tenant_label, h->job_id);
@@ -236,12 +310,9 @@ void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h)
     s->rank = h->rank;
     s->role = SESS_ROLE_RANK;
     snprintf(s->label, sizeof s->label, "%s", h->tenant_label);
-    if (j->njoined == j->world) {
-        j->state = JOB_RUNNING;
-        ZLOG_I("job", "job formed", "job=%s uid=%u world=%u nodes=%u", j->id, j->uid, j->world,
-               j->nodes);
-    }
-    reply_hello(s, req_id, j);
+    reply_hello(s, req_id, j, done, ndone);
+    if (j->njoined == j->world)
+        job_form(j);
     job_pump(j);
 }
 
@@ -465,9 +536,15 @@ void job_submit(struct session *s, uint64_t req_id, const Zpp__Collective *w)
                         w->seq);
         return;
     }
+    if (w->event_slot > s->nevents) {
+        sess_send_error(s, req_id, ZPP_EINVAL, "event_slot %u: this session has %u events",
+                        w->event_slot, s->nevents);
+        return;
+    }
     sub->submitted = 1;
     sub->s = s;
     sub->req_id = req_id;
+    sub->event_slot = w->event_slot;
     sess_ref(s);
     s->pending++;
     c->nsub++;
@@ -563,6 +640,19 @@ static void work_cb(uv_work_t *w)
     coll_run(&c->x);
 }
 
+/* The call has run (or was enqueued, on a device backend): reply, drop
+ * it, and move the job on. */
+static void call_complete(struct job *j, struct call *c)
+{
+    coll_finish(&c->x);
+    reply_done(j, c);
+    c->running = 0;
+    call_unlink(j, c);
+    if (c->seq == j->next_seq)
+        j->next_seq++;
+    call_free(c);
+}
+
 static void after_work_cb(uv_work_t *w, int status)
 {
     struct call *c = w->data;
@@ -572,17 +662,38 @@ static void after_work_cb(uv_work_t *w, int status)
         c->x.status = ZPP_EABORTED;
         snprintf(c->x.msg, sizeof c->x.msg, "cancelled");
     }
-    coll_finish(&c->x);
-    reply_done(j, c);
-    c->running = 0;
-    call_unlink(j, c);
-    if (c->seq == j->next_seq)
-        j->next_seq++;
-    call_free(c);
+    call_complete(j, c);
     d->inflight--;
     job_pump(j);
     job_unref(j);
     zppd_maybe_exit(d);
+}
+
+/* Device backends: orders slot streams after the clients' events, enqueues
+ * the algorithm, and records the daemon's events; no CPU waits. */
+static void call_enqueue(struct job *j, struct call *c)
+{
+    struct zppd *d = j->d;
+    struct coll_exec *x = &c->x;
+    int rc = 0;
+    for (uint32_t r = 0; r < j->world && !rc; r++) {
+        struct call_sub *sub = &c->subs[r];
+        if (sub->event_slot)
+            rc = d->be->call_wait(&x->call, (int)r, sub->s->events, (int)sub->event_slot - 1);
+    }
+    if (!rc)
+        rc = coll_run(x);
+    else
+        snprintf(x->msg, sizeof x->msg, "cannot wait on the client's event: %s", x->call.err);
+    for (uint32_t r = 0; r < j->world && !rc; r++) {
+        struct call_sub *sub = &c->subs[r];
+        if (sub->event_slot)
+            rc = d->be->call_record(&x->call, (int)r, sub->s->events, (int)sub->event_slot - 1);
+        if (rc)
+            snprintf(x->msg, sizeof x->msg, "cannot record the done event: %s", x->call.err);
+    }
+    x->status = rc;
+    call_complete(j, c);
 }
 
 /* Starts call c (all ranks submitted, arguments agreed). */
@@ -614,15 +725,22 @@ static void call_start(struct job *j, struct call *c)
     x->owner.tenant_uid = j->uid;
     x->owner.job_id = j->id;
     x->owner.job = j;
+    x->devices = j->devices;
     x->store = d->store;
     x->call.ops = d->be;
     x->call.topo = x->topo;
+    x->call.priv = j->be_job;
     c->t_start_us = zppd_now_us();
     int rc = coll_prepare(x);
     if (rc) {
         coll_finish(x);
         call_fail(j, c, rc, "call %" PRIu64 " (%s) refused: %s", c->seq, job_op_name(c->args.op),
                   x->msg);
+        return;
+    }
+    if (d->be->enqueue_only) {
+        ring_push(j, c, 1, NULL);
+        call_enqueue(j, c);
         return;
     }
     c->running = 1;
@@ -655,8 +773,9 @@ static void job_pump(struct job *j)
         }
         if (j->state != JOB_RUNNING || c->nsub < j->world)
             return;
-        call_start(j, c);
-        if (c->running)
+        uint64_t seq = c->seq;
+        call_start(j, c); /* may complete and free c */
+        if (j->calls && j->calls->seq == seq && j->calls->running)
             return;
     }
 }
@@ -716,6 +835,13 @@ void job_tick(struct zppd *d)
     for (struct job *j = d->jobs; j; j = j->next) {
         if (j->state == JOB_ABORTED)
             continue;
+        if (j->be_job && d->be->job_poll) {
+            char why[256];
+            if (d->be->job_poll(d->be_state, j->be_job, why, sizeof why)) {
+                job_abort(j, "device error: %s", why);
+                continue;
+            }
+        }
         for (struct call *c = j->calls; c; c = c->next) {
             if (c->running || c->nsub == 0 || now - c->t_first_ms < c->timeout_ms)
                 continue;

@@ -45,6 +45,7 @@ struct call_sub {
     uint64_t req_id;
     struct buffer *in, *out; /* buffer refs */
     uint64_t in_off, out_off;
+    uint32_t event_slot; /* cuda: 1 + the session's event slot; 0 none */
     int submitted, replied;
 };
 
@@ -86,6 +87,8 @@ struct job {
     struct call_record ring[JOB_RING];
     uint32_t ring_pos;
     uint64_t created_ms;
+    void *be_job;  /* the backend's communicators and streams (cuda) */
+    int *devices;  /* rank -> daemon device index */
     struct job *next, *prev;
 };
 

@@ -179,12 +179,31 @@ static void on_tick(uv_timer_t *t)
     }
 }
 
+/* backend = cuda: the GPUs or an error; auto: the GPUs if any, else host. */
 static int pick_backend(struct zppd *d)
 {
     const char *want = d->cfg.backend;
-    if (!strcmp(want, "cuda")) {
-        ZLOG_E("main", "the cuda backend is not available in this build yet", NULL);
-        return -1;
+    if (strcmp(want, "host")) {
+#ifdef ZPP_HAVE_CUDA
+        char why[256];
+        void *be = be_cuda_open(d->cfg.allow_legacy_ipc, why, sizeof why);
+        if (be) {
+            d->be = &be_cuda_ops;
+            d->be_state = be;
+            d->backend_name = "cuda";
+            return 0;
+        }
+        if (!strcmp(want, "cuda")) {
+            ZLOG_E("main", "the cuda backend cannot start", "why=\"%s\"", why);
+            return -1;
+        }
+        ZLOG_I("main", "no usable GPU: using the host backend", "why=\"%s\"", why);
+#else
+        if (!strcmp(want, "cuda")) {
+            ZLOG_E("main", "this zppd was built without CUDA and NCCL", NULL);
+            return -1;
+        }
+#endif
     }
     d->be = &be_host_ops;
     d->be_state = NULL;
@@ -295,6 +314,10 @@ int main(int argc, char **argv)
 
     int rc = uv_loop_close(d->loop);
     hpz_store_free(d->store);
+#ifdef ZPP_HAVE_CUDA
+    if (d->be_state)
+        be_cuda_close(d->be_state);
+#endif
     if (rc)
         ZLOG_W("main", "loop closed with handles open", "rc=%d", rc);
     ZLOG_I("main", "zppd stopped", NULL);

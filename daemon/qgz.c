@@ -118,8 +118,8 @@ int qgz_run(struct coll_exec *x)
         uint64_t first = (uint64_t)k * g->piece;
         uint64_t cnt = coll_clamp(g->shard, first, g->piece);
         for (int s = 0; s < ns; s++)
-            COLL_CHECK(x, ops->reorder_quantize(c, s, x->slots[s].in, a->dtype, g, k, A[s],
-                                                &poisoned));
+            COLL_CHECK(
+                x, ops->reorder_quantize(c, s, x->slots[s].in, a->dtype, g, k, A[s], &poisoned));
         if (G == 1) {
             COLL_CHECK(x, ops->alltoall(c, BE_COMM_INTER, A, D, (size_t)pb));
         } else {
@@ -134,17 +134,16 @@ int qgz_run(struct coll_exec *x)
             }
             for (int s = 0; s < ns; s++)
                 for (int n = 0; n < N; n++)
-                    COLL_CHECK(x, ops->reduce_requant(c, s, (uint8_t *)B[s] + (uint64_t)n * pb,
-                                                      (uint64_t)N * pb, G, g->piece, g->bits,
-                                                      g->block, (uint8_t *)C[s] + (uint64_t)n * pb,
-                                                      &poisoned));
+                    COLL_CHECK(x,
+                               ops->reduce_requant(c, s, (uint8_t *)B[s] + (uint64_t)n * pb,
+                                                   (uint64_t)N * pb, G, g->piece, g->bits, g->block,
+                                                   (uint8_t *)C[s] + (uint64_t)n * pb, &poisoned));
             COLL_CHECK(x, ops->alltoall(c, BE_COMM_INTER, C, D, (size_t)pb));
         }
         for (int s = 0; s < ns; s++)
             COLL_CHECK(x, ops->reduce_out(c, s, D[s], pb, N, g->piece, g->bits, g->block, cnt,
                                           a->reduce, (float)W,
-                                          (uint8_t *)x->slots[s].out + first * oes,
-                                          a->out_dtype));
+                                          (uint8_t *)x->slots[s].out + first * oes, a->out_dtype));
     }
 exit:
     x->result.nonfinite_blocks += poisoned;

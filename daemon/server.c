@@ -542,6 +542,9 @@ void sess_close(struct session *s, const char *reason)
     if (s->job)
         job_leave(s, reason);
     sess_release_buffers(s);
+    if (s->events && s->d->be->events_close)
+        s->d->be->events_close(s->d->be_state, s->events);
+    s->events = NULL;
     for (int i = 0; i < s->nfds; i++)
         close(s->fds[i]);
     s->nfds = 0;

@@ -39,6 +39,8 @@ void buffer_unref(struct buffer *b)
         return;
     if (b->map)
         munmap(b->map, b->map_len);
+    if (b->handle)
+        b->ops->buf_release(b->be, b->handle);
     free(b);
 }
 
@@ -105,17 +107,57 @@ static int map_memfd(struct session *s, int fd, uint64_t off, uint64_t len, stru
     return 0;
 }
 
+/* Imports device memory through the backend (cuda): VMM chunks passed as
+ * descriptors, or a legacy IPC handle where the config allows it. */
+static int import_device(struct session *s, const Zpp__RegisterBuffer *r, const int *fds, int nfds,
+                         struct buffer **out, char *why, size_t why_len)
+{
+    struct zppd *d = s->d;
+    if (nfds != (int)r->n_chunk_sizes || (nfds == 0 && !r->ipc_handle.len) ||
+        (nfds && r->ipc_handle.len)) {
+        snprintf(why, why_len,
+                 "give either one descriptor per VMM chunk (%u descriptors, %zu chunk sizes) or "
+                 "one IPC handle",
+                 (unsigned)nfds, r->n_chunk_sizes);
+        return ZPP_EINVAL;
+    }
+    if (r->ipc_handle.len && !d->cfg.allow_legacy_ipc) {
+        snprintf(why, why_len, "legacy CUDA IPC handles are disabled (allow_legacy_ipc = false); "
+                 "use VMM memory (PyTorch: expandable_segments:True)");
+        return ZPP_EPERM;
+    }
+    struct buffer *b = calloc(1, sizeof *b);
+    if (!b) {
+        snprintf(why, why_len, "out of memory");
+        return ZPP_ENOMEM;
+    }
+    struct be_import imp = {.device = s->device, .uid = s->uid, .nfds = nfds, .fds = fds,
+                            .chunk_sizes = r->chunk_sizes, .ipc_handle = r->ipc_handle.data,
+                            .ipc_len = r->ipc_handle.len, .offset = r->offset,
+                            .length = r->length};
+    int rc = d->be->buf_import(d->be_state, &imp, &b->handle, &b->ptr, why, why_len);
+    if (rc) {
+        free(b);
+        return rc;
+    }
+    b->ops = d->be;
+    b->be = d->be_state;
+    b->len = r->length;
+    *out = b;
+    return 0;
+}
+
 static void do_register(struct session *s, uint64_t req_id, const Zpp__RegisterBuffer *r)
 {
     struct zppd *d = s->d;
-    int fd = -1;
-    for (uint32_t i = 0; i < r->nfds; i++) { /* claim what the frame says it carries */
+    /* Claim what the frame says it carries (at most SESS_MAX_FDS). */
+    int fds[SESS_MAX_FDS], nfds = 0;
+    for (uint32_t i = 0; i < r->nfds && i < SESS_MAX_FDS; i++) {
         int x = sess_take_fd(s);
-        if (fd < 0)
-            fd = x;
-        else if (x >= 0)
-            close(x);
+        if (x >= 0)
+            fds[nfds++] = x;
     }
+    int fd = nfds ? fds[0] : -1;
     char why[300];
     int rc = 0;
     struct buffer *b = NULL;
@@ -125,6 +167,8 @@ static void do_register(struct session *s, uint64_t req_id, const Zpp__RegisterB
     } else if (s->nbufs >= d->cfg.max_buffers_per_session) {
         rc = ZPP_ELIMIT;
         snprintf(why, sizeof why, "%u buffers registered (max_buffers_per_session)", s->nbufs);
+    } else if (d->be->buf_import) {
+        rc = import_device(s, r, fds, nfds, &b, why, sizeof why);
     } else if (r->ipc_handle.len) {
         rc = ZPP_EUNSUPPORTED;
         snprintf(why, sizeof why, "the %s backend takes shared-memory descriptors, not CUDA IPC "
@@ -150,12 +194,13 @@ static void do_register(struct session *s, uint64_t req_id, const Zpp__RegisterB
             s->cap_bufs = cap;
         }
     }
-    if (fd >= 0)
-        close(fd);
+    for (int i = 0; i < nfds; i++)
+        close(fds[i]);
     if (rc) {
-        if (b && b->map)
-            munmap(b->map, b->map_len);
-        free(b);
+        if (b) {
+            b->refs = 1;
+            buffer_unref(b); /* unmaps or releases whatever was set up */
+        }
         sess_send_error(s, req_id, rc, "RegisterBuffer refused: %s", why);
         return;
     }

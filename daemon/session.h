@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "backend.h"
 #include "zpp.pb-c.h"
 
 struct zppd;
@@ -35,7 +36,10 @@ enum sess_role { SESS_ROLE_NONE = 0, SESS_ROLE_RANK = 1, SESS_ROLE_ADMIN = 2 };
 struct buffer {
     uint64_t id;
     int refs;
-    void *map;      /* the mapping (munmap'd at last unref) */
+    const struct be_ops *ops; /* device memory: released through ops */
+    void *be;
+    void *handle;
+    void *map;      /* host memory: the mapping (munmap'd at last unref) */
     size_t map_len;
     uint8_t *ptr;   /* start of the registered region */
     uint64_t len;
@@ -69,6 +73,9 @@ struct session {
 
     struct job *job;
     uint32_t rank;
+    int device;      /* cuda: the daemon's index of the client's GPU */
+    void *events;    /* cuda: the session's event pools */
+    uint32_t nevents;
     uint32_t pending; /* collective calls waiting for a reply */
 
     struct buffer **bufs; /* sorted by id */

@@ -55,6 +55,7 @@ int zpp_request_validate(const Zpp__Request *req, const char **why);
 #define ZPP_MAX_UUID 64u
 #define ZPP_MAX_ADDR 256u
 #define ZPP_MAX_LABEL 64u
+#define ZPP_MAX_EVENTS 64u /* interprocess events per session */
 
 #ifdef __cplusplus
 }

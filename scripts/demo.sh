@@ -3,7 +3,8 @@
 # temporary socket with a temporary config (host backend), runs zpp-demo
 # against it (default: 4 client processes as 2 virtual nodes x 2 ranks, one
 # ZeRO++ training step checked against exact results), prints its table,
-# then stops the daemon with SIGTERM and checks that it exited 0.
+# shows `zppctl status`, then stops the daemon with SIGTERM and checks that
+# it exited 0 and removed its socket.
 #
 # usage: scripts/demo.sh [BUILD_DIR] [zpp-demo args...]   (BUILD_DIR: build)
 set -euo pipefail
@@ -12,6 +13,7 @@ build=${1:-build}
 shift || true
 zppd="$build/daemon/zppd"
 demo="$build/demo/zpp-demo"
+zppctl="$build/client/zppctl"
 for bin in "$zppd" "$demo"; do
     if [[ ! -x "$bin" ]]; then
         echo "demo: $bin not found; run 'make build' first" >&2
@@ -62,6 +64,12 @@ done
 
 demo_rc=0
 "$demo" -s "$sock" "$@" || demo_rc=$?
+
+if [[ -x "$zppctl" ]]; then
+    echo
+    echo "demo: zppctl status after the step:"
+    "$zppctl" -s "$sock" status || echo "demo: (zppctl status failed)"
+fi
 
 kill -TERM "$daemon_pid"
 daemon_rc=0

@@ -7,6 +7,7 @@
  * socket the daemon closes.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -56,8 +57,8 @@ static Zpp__Request *srv_read(int fd, int *passed)
             memcpy(passed, CMSG_DATA(cm), sizeof(int));
     }
     read_exact(fd, hdr + 1, 3);
-    size_t off, len;
-    if (zpp_frame_peek(hdr, 4, ZPP_FRAME_DEFAULT_MAX, &off, &len) < 0)
+    size_t len = ((size_t)hdr[0] << 24) | ((size_t)hdr[1] << 16) | ((size_t)hdr[2] << 8) | hdr[3];
+    if (len > ZPP_FRAME_DEFAULT_MAX)
         _exit(22);
     uint8_t *body = malloc(len ? len : 1);
     read_exact(fd, body, len);
@@ -133,6 +134,11 @@ static void reap(pid_t pid)
 
 /* ---- scripts ---------------------------------------------------------------- */
 
+static void script_accept_only(int fd)
+{
+    (void)fd;
+}
+
 static void script_hello(int fd)
 {
     Zpp__Request *req = srv_read(fd, NULL);
@@ -159,7 +165,7 @@ static void script_hello(int fd)
     /* The client now keeps requests under the daemon's 4096-byte frame. */
 }
 
-static void test_hello_fills_info_and_adopts_max_frame(void)
+static void test_hello_fills_info_then_daemon_close_is_eclosed(void)
 {
     pid_t pid = serve(script_hello);
     zpp_conn *c = NULL;
@@ -173,17 +179,13 @@ static void test_hello_fills_info_and_adopts_max_frame(void)
     ASSERT_STR_EQ(info.backend, "host");
     ASSERT_EQ(strlen(info.daemon_version), sizeof(info.daemon_version) - 1);
     ASSERT_EQ(info.max_frame, 4096);
+    ASSERT_EQ(info.max_buffers, 8);
     ASSERT_EQ(info.local_size, 2);
-    /* A collective whose key cannot fit 4096 bytes is refused locally. */
-    char key[200];
-    memset(key, 'k', sizeof(key) - 1);
-    key[sizeof(key) - 1] = 0;
-    zpp_coll call;
-    zpp_coll_init(&call, ZPP_OP_HPZ_INVALIDATE, 0, 0);
-    call.hpz_key = key;
-    ASSERT_EQ(zpp_collective(c, &call, NULL), 0 - 0 + ZPP_ECLOSED); /* daemon gone */
+    reap(pid); /* the fake daemon has closed its end */
+    ASSERT_EQ(zpp_barrier(c, NULL), ZPP_ECLOSED);
+    ASSERT_CONTAINS(zpp_last_error(c), "closed");
+    ASSERT_EQ(zpp_barrier(c, NULL), ZPP_ECLOSED); /* stays dead */
     zpp_close(c);
-    reap(pid);
 }
 
 static void test_hello_refuses_bad_job_locally(void)
@@ -251,25 +253,221 @@ static void test_replies_out_of_order_are_matched_by_req_id(void)
     ASSERT_EQ(res.algo, ZPP_ALGO_AG_EXACT);
     ASSERT_EQ(res.logical_bytes, 200);
     ASSERT_EQ(zpp_test(c, id[0], &res), ZPP_EBUSY);
-    ASSERT_EQ(zpp_test(c, id[2], &res), 0); /* stashed while waiting */
+    ASSERT_EQ(zpp_test(c, id[2], &res), 0); /* stashed while waiting for id[1] */
     ASSERT_EQ(res.seq, 3);
     ASSERT_EQ(zpp_wait(c, id[2], &res), ZPP_ENOENT); /* already returned */
+    ASSERT_CONTAINS(zpp_last_error(c), "not outstanding");
     zpp_coll bar;
     zpp_coll_init(&bar, ZPP_OP_BARRIER, 0, 0);
-    bar.seq = 10;
-    ASSERT_EQ(zpp_barrier(c, NULL) == 0, 0 == 1); /* placeholder never sent */
+    bar.seq = 10; /* explicit: the next automatic one is 11 */
+    ASSERT_EQ(zpp_collective(c, &bar, &res), 0);
+    ASSERT_EQ(res.seq, 10);
+    ASSERT_EQ(zpp_wait(c, id[0], &res), 0); /* arrived before the barrier's */
+    ASSERT_EQ(res.seq, 1);
+    ASSERT_EQ(zpp_barrier(c, &res), 0);
+    ASSERT_EQ(res.seq, 11);
     zpp_close(c);
     reap(pid);
-    (void)bar;
+}
+
+static void script_register_and_errors(int fd)
+{
+    int passed = -1;
+    Zpp__Request *req = srv_read(fd, &passed);
+    if (req->body_case != ZPP__REQUEST__BODY_REGISTER_BUFFER || passed < 0 ||
+        req->register_buffer->nfds != 1 || req->register_buffer->offset != 4096 ||
+        req->register_buffer->length != 4096)
+        _exit(40);
+    struct stat st;
+    if (fstat(passed, &st) != 0 || st.st_size != 8192)
+        _exit(41);
+    if (fcntl(passed, F_GET_SEALS) < 0 || ftruncate(passed, 1) == 0)
+        _exit(42);
+    close(passed);
+    Zpp__RegisterReply rr = ZPP__REGISTER_REPLY__INIT;
+    rr.buffer_id = 5;
+    rr.length = 4096;
+    Zpp__Reply rep = ZPP__REPLY__INIT;
+    rep.req_id = req->req_id;
+    rep.body_case = ZPP__REPLY__BODY_REGISTER_BUFFER;
+    rep.register_buffer = &rr;
+    srv_send(fd, &rep);
+    zpp_request_free(req);
+
+    req = srv_read(fd, &passed);
+    if (passed >= 0 || req->body_case != ZPP__REQUEST__BODY_COLLECTIVE)
+        _exit(43);
+    Zpp__Reply err = ZPP__REPLY__INIT;
+    err.req_id = req->req_id;
+    err.code = ZPP_EMISMATCH;
+    err.message = (char *)"call 1: rank 3 sent count 999, rank 0 sent 1000";
+    srv_send(fd, &err);
+    zpp_request_free(req);
+
+    req = srv_read(fd, NULL);
+    if (req->body_case != ZPP__REQUEST__BODY_DEREGISTER_BUFFER ||
+        req->deregister_buffer->buffer_id != 5)
+        _exit(44);
+    Zpp__Reply ok = ZPP__REPLY__INIT;
+    ok.req_id = req->req_id;
+    srv_send(fd, &ok);
+    zpp_request_free(req);
+
+    /* Last word before closing: a req_id 0 error. */
+    req = srv_read(fd, NULL);
+    Zpp__Reply bye = ZPP__REPLY__INIT;
+    bye.code = ZPP_EPROTO;
+    bye.message = (char *)"Protocol error: closing";
+    srv_send(fd, &bye);
+    zpp_request_free(req);
+}
+
+static void test_register_passes_memfd_and_errors_carry_message(void)
+{
+    pid_t pid = serve(script_register_and_errors);
+    zpp_conn *c = NULL;
+    ASSERT_EQ(zpp_connect(sock_path, &c), 0);
+    zpp_shm *s = NULL;
+    ASSERT_EQ(zpp_shm_create(8192, &s), 0);
+    uint64_t bid = 0;
+    ASSERT_EQ(zpp_register_shm(c, s, 4096, 8192, &bid), ZPP_ERANGE); /* local check */
+    ASSERT_EQ(bid, 0);
+    ASSERT_EQ(zpp_register_fd(c, 0, 0, 1, &bid), ZPP_EINVAL); /* stdin: not a sealed memfd */
+    ASSERT_CONTAINS(zpp_last_error(c), "sealed");
+    ASSERT_EQ(zpp_register_shm(c, s, 4096, 4096, &bid), 0);
+    ASSERT_EQ(bid, 5);
+    zpp_bufref in = {5, 0}, out = {5, 1024};
+    zpp_result res = {.seq = 1234};
+    ASSERT_EQ(zpp_allgather(c, in, out, 1000, ZPP_FP32, &res), ZPP_EMISMATCH);
+    ASSERT_STR_EQ(zpp_last_error(c), "call 1: rank 3 sent count 999, rank 0 sent 1000");
+    ASSERT_EQ(res.seq, 1234); /* untouched */
+    ASSERT_EQ(zpp_deregister(c, 5), 0);
+    ASSERT_EQ(zpp_barrier(c, NULL), ZPP_ECLOSED);
+    ASSERT_CONTAINS(zpp_last_error(c), "Protocol error: closing");
+    zpp_close(c);
+    zpp_shm_destroy(s);
+    reap(pid);
+}
+
+static void script_admin(int fd)
+{
+    uint32_t joined[] = {0, 1, 2, 3};
+    uint32_t missing[] = {1, 3};
+    Zpp__CallRecord rec = ZPP__CALL_RECORD__INIT;
+    rec.seq = 7;
+    rec.op = ZPP__OP__QGZ_REDUCE_SCATTER;
+    rec.bytes = 1 << 20;
+    rec.state = (char *)"pending";
+    rec.message = (char *)"tab\there";
+    Zpp__CallRecord *recs[] = {&rec};
+    Zpp__JobInfo job = ZPP__JOB_INFO__INIT;
+    job.job_id = (char *)"we\"ird\\job\n\x01\xff\xc3\xa9";
+    job.tenant_uid = 1000;
+    job.world_size = 4;
+    job.nodes = 2;
+    job.n_joined_ranks = 4;
+    job.joined_ranks = joined;
+    job.state = (char *)"running";
+    job.oldest_pending_seq = 7;
+    job.n_missing_ranks = 2;
+    job.missing_ranks = missing;
+    job.n_recent = 1;
+    job.recent = recs;
+    Zpp__JobInfo *jobs[] = {&job};
+    Zpp__JobsReply jr = ZPP__JOBS_REPLY__INIT;
+    jr.n_jobs = 1;
+    jr.jobs = jobs;
+    for (int i = 0; i < 2; i++) {
+        Zpp__Request *req = srv_read(fd, NULL);
+        if (req->body_case != ZPP__REQUEST__BODY_JOBS)
+            _exit(50);
+        Zpp__Reply rep = ZPP__REPLY__INIT;
+        rep.req_id = req->req_id;
+        rep.body_case = ZPP__REPLY__BODY_JOBS;
+        rep.jobs = &jr;
+        srv_send(fd, &rep);
+        zpp_request_free(req);
+    }
+    Zpp__Request *req = srv_read(fd, NULL);
+    if (req->body_case != ZPP__REQUEST__BODY_STATUS)
+        _exit(51);
+    Zpp__StatusReply st = ZPP__STATUS_REPLY__INIT;
+    st.daemon_version = (char *)"0.1.0";
+    st.backend = (char *)"host";
+    st.sessions = 4;
+    st.draining = 1;
+    Zpp__Reply rep = ZPP__REPLY__INIT;
+    rep.req_id = req->req_id;
+    rep.body_case = ZPP__REPLY__BODY_STATUS;
+    rep.status = &st;
+    srv_send(fd, &rep);
+    zpp_request_free(req);
+}
+
+static void test_admin_json_escapes_strings(void)
+{
+    pid_t pid = serve(script_admin);
+    zpp_conn *c = NULL;
+    ASSERT_EQ(zpp_connect(sock_path, &c), 0);
+    char buf[4096];
+    ASSERT_EQ(zpp_admin_jobs_json(c, buf, sizeof(buf)), 0);
+    ASSERT_CONTAINS(buf, "\"job_id\":\"we\\\"ird\\\\job\\n\\u0001\\ufffd\xc3\xa9\"");
+    ASSERT_CONTAINS(buf, "\"joined_ranks\":[0,1,2,3]");
+    ASSERT_CONTAINS(buf, "\"missing_ranks\":[1,3]");
+    ASSERT_CONTAINS(buf, "\"op\":\"qgz_reduce_scatter\"");
+    ASSERT_CONTAINS(buf, "\"message\":\"tab\\there\"");
+    char small[16] = "untouched";
+    ASSERT_EQ(zpp_admin_jobs_json(c, small, sizeof(small)), ZPP_ERANGE);
+    ASSERT_STR_EQ(small, "untouched");
+    ASSERT_EQ(zpp_admin_status_json(c, buf, sizeof(buf)), 0);
+    ASSERT_CONTAINS(buf, "\"sessions\":4");
+    ASSERT_CONTAINS(buf, "\"draining\":true");
+    ASSERT_EQ(buf[0], '{');
+    ASSERT_EQ(buf[strlen(buf) - 1], '}');
+    zpp_close(c);
+    reap(pid);
+}
+
+static void test_connect_errors(void)
+{
+    zpp_conn *c = (zpp_conn *)0x1;
+    char missing[160];
+    snprintf(missing, sizeof(missing), "/tmp/zpp-test-missing-%d/zppd.sock", (int)getpid());
+    errno = 0;
+    ASSERT_EQ(zpp_connect(missing, &c), ZPP_ENOENT);
+    ASSERT_EQ(errno, ENOENT);
+    ASSERT_EQ((uintptr_t)c, 1); /* untouched */
+    char longp[200];
+    memset(longp, 'a', sizeof(longp) - 1);
+    longp[sizeof(longp) - 1] = 0;
+    ASSERT_EQ(zpp_connect(longp, &c), ZPP_EINVAL);
+    ASSERT_EQ(zpp_connect(sock_path, NULL), ZPP_EINVAL);
+    /* NULL path: $ZPP_SOCKET. */
+    setenv("ZPP_SOCKET", missing, 1);
+    ASSERT_EQ(zpp_connect(NULL, &c), ZPP_ENOENT);
+    pid_t pid = serve(script_accept_only);
+    setenv("ZPP_SOCKET", sock_path, 1);
+    ASSERT_EQ(zpp_connect(NULL, &c), 0);
+    zpp_close(c);
+    reap(pid);
+    unsetenv("ZPP_SOCKET");
+    /* NULL handles. */
+    zpp_close(NULL);
+    ASSERT_EQ(zpp_fd(NULL), -1);
+    ASSERT(zpp_last_error(NULL) != NULL);
+    ASSERT_EQ(zpp_barrier(NULL, NULL), ZPP_EINVAL);
 }
 
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     snprintf(sock_path, sizeof(sock_path), "/tmp/zpp-test-conn-%d.sock", (int)getpid());
-    test_hello_fills_info_and_adopts_max_frame();
+    test_connect_errors();
+    test_hello_fills_info_then_daemon_close_is_eclosed();
     test_hello_refuses_bad_job_locally();
     test_replies_out_of_order_are_matched_by_req_id();
+    test_register_passes_memfd_and_errors_carry_message();
+    test_admin_json_escapes_strings();
     unlink(sock_path);
     return 0;
 }

@@ -15,8 +15,14 @@ static int g_job_a, g_job_b; /* their addresses are the job identities */
 static struct hpz_spec spec(uint32_t tenant, const void *job, const char *key, uint64_t slice,
                             int nslots)
 {
-    struct hpz_spec s = {.tenant = tenant, .job = job, .job_id = "job", .key = key,
-                         .count = slice * 2, .dtype = ZK_FP32, .slice = slice, .nslots = nslots};
+    struct hpz_spec s = {.tenant = tenant,
+                         .job = job,
+                         .job_id = "job",
+                         .key = key,
+                         .count = slice * 2,
+                         .dtype = ZK_FP32,
+                         .slice = slice,
+                         .nslots = nslots};
     return s;
 }
 

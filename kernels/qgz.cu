@@ -1,0 +1,262 @@
+/*
+ * qgz.cu — CUDA kernels of qgZ: step 0 (reorder the W slices into the
+ * stage-major position order of Algorithm 2 and quantize, one pass), step 2
+ * (decode k chunks, sum in fp32, requantize, one pass) and step 4 (decode k
+ * chunks, sum, optionally divide, write the caller's output, one pass).
+ * Byte-identical to kernels/qgz_ref.c; launch contract in
+ * zpp_kernels_cuda.h; geometry and layout in zpp_kernels.h.
+ */
+#include "zk_cuda_common.cuh"
+
+using namespace zk;
+
+namespace {
+
+/* The geometry a kernel needs, by value. */
+struct kgeom {
+    uint64_t n, shard, piece, piece_bytes;
+    int nodes, local;
+    uint32_t block;
+};
+
+/* Elements of sub-chunk `stage` of slice s that exist in the gradient. */
+__device__ __forceinline__ uint64_t piece_valid(const kgeom &g, uint64_t s, uint64_t stage)
+{
+    uint64_t start = s * g.shard;
+    if (start >= g.n)
+        return 0;
+    uint64_t in_slice = min(g.n - start, g.shard), off = stage * g.piece;
+    return off >= in_slice ? 0 : min(in_slice - off, g.piece);
+}
+
+/* Blocks of stages [k0, k0 + nstages): one team per block; chunk c (the
+ * output piece at out + c * piece_bytes) is position c % W of stage
+ * k0 + c / W. */
+template <int DT, int BITS>
+__global__ void __launch_bounds__(ZK_MAX_TEAM)
+    reorder_kernel(const void *x, kgeom g, int k0, uint64_t nb_total, uint8_t *out,
+                   unsigned long long *d_poisoned)
+{
+    __shared__ uint32_t red[2][ZK_MAX_WARPS];
+    constexpr int es = dt_traits<DT>::size;
+    int team = (int)(g.block / ZK_VEC), tpc = (int)blockDim.x / team;
+    int lane = (int)threadIdx.x % team, tix = (int)threadIdx.x / team;
+    uint64_t w = (uint64_t)g.nodes * (uint64_t)g.local, bpc = g.piece / g.block;
+    uint64_t ngroups = (nb_total + (uint64_t)tpc - 1) / (uint64_t)tpc;
+    qdst d;
+    d.pay_elems = g.piece;
+    d.nb = bpc;
+    int parity = 0;
+    for (uint64_t grp = blockIdx.x; grp < ngroups; grp += gridDim.x, parity ^= 1) {
+        uint64_t b = grp * (uint64_t)tpc + (uint64_t)tix;
+        int active = b < nb_total;
+        uint64_t c = active ? b / bpc : 0, jb = active ? b % bpc : 0;
+        uint64_t p = c % w, stage = (uint64_t)k0 + c / w;
+        uint64_t s = (p % (uint64_t)g.nodes) * (uint64_t)g.local + p / (uint64_t)g.nodes;
+        uint64_t pv = active ? piece_valid(g, s, stage) : 0;
+        uint64_t first = jb * g.block + (uint64_t)lane * ZK_VEC;
+        uint64_t valid = first < pv ? pv - first : 0;
+        const uint8_t *src = (const uint8_t *)x;
+        if (valid)
+            src += (s * g.shard + stage * g.piece + first) * es;
+        float v[ZK_VEC];
+        load16<DT>(src, valid, v);
+        d.payload = out + c * g.piece_bytes;
+        d.scales = (float *)(d.payload + g.piece * BITS / 8);
+        d.jb = jb;
+        d.first = jb * g.block;
+        if (quant_team<BITS>(v, active, lane, team, d, red, parity) && d_poisoned)
+            atomicAdd(d_poisoned, 1ull);
+    }
+}
+
+template <int BITS>
+__global__ void __launch_bounds__(ZK_MAX_TEAM)
+    reduce_requant_kernel(const uint8_t *in, uint64_t in_stride, int k, uint64_t piece,
+                          uint32_t block, uint64_t pay_bytes, uint64_t nb, uint8_t *out,
+                          unsigned long long *d_poisoned)
+{
+    __shared__ uint32_t red[2][ZK_MAX_WARPS];
+    int team = (int)(block / ZK_VEC), tpc = (int)blockDim.x / team;
+    int lane = (int)threadIdx.x % team, tix = (int)threadIdx.x / team;
+    uint64_t ngroups = (nb + (uint64_t)tpc - 1) / (uint64_t)tpc;
+    qdst d;
+    d.payload = out;
+    d.scales = (float *)(out + pay_bytes);
+    d.pay_elems = pay_bytes * 8 / BITS;
+    d.nb = nb;
+    int parity = 0;
+    for (uint64_t grp = blockIdx.x; grp < ngroups; grp += gridDim.x, parity ^= 1) {
+        uint64_t b = grp * (uint64_t)tpc + (uint64_t)tix;
+        int active = b < nb;
+        uint64_t first = b * block + (uint64_t)lane * ZK_VEC;
+        float acc[ZK_VEC];
+        if (active && first < piece) {
+            sum_chunks16<BITS>(in, in_stride, k, pay_bytes, block, first, piece - first, acc);
+        } else {
+#pragma unroll
+            for (int i = 0; i < ZK_VEC; i++)
+                acc[i] = 0.0f;
+        }
+        d.jb = b;
+        d.first = b * block;
+        if (quant_team<BITS>(acc, active, lane, team, d, red, parity) && d_poisoned)
+            atomicAdd(d_poisoned, 1ull);
+    }
+}
+
+template <int ODT, int BITS>
+__global__ void __launch_bounds__(ZK_CTA_THREADS)
+    reduce_out_kernel(const uint8_t *in, uint64_t in_stride, int k, uint64_t pay_bytes,
+                      uint32_t block, uint64_t count, int mean, float divisor, void *y)
+{
+    constexpr int oes = dt_traits<ODT>::size;
+    uint64_t nvec = (count + ZK_VEC - 1) / ZK_VEC;
+    uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; t < nvec; t += stride) {
+        uint64_t e0 = t * ZK_VEC;
+        float acc[ZK_VEC];
+        sum_chunks16<BITS>(in, in_stride, k, pay_bytes, block, e0, count - e0, acc);
+        if (mean) {
+#pragma unroll
+            for (int i = 0; i < ZK_VEC; i++)
+                acc[i] = zk_fdiv(acc[i], divisor);
+        }
+        store16<ODT>((uint8_t *)y + e0 * oes, count - e0, acc);
+    }
+}
+
+int dtype_ok(int dt)
+{
+    return dt == ZK_FP32 || dt == ZK_FP16 || dt == ZK_BF16;
+}
+int aligned(const void *p)
+{
+    return ((uintptr_t)p & (ZK_ALIGN - 1)) == 0;
+}
+int geom_ok(const struct zk_qgz_geom *g)
+{
+    return g && g->nodes >= 1 && g->local >= 1 && g->stages >= 1 &&
+           zk_params_ok(g->bits, g->block) && g->piece % g->block == 0 &&
+           g->piece_bytes == zk_chunk_bytes(g->piece, g->bits, g->block);
+}
+
+template <int DT, int BITS>
+void launch_reorder(const void *x, const struct zk_qgz_geom *g, int k0, int nstages, uint8_t *out,
+                    unsigned long long *d_poisoned, cudaStream_t stream)
+{
+    kgeom kg = {g->n, g->shard, g->piece, g->piece_bytes, g->nodes, g->local, g->block};
+    qshape sh = qshape_for(g->block);
+    uint64_t w = (uint64_t)g->nodes * (uint64_t)g->local;
+    uint64_t nb = (uint64_t)nstages * w * (g->piece / g->block);
+    uint64_t groups = (nb + (uint64_t)sh.tpc - 1) / (uint64_t)sh.tpc;
+    reorder_kernel<DT, BITS><<<grid_for(groups), sh.threads, 0, stream>>>(x, kg, k0, nb, out,
+                                                                          d_poisoned);
+}
+
+int reorder(const void *x, int dtype, const struct zk_qgz_geom *g, int k0, int nstages,
+            uint8_t *out, unsigned long long *d_poisoned, cudaStream_t stream)
+{
+    if (!geom_ok(g) || !dtype_ok(dtype) || k0 < 0 || k0 + nstages > g->stages ||
+        (g->piece && (!out || !aligned(out))) || (g->n && !x))
+        return (int)cudaErrorInvalidValue;
+    if (g->piece == 0)
+        return 0;
+#define ZK_R(DT, B) launch_reorder<DT, B>(x, g, k0, nstages, out, d_poisoned, stream)
+    if (g->bits == 8) {
+        if (dtype == ZK_FP32)
+            ZK_R(ZK_FP32, 8);
+        else if (dtype == ZK_FP16)
+            ZK_R(ZK_FP16, 8);
+        else
+            ZK_R(ZK_BF16, 8);
+    } else {
+        if (dtype == ZK_FP32)
+            ZK_R(ZK_FP32, 4);
+        else if (dtype == ZK_FP16)
+            ZK_R(ZK_FP16, 4);
+        else
+            ZK_R(ZK_BF16, 4);
+    }
+#undef ZK_R
+    return (int)cudaGetLastError();
+}
+
+} // namespace
+
+extern "C" int zk_qgz_reorder_quantize_cuda(const void *x, int dtype, const struct zk_qgz_geom *g,
+                                            uint8_t *out, unsigned long long *d_poisoned,
+                                            cudaStream_t stream)
+{
+    if (!g)
+        return (int)cudaErrorInvalidValue;
+    return reorder(x, dtype, g, 0, g->stages, out, d_poisoned, stream);
+}
+
+extern "C" int zk_qgz_reorder_quantize_stage_cuda(const void *x, int dtype,
+                                                  const struct zk_qgz_geom *g, int stage,
+                                                  uint8_t *out, unsigned long long *d_poisoned,
+                                                  cudaStream_t stream)
+{
+    return reorder(x, dtype, g, stage, 1, out, d_poisoned, stream);
+}
+
+extern "C" int zk_reduce_requant_cuda(const uint8_t *in, uint64_t in_stride, int k, uint64_t piece,
+                                      int bits, uint32_t block, uint8_t *out,
+                                      unsigned long long *d_poisoned, cudaStream_t stream)
+{
+    if (!zk_params_ok(bits, block) || k < 1 || in_stride % ZK_ALIGN != 0 ||
+        (piece && (!in || !out || !aligned(in) || !aligned(out))))
+        return (int)cudaErrorInvalidValue;
+    if (piece == 0)
+        return 0;
+    qshape sh = qshape_for(block);
+    uint64_t nb = zk_num_blocks(piece, block);
+    uint64_t groups = (nb + (uint64_t)sh.tpc - 1) / (uint64_t)sh.tpc;
+    uint64_t pay = zk_payload_bytes(piece, bits);
+    if (bits == 8)
+        reduce_requant_kernel<8><<<grid_for(groups), sh.threads, 0, stream>>>(
+            in, in_stride, k, piece, block, pay, nb, out, d_poisoned);
+    else
+        reduce_requant_kernel<4><<<grid_for(groups), sh.threads, 0, stream>>>(
+            in, in_stride, k, piece, block, pay, nb, out, d_poisoned);
+    return (int)cudaGetLastError();
+}
+
+extern "C" int zk_reduce_out_cuda(const uint8_t *in, uint64_t in_stride, int k, uint64_t piece,
+                                  int bits, uint32_t block, uint64_t count, int op, float divisor,
+                                  void *y, int out_dtype, cudaStream_t stream)
+{
+    if (count > piece)
+        count = piece;
+    if (!zk_params_ok(bits, block) || k < 1 || in_stride % ZK_ALIGN != 0 ||
+        !dtype_ok(out_dtype) || (op != ZK_SUM && op != ZK_MEAN) ||
+        (count && (!in || !y || !aligned(in))))
+        return (int)cudaErrorInvalidValue;
+    if (count == 0)
+        return 0;
+    uint64_t nvec = (count + ZK_VEC - 1) / ZK_VEC;
+    unsigned grid = grid_for((nvec + ZK_CTA_THREADS - 1) / ZK_CTA_THREADS);
+    uint64_t pay = zk_payload_bytes(piece, bits);
+    int mean = op == ZK_MEAN;
+#define ZK_O(ODT, B)                                                                               \
+    reduce_out_kernel<ODT, B><<<grid, ZK_CTA_THREADS, 0, stream>>>(in, in_stride, k, pay, block,   \
+                                                                   count, mean, divisor, y)
+    if (bits == 8) {
+        if (out_dtype == ZK_FP32)
+            ZK_O(ZK_FP32, 8);
+        else if (out_dtype == ZK_FP16)
+            ZK_O(ZK_FP16, 8);
+        else
+            ZK_O(ZK_BF16, 8);
+    } else {
+        if (out_dtype == ZK_FP32)
+            ZK_O(ZK_FP32, 4);
+        else if (out_dtype == ZK_FP16)
+            ZK_O(ZK_FP16, 4);
+        else
+            ZK_O(ZK_BF16, 4);
+    }
+#undef ZK_O
+    return (int)cudaGetLastError();
+}

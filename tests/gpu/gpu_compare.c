@@ -1,0 +1,421 @@
+/*
+ * gpu_compare.c — proves the CUDA kernels (kernels/*.cu) give the same bytes
+ * as the C reference (kernels/*_ref.c). For every kernel it draws fresh
+ * random inputs (normal, uniform, heavy-tailed, with exact zeros and whole
+ * zero blocks, tiny/subnormal blocks, NaN, Inf), over many sizes including
+ * odd ones and tails, all dtypes, both bit widths and block sizes 32..8192;
+ * it runs each GPU kernel twice over outputs poisoned with two different
+ * byte patterns (so an element the kernel never wrote cannot match both),
+ * compares every byte with the reference, checks the guard bytes after the
+ * output, and compares the poisoned-block counts. Needs a GPU; exits 77
+ * (skip) when there is none. Prints one line per kernel family and FAIL
+ * lines with the first differing byte.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "tests/test.h"
+#include "zpp_kernels.h"
+#include "zpp_kernels_cuda.h"
+
+#define GUARD 64              /* bytes checked after every output */
+#define POISON_A 0xA5
+#define POISON_B 0x5A
+#define ELEM_OFFSET_UNALIGNED 1 /* elements: moves x off 16-byte alignment */
+
+#define CK(call)                                                                                   \
+    do {                                                                                           \
+        int e_ = (int)(call);                                                                      \
+        if (e_ != 0) {                                                                             \
+            fprintf(stderr, "%s:%d: %s -> %d (%s)\n", __FILE__, __LINE__, #call, e_,              \
+                    cudaGetErrorString((cudaError_t)e_));                                          \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+enum dist { D_NORMAL, D_UNIFORM, D_HEAVY, D_ZEROS, D_SPECIAL, D_TINY, D_COUNT };
+static const char *dist_name[D_COUNT] = {"normal", "uniform", "heavy", "zeros", "nan-inf", "tiny"};
+
+static uint64_t g_seed = 0x5EEDull;
+static long g_checks, g_fail;
+
+static double gauss(void)
+{
+    double u1 = test_uniform(&g_seed), u2 = test_uniform(&g_seed);
+    if (u1 < 1e-300)
+        u1 = 1e-300;
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+/* Fills n elements of dtype with distribution d (host memory). */
+static void fill(void *x, int dtype, uint64_t n, int d, uint32_t block)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        double v;
+        switch (d) {
+        case D_UNIFORM:
+            v = 2 * test_uniform(&g_seed) - 1;
+            break;
+        case D_HEAVY:
+            v = gauss() / (test_uniform(&g_seed) + 1e-3); /* Cauchy-like tails */
+            break;
+        case D_ZEROS:
+            /* whole zero blocks, and exact zeros among values */
+            v = (i / block) % 3 == 0 || test_uniform(&g_seed) < 0.3 ? 0.0 : gauss();
+            break;
+        case D_SPECIAL: {
+            double u = test_uniform(&g_seed);
+            v = u < 0.002 ? NAN : u < 0.004 ? INFINITY : u < 0.006 ? -INFINITY : gauss() * 1e3;
+            break;
+        }
+        case D_TINY:
+            v = gauss() * ((i / block) % 2 ? 1e-41 : 1e-20); /* fp32 subnormal blocks */
+            break;
+        default:
+            v = gauss();
+        }
+        zk_narrow((float)v, x, dtype, i);
+    }
+}
+
+static const char *dt_name(int dt)
+{
+    return dt == ZK_FP32 ? "fp32" : dt == ZK_FP16 ? "fp16" : "bf16";
+}
+
+/* Compares `bytes` of device output (plus GUARD poison bytes after it) with
+ * the reference; reports the first difference. */
+static int compare(const char *what, const uint8_t *ref, const void *dev, uint64_t bytes, int poison)
+{
+    uint8_t *h = malloc(bytes + GUARD);
+    ASSERT(h);
+    CK(cudaMemcpy(h, dev, bytes + GUARD, cudaMemcpyDeviceToHost));
+    g_checks++;
+    for (uint64_t i = 0; i < bytes + GUARD; i++) {
+        int want = i < bytes ? ref[i] : poison;
+        if (h[i] != want) {
+            fprintf(stderr, "FAIL %s: byte %llu of %llu: gpu 0x%02x ref 0x%02x (poison 0x%02x)\n",
+                    what, (unsigned long long)i, (unsigned long long)bytes, h[i], want, poison);
+            g_fail++;
+            free(h);
+            return 0;
+        }
+    }
+    free(h);
+    return 1;
+}
+
+/* Device buffers reused across cases. */
+static uint8_t *d_x, *d_c, *d_y;
+static unsigned long long *d_pz;
+static uint64_t cap_x, cap_c, cap_y;
+
+static void ensure(uint8_t **p, uint64_t *cap, uint64_t need)
+{
+    need += GUARD + 64;
+    if (need <= *cap)
+        return;
+    if (*p)
+        CK(cudaFree(*p));
+    CK(cudaMalloc((void **)p, need));
+    *cap = need;
+}
+
+static unsigned long long read_pz(void)
+{
+    unsigned long long v;
+    CK(cudaMemcpy(&v, d_pz, sizeof v, cudaMemcpyDeviceToHost));
+    return v;
+}
+
+/* quantize + dequantize for one case. */
+static void case_quant(int dtype, int bits, uint32_t block, uint64_t n, uint64_t n_valid, int d,
+                       int unaligned)
+{
+    size_t es = zk_dtype_size(dtype);
+    uint64_t off = unaligned ? ELEM_OFFSET_UNALIGNED : 0;
+    uint64_t cb = zk_chunk_bytes(n, bits, block);
+    uint8_t *hx = malloc((n + 1) * es), *hc = malloc(cb), *hy = malloc(n * 4 + 16);
+    ASSERT(hx && hc && hy);
+    fill(hx, dtype, n, d, block);
+    uint64_t pz_ref = zk_quantize_ref(hx, dtype, n, n_valid, bits, block, hc);
+    ensure(&d_x, &cap_x, (n + 1) * es);
+    ensure(&d_c, &cap_c, cb);
+    ensure(&d_y, &cap_y, n * 4);
+    CK(cudaMemcpy(d_x + off * es, hx, n * es, cudaMemcpyHostToDevice));
+    char what[160];
+    snprintf(what, sizeof what, "quantize %s int%d B=%u n=%llu nv=%llu %s%s", dt_name(dtype), bits,
+             block, (unsigned long long)n, (unsigned long long)n_valid, dist_name[d],
+             unaligned ? " unaligned-x" : "");
+    const int poisons[2] = {POISON_A, POISON_B};
+    for (int r = 0; r < 2; r++) {
+        CK(cudaMemset(d_c, poisons[r], cb + GUARD));
+        CK(cudaMemset(d_pz, 0, sizeof *d_pz));
+        CK(zk_quantize_cuda(d_x + off * es, dtype, n, n_valid, bits, block, d_c, d_pz, 0));
+        CK(cudaDeviceSynchronize());
+        if (!compare(what, hc, d_c, cb, poisons[r]))
+            break;
+        if (read_pz() != pz_ref) {
+            fprintf(stderr, "FAIL %s: poisoned %llu vs ref %llu\n", what, read_pz(),
+                    (unsigned long long)pz_ref);
+            g_fail++;
+        }
+    }
+    /* dequantize the reference chunk into every dtype, a prefix too */
+    CK(cudaMemcpy(d_c, hc, cb, cudaMemcpyHostToDevice));
+    const int dts[3] = {ZK_FP32, ZK_FP16, ZK_BF16};
+    for (int t = 0; t < 3; t++) {
+        uint64_t n_out = t == 2 ? n - n / 3 : n;
+        size_t oes = zk_dtype_size(dts[t]);
+        zk_dequantize_ref(hc, n, n_out, bits, block, hy, dts[t]);
+        snprintf(what, sizeof what, "dequantize int%d B=%u n=%llu n_out=%llu -> %s %s", bits,
+                 block, (unsigned long long)n, (unsigned long long)n_out, dt_name(dts[t]),
+                 dist_name[d]);
+        for (int r = 0; r < 2; r++) {
+            CK(cudaMemset(d_y, poisons[r], n * 4 + GUARD + oes));
+            CK(zk_dequantize_cuda(d_c, n, n_out, bits, block, d_y + off * oes, dts[t], 0));
+            CK(cudaDeviceSynchronize());
+            uint8_t *exp = malloc(n_out * oes + off * oes);
+            ASSERT(exp);
+            memset(exp, poisons[r], off * oes);
+            memcpy(exp + off * oes, hy, n_out * oes);
+            int ok = compare(what, exp, d_y, (n_out + off) * oes, poisons[r]);
+            free(exp);
+            if (!ok)
+                break;
+        }
+    }
+    free(hx);
+    free(hc);
+    free(hy);
+}
+
+/* Quantizes k random chunks of `piece` elements with the reference (host),
+ * laid at stride `stride` bytes; returns the host buffer. */
+static uint8_t *make_chunks(int k, uint64_t piece, int bits, uint32_t block, uint64_t stride, int d)
+{
+    uint8_t *h = calloc((size_t)k, stride);
+    float *x = malloc(piece * 4 + 4);
+    ASSERT(h && x);
+    for (int j = 0; j < k; j++) {
+        fill(x, ZK_FP32, piece, d, block);
+        zk_quantize_ref(x, ZK_FP32, piece, piece, bits, block, h + (uint64_t)j * stride);
+    }
+    free(x);
+    return h;
+}
+
+static void case_reduce(int bits, uint32_t block, uint64_t piece, int k, int d)
+{
+    uint64_t cb = zk_chunk_bytes(piece, bits, block);
+    uint64_t stride = cb + (k % 2 ? ZK_ALIGN : 0); /* a stride larger than the chunk */
+    uint8_t *hin = make_chunks(k, piece, bits, block, stride, d);
+    uint8_t *hout = malloc(cb), *hy = malloc(piece * 4 + 16);
+    ASSERT(hout && hy);
+    uint64_t pz_ref = zk_reduce_requant_ref(hin, stride, k, piece, bits, block, hout);
+    ensure(&d_x, &cap_x, (uint64_t)k * stride);
+    ensure(&d_c, &cap_c, cb);
+    ensure(&d_y, &cap_y, piece * 4);
+    CK(cudaMemcpy(d_x, hin, (uint64_t)k * stride, cudaMemcpyHostToDevice));
+    char what[160];
+    snprintf(what, sizeof what, "reduce_requant int%d B=%u piece=%llu k=%d %s", bits, block,
+             (unsigned long long)piece, k, dist_name[d]);
+    const int poisons[2] = {POISON_A, POISON_B};
+    for (int r = 0; r < 2; r++) {
+        CK(cudaMemset(d_c, poisons[r], cb + GUARD));
+        CK(cudaMemset(d_pz, 0, sizeof *d_pz));
+        CK(zk_reduce_requant_cuda(d_x, stride, k, piece, bits, block, d_c, d_pz, 0));
+        CK(cudaDeviceSynchronize());
+        if (!compare(what, hout, d_c, cb, poisons[r]))
+            break;
+        if (read_pz() != pz_ref) {
+            fprintf(stderr, "FAIL %s: poisoned %llu vs ref %llu\n", what, read_pz(),
+                    (unsigned long long)pz_ref);
+            g_fail++;
+        }
+    }
+    const int dts[3] = {ZK_FP32, ZK_BF16, ZK_FP16};
+    for (int t = 0; t < 3; t++) {
+        int op = t == 1 ? ZK_MEAN : ZK_SUM;
+        uint64_t count = t == 2 ? piece - piece / 5 : piece;
+        size_t oes = zk_dtype_size(dts[t]);
+        float div = (float)k;
+        zk_reduce_out_ref(hin, stride, k, piece, bits, block, count, op, div, hy, dts[t]);
+        snprintf(what, sizeof what, "reduce_out int%d B=%u piece=%llu k=%d count=%llu %s %s %s",
+                 bits, block, (unsigned long long)piece, k, (unsigned long long)count,
+                 dt_name(dts[t]), op == ZK_MEAN ? "mean" : "sum", dist_name[d]);
+        for (int r = 0; r < 2; r++) {
+            CK(cudaMemset(d_y, poisons[r], piece * 4 + GUARD));
+            CK(zk_reduce_out_cuda(d_x, stride, k, piece, bits, block, count, op, div, d_y,
+                                  dts[t], 0));
+            CK(cudaDeviceSynchronize());
+            if (!compare(what, hy, d_y, count * oes, poisons[r]))
+                break;
+        }
+    }
+    free(hin);
+    free(hout);
+    free(hy);
+}
+
+static void case_qgz(int dtype, int bits, uint32_t block, uint64_t n, int nodes, int local,
+                     int stages, int d)
+{
+    struct zk_qgz_geom g;
+    ASSERT_EQ(zk_qgz_geom_init(&g, n, nodes, local, stages, bits, block), 0);
+    size_t es = zk_dtype_size(dtype);
+    uint64_t w = (uint64_t)nodes * (uint64_t)local, total = (uint64_t)stages * w * g.piece_bytes;
+    uint8_t *hx = malloc(n * es + 1), *hout = malloc(total + 1);
+    ASSERT(hx && hout);
+    fill(hx, dtype, n, d, block);
+    uint64_t pz_ref = zk_qgz_reorder_quantize_ref(hx, dtype, &g, hout);
+    ensure(&d_x, &cap_x, n * es);
+    ensure(&d_c, &cap_c, total);
+    CK(cudaMemcpy(d_x, hx, n * es, cudaMemcpyHostToDevice));
+    char what[200];
+    snprintf(what, sizeof what, "qgz_reorder %s int%d B=%u n=%llu N=%d G=%d S=%d %s",
+             dt_name(dtype), bits, block, (unsigned long long)n, nodes, local, stages,
+             dist_name[d]);
+    const int poisons[2] = {POISON_A, POISON_B};
+    for (int r = 0; r < 2; r++) {
+        CK(cudaMemset(d_c, poisons[r], total + GUARD));
+        CK(cudaMemset(d_pz, 0, sizeof *d_pz));
+        CK(zk_qgz_reorder_quantize_cuda(d_x, dtype, &g, d_c, d_pz, 0));
+        CK(cudaDeviceSynchronize());
+        if (!compare(what, hout, d_c, total, poisons[r]))
+            break;
+        if (read_pz() != pz_ref) {
+            fprintf(stderr, "FAIL %s: poisoned %llu vs ref %llu\n", what, read_pz(),
+                    (unsigned long long)pz_ref);
+            g_fail++;
+        }
+    }
+    /* one stage on its own */
+    int k = stages - 1;
+    uint64_t sb = w * g.piece_bytes;
+    snprintf(what + strlen(what), sizeof what - strlen(what), " stage %d", k);
+    CK(cudaMemset(d_c, POISON_A, sb + GUARD));
+    CK(zk_qgz_reorder_quantize_stage_cuda(d_x, dtype, &g, k, d_c, NULL, 0));
+    CK(cudaDeviceSynchronize());
+    compare(what, hout + (uint64_t)k * sb, d_c, sb, POISON_A);
+    free(hx);
+    free(hout);
+}
+
+static void case_sum(int dtype, int out_dtype, uint64_t count, int k, int d)
+{
+    size_t es = zk_dtype_size(dtype), oes = zk_dtype_size(out_dtype);
+    uint64_t stride = count + 3; /* element stride: slices not 16-byte aligned */
+    uint8_t *hx = malloc((uint64_t)k * stride * es), *hy = malloc(count * 4 + 16);
+    ASSERT(hx && hy);
+    fill(hx, dtype, (uint64_t)k * stride, d, 256);
+    int op = k % 2 ? ZK_MEAN : ZK_SUM;
+    zk_sum_ref(hx, stride, k, count, dtype, op, (float)k, hy, out_dtype);
+    ensure(&d_x, &cap_x, (uint64_t)k * stride * es);
+    ensure(&d_y, &cap_y, count * 4);
+    CK(cudaMemcpy(d_x, hx, (uint64_t)k * stride * es, cudaMemcpyHostToDevice));
+    char what[160];
+    snprintf(what, sizeof what, "sum %s->%s count=%llu k=%d %s %s", dt_name(dtype),
+             dt_name(out_dtype), (unsigned long long)count, k, op == ZK_MEAN ? "mean" : "sum",
+             dist_name[d]);
+    const int poisons[2] = {POISON_A, POISON_B};
+    for (int r = 0; r < 2; r++) {
+        CK(cudaMemset(d_y, poisons[r], count * oes + GUARD));
+        CK(zk_sum_cuda(d_x, stride, k, count, dtype, op, (float)k, d_y, out_dtype, 0));
+        CK(cudaDeviceSynchronize());
+        if (!compare(what, hy, d_y, count * oes, poisons[r]))
+            break;
+    }
+    /* aligned, contiguous slices too (the 16-byte path) */
+    zk_sum_ref(hx, count, k, count, dtype, op, (float)k, hy, out_dtype);
+    CK(cudaMemset(d_y, POISON_B, count * oes + GUARD));
+    CK(zk_sum_cuda(d_x, count, k, count, dtype, op, (float)k, d_y, out_dtype, 0));
+    CK(cudaDeviceSynchronize());
+    compare(what, hy, d_y, count * oes, POISON_B);
+    free(hx);
+    free(hy);
+}
+
+static void report(const char *family, long before_checks, long before_fail)
+{
+    printf("%-16s %6ld byte-compares  %ld failures\n", family, g_checks - before_checks,
+           g_fail - before_fail);
+    fflush(stdout);
+}
+
+int main(int argc, char **argv)
+{
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) {
+        printf("gpu_compare: no GPU, skipped\n");
+        return TEST_SKIP;
+    }
+    if (argc > 1)
+        g_seed = strtoull(argv[1], NULL, 0);
+    struct cudaDeviceProp prop;
+    CK(cudaGetDeviceProperties(&prop, 0));
+    printf("gpu_compare: %s (sm_%d%d), seed 0x%llx\n", prop.name, prop.major, prop.minor,
+           (unsigned long long)g_seed);
+    CK(cudaMalloc((void **)&d_pz, sizeof *d_pz));
+
+    const int dtypes[3] = {ZK_FP32, ZK_FP16, ZK_BF16};
+    const uint32_t blocks[] = {32, 64, 96, 128, 256, 512, 1024, 2048, 8192};
+    const uint64_t sizes[] = {1, 15, 16, 17, 31, 32, 33, 255, 1000, 4097, 65537, 262147};
+    long c0 = g_checks, f0 = g_fail;
+    int v = 0;
+    for (int t = 0; t < 3; t++)
+        for (int bw = 0; bw < 2; bw++)
+            for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++)
+                for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++, v++) {
+                    uint64_t n = sizes[s];
+                    uint64_t nv = v % 4 == 3 ? n - n / 3 : n;
+                    case_quant(dtypes[t], bw ? 4 : 8, blocks[b], n, nv, v % D_COUNT, v % 7 == 5);
+                }
+    /* one large case per dtype: 2^24 + 5 elements */
+    for (int t = 0; t < 3; t++)
+        case_quant(dtypes[t], t == 1 ? 4 : 8, 256, (1u << 24) + 5, (1u << 24) + 5, D_SPECIAL, 0);
+    report("quant+dequant", c0, f0);
+
+    c0 = g_checks;
+    f0 = g_fail;
+    const uint64_t pieces[] = {32, 256, 1000, 2048, 65536 + 32, 262144};
+    const int ks[] = {1, 2, 3, 4, 5, 8};
+    v = 0;
+    for (int bw = 0; bw < 2; bw++)
+        for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++)
+            for (size_t p = 0; p < sizeof pieces / sizeof pieces[0]; p++, v++)
+                case_reduce(bw ? 4 : 8, blocks[b], pieces[p], ks[v % 6], v % D_COUNT);
+    report("reduce (2, 4)", c0, f0);
+
+    c0 = g_checks;
+    f0 = g_fail;
+    const uint64_t qn[] = {1, 100, 4096, 12345, 1 << 20, (1 << 20) + 7};
+    const int geo[][3] = {{1, 1, 1}, {1, 2, 1}, {2, 2, 2}, {2, 4, 1}, {3, 2, 3}, {4, 8, 2}};
+    const uint32_t qb[] = {32, 256, 2048};
+    v = 0;
+    for (int t = 0; t < 3; t++)
+        for (int bw = 0; bw < 2; bw++)
+            for (size_t s = 0; s < sizeof qn / sizeof qn[0]; s++, v++)
+                case_qgz(dtypes[t], bw ? 4 : 8, qb[v % 3], qn[s], geo[v % 6][0], geo[v % 6][1],
+                         geo[v % 6][2], v % D_COUNT);
+    report("qgz reorder (0)", c0, f0);
+
+    c0 = g_checks;
+    f0 = g_fail;
+    const uint64_t sc[] = {1, 17, 1000, 65536, 100003};
+    v = 0;
+    for (int t = 0; t < 3; t++)
+        for (int o = 0; o < 3; o++)
+            for (size_t s = 0; s < sizeof sc / sizeof sc[0]; s++, v++)
+                case_sum(dtypes[t], dtypes[o], sc[s], 1 + v % 5, v % D_COUNT);
+    report("sum (exact)", c0, f0);
+
+    printf("gpu_compare: %ld byte-compares, %ld failures: %s\n", g_checks, g_fail,
+           g_fail ? "FAIL" : "PASS");
+    return g_fail ? 1 : 0;
+}
