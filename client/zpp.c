@@ -304,7 +304,9 @@ static int recv_one(zpp_conn *c, int block, Zpp__Reply **out)
 {
     for (;;) {
         size_t off = 0, blen = 0;
-        int r = zpp_frame_peek(c->rbuf + c->rpos, c->rlen - c->rpos, RECV_MAX_FRAME, &off, &blen);
+        int r = c->rbuf ? zpp_frame_peek(c->rbuf + c->rpos, c->rlen - c->rpos, RECV_MAX_FRAME, &off,
+                                         &blen)
+                        : 0;
         if (r < 0)
             return conn_kill(c, ZPP_EPROTO, "reply frame over the client's limit");
         if (r == 1) {
@@ -326,9 +328,9 @@ static int recv_one(zpp_conn *c, int block, Zpp__Reply **out)
         }
         size_t want = c->rlen + RECV_CHUNK;
         if (c->rlen >= ZPP_FRAME_HDR) {
-            size_t total = ZPP_FRAME_HDR + (((size_t)c->rbuf[0] << 24) |
-                                            ((size_t)c->rbuf[1] << 16) |
-                                            ((size_t)c->rbuf[2] << 8) | (size_t)c->rbuf[3]);
+            size_t total =
+                ZPP_FRAME_HDR + (((size_t)c->rbuf[0] << 24) | ((size_t)c->rbuf[1] << 16) |
+                                 ((size_t)c->rbuf[2] << 8) | (size_t)c->rbuf[3]);
             if (total > want)
                 want = total;
         }
@@ -527,8 +529,9 @@ int zpp_register_fd(zpp_conn *c, int fd, uint64_t offset, uint64_t length, uint6
     int seals = fcntl(fd, F_GET_SEALS);
     int need = F_SEAL_SHRINK | F_SEAL_GROW;
     if (seals < 0 || (seals & need) != need)
-        return set_err(c, ZPP_EINVAL, "register: descriptor is not a memfd sealed against "
-                                      "shrinking and growing (see zpp_shm_create)");
+        return set_err(c, ZPP_EINVAL,
+                       "register: descriptor is not a memfd sealed against "
+                       "shrinking and growing (see zpp_shm_create)");
     Zpp__RegisterBuffer rb = ZPP__REGISTER_BUFFER__INIT;
     rb.offset = offset;
     rb.length = length;
@@ -700,9 +703,8 @@ int zpp_collective(zpp_conn *c, const zpp_coll *call, zpp_result *res)
 }
 
 /* qwZ all-gather; hpz_key (may be NULL) keeps this node's slice. */
-int zpp_qwz_allgather(zpp_conn *c, zpp_bufref in, zpp_bufref out, uint64_t count,
-                      zpp_dtype_t dtype, uint32_t bits, uint32_t block, const char *hpz_key,
-                      zpp_result *res)
+int zpp_qwz_allgather(zpp_conn *c, zpp_bufref in, zpp_bufref out, uint64_t count, zpp_dtype_t dtype,
+                      uint32_t bits, uint32_t block, const char *hpz_key, zpp_result *res)
 {
     zpp_coll call;
     zpp_coll_init(&call, ZPP_OP_QWZ_ALLGATHER, dtype, count);
@@ -786,6 +788,8 @@ int zpp_barrier(zpp_conn *c, zpp_result *res)
 
 /* ---- admin -------------------------------------------------------------------- */
 
+/* Sends a StatusQuery or JobsQuery (no Hello needed) and waits for the
+ * reply; *out is freed with zpp_reply_free. */
 int zpp__admin_query(zpp_conn *c, int which, Zpp__Reply **out)
 {
     if (!c)
@@ -824,8 +828,8 @@ static int admin_json(zpp_conn *c, int which, char *buf, size_t len)
     if (rc < 0) {
         set_err(c, rc, "out of memory rendering JSON");
     } else if (strlen(json) >= len) {
-        rc = set_err(c, ZPP_ERANGE, "JSON reply needs %zu bytes, buffer has %zu",
-                     strlen(json) + 1, len);
+        rc = set_err(c, ZPP_ERANGE, "JSON reply needs %zu bytes, buffer has %zu", strlen(json) + 1,
+                     len);
     } else {
         memcpy(buf, json, strlen(json) + 1);
     }

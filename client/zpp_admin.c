@@ -168,6 +168,7 @@ static int jw_finish(jw_t *w, char **out)
     return 0;
 }
 
+/* Static lower-case name of a wire Op; "unknown" outside the enum. */
 const char *zpp__op_name(int op)
 {
     switch (op) {
@@ -190,6 +191,7 @@ const char *zpp__op_name(int op)
     }
 }
 
+/* StatusReply -> malloc'd JSON object (caller frees); 0 or ZPP_ENOMEM. */
 int zpp__status_json(const Zpp__StatusReply *st, char **out)
 {
     jw_t w = {0};
@@ -253,6 +255,7 @@ static void job_json(jw_t *w, const Zpp__JobInfo *j)
     jw_raw(w, "]}");
 }
 
+/* JobsReply -> malloc'd {"jobs":[...]} (caller frees); 0 or ZPP_ENOMEM. */
 int zpp__jobs_json(const Zpp__JobsReply *jr, char **out)
 {
     jw_t w = {0};

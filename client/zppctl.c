@@ -183,8 +183,8 @@ static int cmd_jobs(zpp_conn *c, const opts_t *o)
         zpp_reply_free(rep);
         return EXIT_OK;
     }
-    printf("%-24s %-7s %-5s %-5s %-9s %-16s %-10s %s\n", "JOB", "TENANT", "WORLD", "NODES",
-           "STATE", "JOINED", "PENDING", "MISSING");
+    printf("%-24s %-7s %-5s %-5s %-9s %-16s %-10s %s\n", "JOB", "TENANT", "WORLD", "NODES", "STATE",
+           "JOINED", "PENDING", "MISSING");
     for (size_t i = 0; i < jr->n_jobs; i++) {
         const Zpp__JobInfo *j = jr->jobs[i];
         char joined[64], missing[64], pending[32];
@@ -221,11 +221,12 @@ static const command_t commands[] = {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: zppctl [-s SOCKET] [--json] COMMAND\n\n"
-               "  -s, --socket PATH  zppd's socket (default $ZPP_SOCKET, else %s)\n"
-               "  -j, --json         print one JSON object\n"
-               "  -h, --help         this text\n"
-               "  -V, --version      print the version\n\ncommands:\n",
+    fprintf(f,
+            "usage: zppctl [-s SOCKET] [--json] COMMAND\n\n"
+            "  -s, --socket PATH  zppd's socket (default $ZPP_SOCKET, else %s)\n"
+            "  -j, --json         print one JSON object\n"
+            "  -h, --help         this text\n"
+            "  -V, --version      print the version\n\ncommands:\n",
             ZPP_DEFAULT_SOCKET);
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);

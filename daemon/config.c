@@ -50,6 +50,7 @@ static const struct cfg_key keys[] = {
     {"default_stages", T_U32, F(default_stages), 0, 1, 64, 1},
     {"allow_legacy_ipc", T_BOOL, F(allow_legacy_ipc), 0, 0, 1, 0},
     {"host_threads", T_U32, F(host_threads), 0, 1, 128, 0},
+    {"metrics_listen", T_STR, F(metrics_listen), SZ(metrics_listen), 0, 0, 0},
 };
 #undef F
 #undef SZ

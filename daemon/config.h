@@ -38,6 +38,7 @@ struct zpp_config {
     uint32_t default_stages;
     int allow_legacy_ipc;
     uint32_t host_threads;
+    char metrics_listen[128]; /* host:port of the Prometheus endpoint; empty = off */
 };
 
 /* Fills c with the defaults. */

@@ -50,6 +50,7 @@ struct zppd {
     uint32_t njobs;
 
     struct hpz_store *store;
+    void *metrics; /* metrics.c */
 
     uv_timer_t tick;
     uv_signal_t sig_term, sig_int, sig_hup;

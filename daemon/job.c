@@ -15,6 +15,7 @@
 #include "frame.h"
 #include "hpz_store.h"
 #include "log.h"
+#include "metrics.h"
 #include "session.h"
 #include "zpp.h"
 
@@ -141,7 +142,7 @@ static void job_form(struct job *j)
     if (d->be->job_open) {
         j->devices = calloc(j->world, sizeof *j->devices);
         if (!j->devices) {
-            job_abort(j, "out of memory forming the job");
+            job_abort(j, MET_ABORT_OTHER, "out of memory forming the job");
             return;
         }
         for (uint32_t r = 0; r < j->world; r++)
@@ -152,7 +153,7 @@ static void job_form(struct job *j)
         uint64_t t0 = zppd_now_us();
         if (d->be->job_open(d->be_state, &t, j->devices, &j->be_job, why, sizeof why)) {
             j->be_job = NULL;
-            job_abort(j, "cannot create the job's communicators: %s", why);
+            job_abort(j, MET_ABORT_DEVICE, "cannot create the job's communicators: %s", why);
             return;
         }
         ZLOG_I("job", "communicators ready", "job=%s ms=%" PRIu64, j->id,
@@ -389,6 +390,8 @@ static void call_fail(struct job *j, struct call *c, int code, const char *fmt, 
     ZLOG_I("job", "call failed", "job=%s seq=%" PRIu64 " code=%d why=\"%s\"", j->id, c->seq, code,
            c->fail_msg);
     j->d->stats.calls_failed++;
+    metrics_call(j->d, j->uid, c->have_args ? c->args.op : 0,
+                 code == ZPP_EABORTED ? MET_ABORTED : MET_ERROR, NULL, 0);
     for (uint32_t r = 0; r < j->world; r++)
         sub_finish(&c->subs[r], NULL, c->subs[r].req_id, code, c->fail_msg);
     ring_push(j, c, 3, c->fail_msg);
@@ -611,6 +614,7 @@ static void reply_done(struct job *j, struct call *c)
         cr.elapsed_us = now - c->t_start_us;
         cr.seq = c->seq;
         d->stats.calls_ok++;
+        metrics_call(d, j->uid, c->args.op, MET_OK, &x->result, now - c->t_start_us);
         d->stats.bytes_intra += x->result.bytes_intra;
         d->stats.bytes_inter += x->result.bytes_inter;
         d->stats.bytes_zero3_inter += x->result.bytes_zero3_inter;
@@ -782,7 +786,7 @@ static void job_pump(struct job *j)
 
 /* ---- abort, leave, timeouts ---------------------------------------------- */
 
-void job_abort(struct job *j, const char *fmt, ...)
+void job_abort(struct job *j, int cause, const char *fmt, ...)
 {
     if (j->state == JOB_ABORTED)
         return;
@@ -793,6 +797,7 @@ void job_abort(struct job *j, const char *fmt, ...)
     vsnprintf(j->abort_reason, sizeof j->abort_reason, fmt, ap);
     va_end(ap);
     d->stats.aborts++;
+    metrics_abort(d, j->uid, cause);
     ZLOG_W("job", "job aborted", "job=%s uid=%u reason=\"%s\"", j->id, j->uid, j->abort_reason);
     char msg[512];
     snprintf(msg, sizeof msg, "job %s was aborted: %s", j->id, j->abort_reason);
@@ -815,8 +820,16 @@ void job_leave(struct session *s, const char *reason)
     struct job *j = s->job;
     if (!j)
         return;
-    if (j->state != JOB_ABORTED)
-        job_abort(j, "rank %u (pid %u) left: %s", s->rank, s->pid, reason);
+    if (j->state != JOB_ABORTED && !j->calls && j->state == JOB_RUNNING) {
+        /* Nothing in flight: the job is ending the ordinary way. It still
+         * cannot go on without this rank. */
+        j->state = JOB_ABORTED;
+        snprintf(j->abort_reason, sizeof j->abort_reason, "rank %u (pid %u) left: %s", s->rank,
+                 s->pid, reason);
+        ZLOG_I("job", "job ending", "job=%s uid=%u first_to_leave=%u", j->id, j->uid, s->rank);
+    } else if (j->state != JOB_ABORTED) {
+        job_abort(j, MET_ABORT_DISCONNECT, "rank %u (pid %u) left: %s", s->rank, s->pid, reason);
+    }
     j->members[s->rank] = NULL;
     j->njoined--;
     s->job = NULL;
@@ -826,7 +839,7 @@ void job_leave(struct session *s, const char *reason)
 void job_abort_all(struct zppd *d, const char *reason)
 {
     for (struct job *j = d->jobs; j; j = j->next)
-        job_abort(j, "%s", reason);
+        job_abort(j, MET_ABORT_SHUTDOWN, "%s", reason);
 }
 
 void job_tick(struct zppd *d)
@@ -838,7 +851,7 @@ void job_tick(struct zppd *d)
         if (j->be_job && d->be->job_poll) {
             char why[256];
             if (d->be->job_poll(d->be_state, j->be_job, why, sizeof why)) {
-                job_abort(j, "device error: %s", why);
+                job_abort(j, MET_ABORT_DEVICE, "device error: %s", why);
                 continue;
             }
         }
@@ -852,7 +865,7 @@ void job_tick(struct zppd *d)
                     o += (size_t)snprintf(missing + o, sizeof missing - o, "%s%u", o ? "," : "", r);
             if (!missing[0])
                 snprintf(missing, sizeof missing, "none (earlier calls still pending)");
-            job_abort(j, "call %" PRIu64 " (%s) timed out after %u ms waiting for ranks %s",
+            job_abort(j, MET_ABORT_TIMEOUT, "call %" PRIu64 " (%s) timed out after %u ms waiting for ranks %s",
                       c->seq, c->have_args ? job_op_name(c->args.op) : "?", c->timeout_ms,
                       missing);
             break;

@@ -103,7 +103,9 @@ void job_submit(struct session *s, uint64_t req_id, const Zpp__Collective *c);
 void job_leave(struct session *s, const char *reason);
 
 /* Aborts a job: ends every pending call with ZPP_EABORTED and reason. */
-void job_abort(struct job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* cause: enum metrics_abort_cause (metrics.h). */
+void job_abort(struct job *j, int cause, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Periodic check (loop timer): calls waiting past their timeout. */
 void job_tick(struct zppd *d);

@@ -25,6 +25,7 @@
 #include "hpz_store.h"
 #include "job.h"
 #include "log.h"
+#include "metrics.h"
 #include "session.h"
 #include "zpp.h"
 
@@ -132,6 +133,7 @@ static void begin_stop(struct zppd *d, const char *why)
     notify("STOPPING=1");
     ZLOG_I("main", "stopping", "why=%s inflight=%u", why, d->inflight);
     server_stop_listening(d);
+    metrics_stop(d);
     zppd_maybe_exit(d);
 }
 
@@ -291,6 +293,10 @@ int main(int argc, char **argv)
     }
     if (server_listen(d) || server_start_accepting(d))
         return 1;
+    if (metrics_start(d)) {
+        server_stop_listening(d);
+        return 1;
+    }
 
     uv_signal_t *sigs[] = {&d->sig_term, &d->sig_int, &d->sig_hup};
     int nums[] = {SIGTERM, SIGINT, SIGHUP};
@@ -314,6 +320,7 @@ int main(int argc, char **argv)
 
     int rc = uv_loop_close(d->loop);
     hpz_store_free(d->store);
+    metrics_free(d);
 #ifdef ZPP_HAVE_CUDA
     if (d->be_state)
         be_cuda_close(d->be_state);

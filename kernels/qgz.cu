@@ -37,7 +37,7 @@ __global__ void __launch_bounds__(ZK_MAX_TEAM)
     reorder_kernel(const void *x, kgeom g, int k0, uint64_t nb_total, uint8_t *out,
                    unsigned long long *d_poisoned)
 {
-    __shared__ uint32_t red[2][ZK_MAX_WARPS];
+    __shared__ team_smem sm;
     constexpr int es = dt_traits<DT>::size;
     int team = (int)(g.block / ZK_VEC), tpc = (int)blockDim.x / team;
     int lane = (int)threadIdx.x % team, tix = (int)threadIdx.x / team;
@@ -65,7 +65,7 @@ __global__ void __launch_bounds__(ZK_MAX_TEAM)
         d.scales = (float *)(d.payload + g.piece * BITS / 8);
         d.jb = jb;
         d.first = jb * g.block;
-        if (quant_team<BITS>(v, active, lane, team, d, red, parity) && d_poisoned)
+        if (quant_team<BITS>(v, active, lane, team, tix, d, sm, parity) && d_poisoned)
             atomicAdd(d_poisoned, 1ull);
     }
 }
@@ -76,7 +76,7 @@ __global__ void __launch_bounds__(ZK_MAX_TEAM)
                           uint32_t block, uint64_t pay_bytes, uint64_t nb, uint8_t *out,
                           unsigned long long *d_poisoned)
 {
-    __shared__ uint32_t red[2][ZK_MAX_WARPS];
+    __shared__ team_smem sm;
     int team = (int)(block / ZK_VEC), tpc = (int)blockDim.x / team;
     int lane = (int)threadIdx.x % team, tix = (int)threadIdx.x / team;
     uint64_t ngroups = (nb + (uint64_t)tpc - 1) / (uint64_t)tpc;
@@ -100,7 +100,7 @@ __global__ void __launch_bounds__(ZK_MAX_TEAM)
         }
         d.jb = b;
         d.first = b * block;
-        if (quant_team<BITS>(acc, active, lane, team, d, red, parity) && d_poisoned)
+        if (quant_team<BITS>(acc, active, lane, team, tix, d, sm, parity) && d_poisoned)
             atomicAdd(d_poisoned, 1ull);
     }
 }

@@ -18,7 +18,7 @@ __global__ void __launch_bounds__(ZK_MAX_TEAM)
     quantize_kernel(const void *x, uint64_t n_valid, uint32_t block, uint8_t *out,
                     uint64_t pay_bytes, uint64_t nb, unsigned long long *d_poisoned)
 {
-    __shared__ uint32_t red[2][ZK_MAX_WARPS];
+    __shared__ team_smem sm;
     constexpr int es = dt_traits<DT>::size;
     int team = (int)(block / ZK_VEC), tpc = (int)blockDim.x / team;
     int lane = (int)threadIdx.x % team, tix = (int)threadIdx.x / team;
@@ -38,7 +38,7 @@ __global__ void __launch_bounds__(ZK_MAX_TEAM)
         load16<DT>((const uint8_t *)x + (valid ? first * es : 0), valid, v);
         d.jb = b;
         d.first = b * block;
-        if (quant_team<BITS>(v, active, lane, team, d, red, parity) && d_poisoned)
+        if (quant_team<BITS>(v, active, lane, team, tix, d, sm, parity) && d_poisoned)
             atomicAdd(d_poisoned, 1ull);
     }
 }

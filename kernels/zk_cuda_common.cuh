@@ -262,26 +262,46 @@ struct qdst {
     uint64_t nb;        /* blocks in the chunk */
 };
 
-/* Team-wide max of m over `team` consecutive lanes/threads. Must be called by
- * every thread of the CTA (it may synchronise the CTA); red is a
- * [2][ZK_MAX_WARPS] shared array, parity alternates between calls. */
-__device__ __forceinline__ uint32_t team_max(uint32_t m, int team, uint32_t (*red)[ZK_MAX_WARPS],
+/* Shared scratch of the team reductions, double-buffered by iteration
+ * parity so that one barrier per iteration suffices. */
+#define ZK_MAX_TEAMS (ZK_CTA_THREADS / 2) /* teams per CTA at most (B = 32) */
+struct team_smem {
+    uint32_t warp_max[2][ZK_MAX_WARPS]; /* teams of whole warps */
+    uint32_t team_max[2][ZK_MAX_TEAMS]; /* teams of any other size */
+};
+
+/* Team-wide max of m over the `team` consecutive threads of team `tix`.
+ * Must be called by every thread of the CTA (it may synchronise the CTA);
+ * parity alternates between calls. Three shapes:
+ *  - a power of two <= 32 threads: xor shuffles inside the warp;
+ *  - a multiple of 32: warp max, then the team's warps through shared memory;
+ *  - anything else (B = 96, 160, ...: teams straddle warps): shared-memory
+ *    atomicMax per team, two barriers. */
+__device__ __forceinline__ uint32_t team_max(uint32_t m, int team, int tix, team_smem &sm,
                                              int parity)
 {
-    if (team <= ZK_WARP) {
+    if (team <= ZK_WARP && (team & (team - 1)) == 0) {
         for (int o = team / 2; o > 0; o /= 2)
             m = max(m, __shfl_xor_sync(ZK_FULL_MASK, m, o));
         return m;
     }
-    m = __reduce_max_sync(ZK_FULL_MASK, m);
-    int warp = threadIdx.x / ZK_WARP, nw = team / ZK_WARP, first = warp / nw * nw;
-    if (threadIdx.x % ZK_WARP == 0)
-        red[parity][warp] = m;
+    if (team % ZK_WARP == 0) {
+        m = __reduce_max_sync(ZK_FULL_MASK, m);
+        int warp = threadIdx.x / ZK_WARP, nw = team / ZK_WARP, first = warp / nw * nw;
+        if (threadIdx.x % ZK_WARP == 0)
+            sm.warp_max[parity][warp] = m;
+        __syncthreads();
+        m = 0;
+        for (int j = 0; j < nw; j++)
+            m = max(m, sm.warp_max[parity][first + j]);
+        return m;
+    }
+    if ((int)threadIdx.x % team == 0)
+        sm.team_max[parity][tix] = 0;
     __syncthreads();
-    m = 0;
-    for (int j = 0; j < nw; j++)
-        m = max(m, red[parity][first + j]);
-    return m;
+    atomicMax(&sm.team_max[parity][tix], m);
+    __syncthreads();
+    return sm.team_max[parity][tix];
 }
 
 /* Quantizes the block whose 16 values of this thread are v (lane `lane` of
@@ -290,15 +310,14 @@ __device__ __forceinline__ uint32_t team_max(uint32_t m, int team, uint32_t (*re
  * poisoned block. */
 template <int BITS>
 __device__ __forceinline__ int quant_team(const float v[ZK_VEC], int active, int lane, int team,
-                                          const qdst &d, uint32_t (*red)[ZK_MAX_WARPS],
-                                          int parity)
+                                          int tix, const qdst &d, team_smem &sm, int parity)
 {
     constexpr int qmax = BITS == 8 ? 127 : 7;
     uint32_t m = 0;
 #pragma unroll
     for (int i = 0; i < ZK_VEC; i++)
         m = max(m, __float_as_uint(v[i]) & ZK_F32_ABS_MASK);
-    m = team_max(m, team, red, parity);
+    m = team_max(m, team, tix, sm, parity);
     if (!active)
         return 0;
     struct zk_bparams p = zk_block_params(m, qmax);
@@ -329,8 +348,8 @@ static inline qshape qshape_for(uint32_t block)
 {
     qshape s;
     s.team = (int)(block / ZK_VEC);
-    s.threads = s.team > ZK_CTA_THREADS ? s.team : ZK_CTA_THREADS;
-    s.tpc = s.threads / s.team;
+    s.tpc = s.team >= ZK_CTA_THREADS ? 1 : ZK_CTA_THREADS / s.team;
+    s.threads = s.tpc * s.team; /* whole teams only */
     return s;
 }
 static inline unsigned grid_for(uint64_t units)

@@ -66,8 +66,8 @@ int zpp_frame_peek(const uint8_t *data, size_t len, size_t max_frame, size_t *bo
 {
     if (!data || len < ZPP_FRAME_HDR)
         return 0;
-    uint32_t n = ((uint32_t)data[0] << 24) | ((uint32_t)data[1] << 16) |
-                 ((uint32_t)data[2] << 8) | (uint32_t)data[3];
+    uint32_t n = ((uint32_t)data[0] << 24) | ((uint32_t)data[1] << 16) | ((uint32_t)data[2] << 8) |
+                 (uint32_t)data[3];
     if ((size_t)n > max_frame)
         return ZPP_EPROTO;
     if (len - ZPP_FRAME_HDR < (size_t)n)
@@ -174,6 +174,10 @@ static int str_empty(const char *s)
 
 static int validate_hello(const Zpp__Hello *h, const char **why)
 {
+    CHECK(h->n_ready_events <= ZPP_MAX_EVENTS, ZPP_EINVAL, "hello.ready_events: too many events");
+    for (size_t i = 0; i < h->n_ready_events; i++)
+        CHECK(h->ready_events[i].len == CUDA_IPC_HANDLE_BYTES, ZPP_EINVAL,
+              "hello.ready_events: each event handle must be 64 bytes");
     CHECK(h->role == ZPP__ROLE__ROLE_RANK || h->role == ZPP__ROLE__ROLE_ADMIN, ZPP_EINVAL,
           "hello.role: unknown role");
     CHECK(str_ok(h->job_id, ZPP_MAX_JOB_ID), ZPP_EINVAL, "hello.job_id: too long");
@@ -206,6 +210,19 @@ static int validate_register(const Zpp__RegisterBuffer *r, const char **why)
           "register_buffer.ipc_handle: must be empty or 64 bytes");
     CHECK((r->nfds > 0) != (r->ipc_handle.len > 0), ZPP_EINVAL,
           "register_buffer: exactly one of nfds and ipc_handle must be given");
+    if (r->n_chunk_sizes > 0) {
+        CHECK(r->nfds == r->n_chunk_sizes, ZPP_EINVAL,
+              "register_buffer.chunk_sizes: one size per descriptor");
+        uint64_t total = 0;
+        for (size_t i = 0; i < r->n_chunk_sizes; i++) {
+            CHECK(r->chunk_sizes[i] > 0, ZPP_EINVAL, "register_buffer.chunk_sizes: zero size");
+            CHECK(r->chunk_sizes[i] <= UINT64_MAX - total, ZPP_EINVAL,
+                  "register_buffer.chunk_sizes: sum overflows");
+            total += r->chunk_sizes[i];
+        }
+        CHECK(r->offset + r->length <= total, ZPP_ERANGE,
+              "register_buffer: range past the end of the chunks");
+    }
     CHECK(str_ok(r->gpu_uuid, ZPP_MAX_UUID), ZPP_EINVAL, "register_buffer.gpu_uuid: too long");
     return 0;
 }
@@ -241,6 +258,9 @@ static int validate_collective(const Zpp__Collective *c, const char **why)
     CHECK(c->block % BLOCK_QUANTUM == 0, ZPP_EINVAL, "collective.block: not a multiple of 32");
     CHECK(c->block <= BLOCK_MAX, ZPP_EINVAL, "collective.block: larger than 8192");
     CHECK(c->count <= MAX_COUNT, ZPP_EINVAL, "collective.count: too large");
+    if (moves_data)
+        CHECK(c->count >= 1, ZPP_EINVAL, "collective.count: must be at least 1");
+    CHECK(c->event_slot <= ZPP_MAX_EVENTS, ZPP_EINVAL, "collective.event_slot: out of range");
     CHECK((c->flags & ~(uint32_t)KNOWN_FLAGS) == 0, ZPP_EINVAL, "collective.flags: unknown flag");
     CHECK(str_ok(c->hpz_key, ZPP_MAX_KEY), ZPP_EINVAL, "collective.hpz_key: too long");
     if (c->op == ZPP__OP__HPZ_GATHER)
@@ -249,8 +269,8 @@ static int validate_collective(const Zpp__Collective *c, const char **why)
         CHECK(!str_empty(c->hpz_key), ZPP_EINVAL,
               "collective.hpz_key: invalidate needs a key or FLAG_INVALIDATE_ALL");
     if (!is_rs)
-        CHECK(c->out_dtype == ZPP__DTYPE__DTYPE_UNSPECIFIED || c->out_dtype == c->dtype,
-              ZPP_EINVAL, "collective.out_dtype: only reduce-scatters convert");
+        CHECK(c->out_dtype == ZPP__DTYPE__DTYPE_UNSPECIFIED || c->out_dtype == c->dtype, ZPP_EINVAL,
+              "collective.out_dtype: only reduce-scatters convert");
     if (has_input)
         CHECK(c->input != NULL, ZPP_EINVAL, "collective.input: missing");
     if (moves_data)

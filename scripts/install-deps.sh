@@ -4,16 +4,28 @@
 # non-interactively, with sudo when not root; `apt-get update` runs only when
 # something has to be installed. Exit 0 when everything is present.
 #
-# ZPP_CLANG_RT overrides the libFuzzer/sanitizer runtime package
-# (default libclang-rt-14-dev, the one that matches clang on Debian 12).
+# The libFuzzer/sanitizer runtime must match clang's major version:
+# libclang-rt-<major>-dev, from the installed clang, else from the
+# distribution's clang package, else 14 (Debian 12). ZPP_CLANG_RT overrides.
 set -euo pipefail
+
+clang_rt() {
+    local major=""
+    if command -v clang >/dev/null 2>&1; then
+        major=$(clang -dumpversion 2>/dev/null | cut -d. -f1)
+    elif command -v apt-cache >/dev/null 2>&1; then
+        major=$(apt-cache depends clang 2>/dev/null | grep -o 'clang-[0-9]*' | head -n1 |
+            cut -d- -f2 || true)
+    fi
+    echo "libclang-rt-${major:-14}-dev"
+}
 
 pkgs=(
     cmake
     pkg-config
     build-essential
     clang
-    "${ZPP_CLANG_RT:-libclang-rt-14-dev}"
+    "${ZPP_CLANG_RT:-$(clang_rt)}"
     libuv1-dev
     libprotobuf-c-dev
     protobuf-c-compiler

@@ -20,6 +20,36 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* 1 if m or any message inside it kept unknown fields. */
+static int has_unknown(const ProtobufCMessage *m)
+{
+    if (!m)
+        return 0;
+    if (m->n_unknown_fields)
+        return 1;
+    const ProtobufCMessageDescriptor *d = m->descriptor;
+    for (unsigned i = 0; i < d->n_fields; i++) {
+        const ProtobufCFieldDescriptor *f = &d->fields[i];
+        if (f->type != PROTOBUF_C_TYPE_MESSAGE)
+            continue;
+        const char *base = (const char *)m;
+        if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+            size_t n = *(const size_t *)(base + f->quantifier_offset);
+            ProtobufCMessage *const *v = *(ProtobufCMessage *const *const *)(base + f->offset);
+            for (size_t k = 0; k < n; k++)
+                if (has_unknown(v[k]))
+                    return 1;
+            continue;
+        }
+        if ((f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) &&
+            *(const uint32_t *)(base + f->quantifier_offset) != f->id)
+            continue;
+        if (has_unknown(*(ProtobufCMessage *const *)(base + f->offset)))
+            return 1;
+    }
+    return 0;
+}
+
 static void check_request(const uint8_t *body, size_t len)
 {
     Zpp__Request *req = NULL;
@@ -33,7 +63,7 @@ static void check_request(const uint8_t *body, size_t len)
      * even a field number 0 it accepted in a non-canonical varint and then
      * refuses in canonical form: round trips hold only without them. Neither
      * side of zppd repacks what it received. */
-    if (req->base.n_unknown_fields > 0) {
+    if (has_unknown(&req->base)) {
         zpp_request_free(req);
         return;
     }

@@ -1,6 +1,6 @@
 /*
- * gpu_compare.c — proves the CUDA kernels (kernels/*.cu) give the same bytes
- * as the C reference (kernels/*_ref.c). For every kernel it draws fresh
+ * gpu_compare.c — proves the CUDA kernels (kernels/quant.cu, qgz.cu) give the same bytes
+ * as the C reference (kernels/quant_ref.c, qgz_ref.c). For every kernel it draws fresh
  * random inputs (normal, uniform, heavy-tailed, with exact zeros and whole
  * zero blocks, tiny/subnormal blocks, NaN, Inf), over many sizes including
  * odd ones and tails, all dtypes, both bit widths and block sizes 32..8192;

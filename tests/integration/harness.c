@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -596,4 +598,176 @@ int zh_connect_join(const zh_daemon *d, const char *job_id, uint32_t rank, uint3
     }
     *out = c;
     return 0;
+}
+
+/* ---- raw protocol access ------------------------------------------------ */
+
+int zh_raw_connect(const char *path)
+{
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    if (strlen(path) >= sizeof sa.sun_path) {
+        return -1;
+    }
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        return -1;
+    }
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int zh_raw_send(int fd, const void *buf, size_t len, const int *fds, int nfds)
+{
+    const uint8_t *p = buf;
+    size_t done = 0;
+    int first = 1;
+    while (done < len || (first && nfds > 0)) {
+        struct iovec iov = {(void *)(p + done), len - done};
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+        char *ctl = NULL;
+        if (first && nfds > 0) {
+            size_t clen = CMSG_SPACE((size_t)nfds * sizeof(int));
+            ctl = calloc(1, clen);
+            if (!ctl) {
+                return -1;
+            }
+            mh.msg_control = ctl;
+            mh.msg_controllen = clen;
+            struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+            cm->cmsg_level = SOL_SOCKET;
+            cm->cmsg_type = SCM_RIGHTS;
+            cm->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
+            memcpy(CMSG_DATA(cm), fds, (size_t)nfds * sizeof(int));
+        }
+        ssize_t n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+        free(ctl);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            return -1;
+        }
+        first = 0;
+        done += (size_t)n;
+        if (len == 0) {
+            break;
+        }
+    }
+    return 0;
+}
+
+int zh_raw_request(int fd, const Zpp__Request *req, const int *fds, int nfds)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (zpp_request_pack(req, 64u << 20, &buf, &len) != 0) {
+        return -1;
+    }
+    int rc = zh_raw_send(fd, buf, len, fds, nfds);
+    free(buf);
+    return rc;
+}
+
+/* Reads exactly len bytes; 0, 1 on EOF, -1 on timeout or error. */
+static int zh_read_full(int fd, uint8_t *p, size_t len, int64_t deadline)
+{
+    size_t got = 0;
+    while (got < len) {
+        int64_t left = deadline - zh_now_ms();
+        if (left <= 0) {
+            return -1;
+        }
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        int pr = poll(&pfd, 1, (int)left);
+        if (pr < 0 && errno == EINTR) {
+            continue;
+        }
+        if (pr <= 0) {
+            continue;
+        }
+        ssize_t n = read(fd, p + got, len - got);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) {
+            continue;
+        }
+        if (n < 0) {
+            return errno == ECONNRESET ? 1 : -1;
+        }
+        if (n == 0) {
+            return 1;
+        }
+        got += (size_t)n;
+    }
+    return 0;
+}
+
+int zh_raw_reply(int fd, int timeout_ms, Zpp__Reply **out)
+{
+    int64_t deadline = zh_now_ms() + timeout_ms;
+    uint8_t hdr[4];
+    int rc = zh_read_full(fd, hdr, 4, deadline);
+    if (rc != 0) {
+        return rc;
+    }
+    uint32_t len = ((uint32_t)hdr[0] << 24) | ((uint32_t)hdr[1] << 16) | ((uint32_t)hdr[2] << 8) |
+                   hdr[3];
+    if (len > (64u << 20)) {
+        return -1;
+    }
+    uint8_t *body = malloc(len ? len : 1);
+    if (!body) {
+        return -1;
+    }
+    rc = zh_read_full(fd, body, len, deadline);
+    if (rc == 0 && zpp_reply_unpack(body, len, 64u << 20, out) != 0) {
+        rc = -1;
+    }
+    free(body);
+    return rc;
+}
+
+int zh_raw_closed(int fd, int timeout_ms)
+{
+    int64_t deadline = zh_now_ms() + timeout_ms;
+    for (;;) {
+        int64_t left = deadline - zh_now_ms();
+        if (left <= 0) {
+            return 0;
+        }
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        int pr = poll(&pfd, 1, (int)left);
+        if (pr < 0 && errno == EINTR) {
+            continue;
+        }
+        if (pr <= 0) {
+            continue;
+        }
+        char buf[4096];
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n == 0 || (n < 0 && errno == ECONNRESET)) {
+            return 1;
+        }
+    }
+}
+
+int zh_count_fds(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+    DIR *dp = opendir(path);
+    if (!dp) {
+        return -1;
+    }
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(dp)) != NULL) {
+        if (e->d_name[0] != '.') {
+            n++;
+        }
+    }
+    closedir(dp);
+    return n;
 }

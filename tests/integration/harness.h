@@ -102,4 +102,33 @@ int zh_connect_join(const zh_daemon *d, const char *job_id, uint32_t rank, uint3
 /* Monotonic milliseconds. */
 int64_t zh_now_ms(void);
 
+
+/* ---- raw protocol access (added for test_garbage/test_limits/test_tenant) --
+ * For tests that must send what libzpp never would: hand-made frames, bad
+ * fields, descriptors. Usable inside rank children. */
+#include "proto/frame.h"
+
+/* Connects a plain SOCK_STREAM socket to path. Returns the fd or -1. */
+int zh_raw_connect(const char *path);
+
+/* Sends all of buf (with nfds descriptors as SCM_RIGHTS on the first
+ * sendmsg). Returns 0 or -1 (peer closed, error). */
+int zh_raw_send(int fd, const void *buf, size_t len, const int *fds, int nfds);
+
+/* Packs req (version set by the caller) with its header and sends it with
+ * the descriptors. Returns 0 or -1. */
+int zh_raw_request(int fd, const Zpp__Request *req, const int *fds, int nfds);
+
+/* Reads one Reply frame within timeout_ms. Returns 0 and *out (free with
+ * zpp_reply_free), 1 if the daemon closed the connection, -1 on timeout
+ * or a reply that does not parse. */
+int zh_raw_reply(int fd, int timeout_ms, Zpp__Reply **out);
+
+/* 1 if the peer closes fd within timeout_ms (whatever it sends first is
+ * read and dropped), 0 otherwise. */
+int zh_raw_closed(int fd, int timeout_ms);
+
+/* Number of open descriptors of process pid (from /proc), -1 on error. */
+int zh_count_fds(pid_t pid);
+
 #endif

@@ -171,8 +171,8 @@ static void test_hello_fills_info_then_daemon_close_is_eclosed(void)
     zpp_conn *c = NULL;
     ASSERT_EQ(zpp_connect(sock_path, &c), 0);
     ASSERT_GE(zpp_fd(c), 0);
-    zpp_job_desc job = {.job_id = "j1", .rank = 1, .world_size = 2, .local_rank = 1,
-                        .node_count = 1};
+    zpp_job_desc job = {
+        .job_id = "j1", .rank = 1, .world_size = 2, .local_rank = 1, .node_count = 1};
     zpp_hello_info info;
     ASSERT_EQ(zpp_hello(c, &job, &info), 0);
     ASSERT_EQ(info.session_id, 77);

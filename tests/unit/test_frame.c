@@ -314,6 +314,8 @@ typedef struct {
     Zpp__Collective coll;
     Zpp__BufRef in, out;
     uint8_t handle[64];
+    uint64_t chunks[2];
+    ProtobufCBinaryData events[ZPP_MAX_EVENTS + 1];
     char longstr[1024];
 } fixture_t;
 
@@ -329,6 +331,12 @@ static void base(fixture_t *f, int kind)
     f->hello = h0;
     f->reg = g0;
     memset(f->longstr, 'x', sizeof(f->longstr) - 1);
+    f->chunks[0] = 4096;
+    f->chunks[1] = 4096;
+    for (size_t i = 0; i <= ZPP_MAX_EVENTS; i++) {
+        f->events[i].len = 64;
+        f->events[i].data = f->handle;
+    }
     f->req.version = ZPP__PROTOCOL_VERSION__PROTOCOL_VERSION;
     f->req.req_id = 1;
     switch (kind) {
@@ -395,6 +403,22 @@ static void base(fixture_t *f, int kind)
     X(register_fd_and_handle, K_REG, ZPP_EINVAL, "exactly one",                                    \
       (f->reg.ipc_handle.len = 64, f->reg.ipc_handle.data = f->handle))                            \
     X(register_neither_fd_nor_handle, K_REG, ZPP_EINVAL, "exactly one", f->reg.nfds = 0)           \
+    X(register_chunks_disagree_with_nfds, K_REG, ZPP_EINVAL, "register_buffer.chunk_sizes",        \
+      (f->reg.n_chunk_sizes = 2, f->reg.chunk_sizes = f->chunks))                                  \
+    X(register_chunk_size_zero, K_REG, ZPP_EINVAL, "register_buffer.chunk_sizes",                  \
+      (f->reg.n_chunk_sizes = 1, f->reg.chunk_sizes = f->chunks, f->chunks[0] = 0))                \
+    X(register_chunk_sizes_overflow, K_REG, ZPP_EINVAL, "register_buffer.chunk_sizes",             \
+      (f->reg.nfds = 2, f->reg.n_chunk_sizes = 2, f->reg.chunk_sizes = f->chunks,                  \
+       f->chunks[1] = UINT64_MAX))                                                                 \
+    X(register_range_past_chunks, K_REG, ZPP_ERANGE, "past the end",                               \
+      (f->reg.n_chunk_sizes = 1, f->reg.chunk_sizes = f->chunks, f->reg.offset = 1))               \
+    X(hello_too_many_ready_events, K_HELLO, ZPP_EINVAL, "hello.ready_events",                      \
+      (f->hello.n_ready_events = ZPP_MAX_EVENTS + 1, f->hello.ready_events = f->events))           \
+    X(hello_ready_event_wrong_size, K_HELLO, ZPP_EINVAL, "hello.ready_events",                     \
+      (f->hello.n_ready_events = 1, f->hello.ready_events = f->events, f->events[0].len = 63))     \
+    X(coll_count_zero, K_COLL, ZPP_EINVAL, "collective.count", f->coll.count = 0)                  \
+    X(coll_event_slot_out_of_range, K_COLL, ZPP_EINVAL, "collective.event_slot",                   \
+      f->coll.event_slot = ZPP_MAX_EVENTS + 1)                                                     \
     X(register_gpu_uuid_too_long, K_REG, ZPP_EINVAL, "register_buffer.gpu_uuid",                   \
       f->reg.gpu_uuid = f->longstr)                                                                \
     X(coll_op_unspecified, K_COLL, ZPP_EINVAL, "collective.op", f->coll.op = 0)                    \
@@ -471,6 +495,21 @@ static void test_validate_accepts_good_requests(void)
     f.reg.nfds = 0;
     f.reg.ipc_handle.len = 64;
     f.reg.ipc_handle.data = f.handle;
+    ASSERT_EQ(zpp_request_validate(&f.req, &why), 0);
+    /* VMM: two chunks, two descriptors, the range inside them. */
+    base(&f, K_REG);
+    f.reg.nfds = 2;
+    f.reg.n_chunk_sizes = 2;
+    f.reg.chunk_sizes = f.chunks;
+    f.reg.offset = 4096;
+    f.reg.length = 4096;
+    ASSERT_EQ(zpp_request_validate(&f.req, &why), 0);
+    base(&f, K_HELLO);
+    f.hello.n_ready_events = ZPP_MAX_EVENTS;
+    f.hello.ready_events = f.events;
+    ASSERT_EQ(zpp_request_validate(&f.req, &why), 0);
+    base(&f, K_COLL);
+    f.coll.event_slot = ZPP_MAX_EVENTS;
     ASSERT_EQ(zpp_request_validate(&f.req, &why), 0);
     Zpp__StatusQuery sq = ZPP__STATUS_QUERY__INIT;
     Zpp__Request st = ZPP__REQUEST__INIT;

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# run_gpu.sh — the one command for a GPU machine: builds the kernels, the
+# byte-compare program and the benchmark with nvcc/gcc alone (no CMake
+# configure of the whole tree: the daemon's libuv/protobuf-c are not needed),
+# runs the byte-compare (tests/gpu/gpu_compare.c), then the benchmark
+# (bench/kernels/kernel_bench.c) and, where torch is importable, the
+# plain-PyTorch-ops comparison (bench/kernels/torch_quant.py).
+#
+# Usage: tests/gpu/run_gpu.sh [OUTDIR]   (default $OUT or ./gpu-out)
+# Writes OUTDIR/build.log (with the -Xptxas -v register report),
+# OUTDIR/compare.log, OUTDIR/bench.log, OUTDIR/summary.txt.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+OUTDIR=${1:-${OUT:-$ROOT/gpu-out}}
+BUILD=${ZK_BUILD:-/tmp/zk-gpu-build}
+NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+ARCH=${ZK_ARCH:--gencode arch=compute_90,code=sm_90}
+BENCH_MIB=${ZK_BENCH_MIB:-256}
+CUDA_HOME=$(dirname "$(dirname "$NVCC")")
+mkdir -p "$OUTDIR" "$BUILD"
+
+CFLAGS="-std=c11 -O2 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -I$ROOT -I$ROOT/kernels -I$CUDA_HOME/include"
+NVFLAGS="-std=c++17 -O3 --fmad=false -ftz=false -prec-div=true -prec-sqrt=true -Xptxas=-v -Werror=all-warnings -I$ROOT/kernels $ARCH"
+
+(
+    echo "== $(date -u '+%Y-%m-%d %H:%M:%S UTC') $(uname -n)"
+    "$NVCC" --version | tail -2
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv
+    set -x
+    gcc $CFLAGS -ffp-contract=off -fno-fast-math -c "$ROOT/kernels/quant_ref.c" -o "$BUILD/quant_ref.o" &&
+    gcc $CFLAGS -ffp-contract=off -fno-fast-math -c "$ROOT/kernels/qgz_ref.c" -o "$BUILD/qgz_ref.o" &&
+    "$NVCC" $NVFLAGS -c "$ROOT/kernels/quant.cu" -o "$BUILD/quant.o" &&
+    "$NVCC" $NVFLAGS -c "$ROOT/kernels/qgz.cu" -o "$BUILD/qgz.o" &&
+    gcc $CFLAGS -c "$ROOT/tests/gpu/gpu_compare.c" -o "$BUILD/gpu_compare.o" &&
+    gcc $CFLAGS -c "$ROOT/bench/kernels/kernel_bench.c" -o "$BUILD/kernel_bench.o" &&
+    "$NVCC" $ARCH "$BUILD/gpu_compare.o" "$BUILD/quant.o" "$BUILD/qgz.o" "$BUILD/quant_ref.o" "$BUILD/qgz_ref.o" -lm -o "$BUILD/gpu_compare" &&
+    "$NVCC" $ARCH "$BUILD/kernel_bench.o" "$BUILD/quant.o" "$BUILD/qgz.o" "$BUILD/quant_ref.o" "$BUILD/qgz_ref.o" -lm -o "$BUILD/kernel_bench"
+) >"$OUTDIR/build.log" 2>&1
+rc=$?
+# registers and spills per kernel, demangled
+grep -E "Compiling entry function|registers|spill" "$OUTDIR/build.log" |
+    sed -E "s/.*Compiling entry function '([^']+)'.*/\1/" | paste - - - |
+    while IFS=$'\t' read -r fn spill regs; do
+        printf '%-60s %s | %s\n' "$(echo "$fn" | c++filt | sed -E 's/\(anonymous namespace\):://; s/\(.*//')" \
+            "$(echo "$regs" | sed -E 's/.*(Used [0-9]+ registers).*/\1/')" \
+            "$(echo "$spill" | sed -E 's/^ *//')"
+    done >"$OUTDIR/registers.txt"
+if [ $rc -ne 0 ]; then
+    tail -40 "$OUTDIR/build.log"
+    echo "run_gpu: BUILD FAILED"
+    exit 1
+fi
+
+"$BUILD/gpu_compare" 2>&1 | tee "$OUTDIR/compare.log" | tail -8
+crc=${PIPESTATUS[0]}
+"$BUILD/kernel_bench" "$BENCH_MIB" 2>&1 | tee "$OUTDIR/bench.log"
+brc=${PIPESTATUS[0]}
+python3 "$ROOT/bench/kernels/torch_quant.py" "$BENCH_MIB" 2>&1 | tee -a "$OUTDIR/bench.log" | tail -6
+
+{
+    echo "gpu_compare exit $crc, kernel_bench exit $brc"
+    tail -6 "$OUTDIR/compare.log"
+    cat "$OUTDIR/bench.log"
+    echo "-- registers/spills (-Xptxas -v) --"
+    cat "$OUTDIR/registers.txt"
+} >"$OUTDIR/summary.txt"
+echo "run_gpu: compare exit $crc, bench exit $brc"
+[ $crc -eq 0 ] && [ $brc -eq 0 ]
