@@ -54,6 +54,7 @@ struct zpp_conn {
     stash_node *stash;
     char err[ERRMSG_LEN];
     char bye[ERRMSG_LEN]; /* a req_id 0 error: the daemon's reason to close */
+    zpp__ext ext;         /* the CUDA side's state (zpp_cuda.c), if attached */
 };
 
 /* ---- errors -------------------------------------------------------------- */
@@ -166,6 +167,8 @@ void zpp_close(zpp_conn *c)
 {
     if (!c)
         return;
+    if (c->ext.free)
+        c->ext.free(c->ext.state);
     if (c->fd >= 0)
         close(c->fd);
     while (c->stash) {
@@ -227,27 +230,37 @@ static void out_remove(zpp_conn *c, uint64_t id)
 
 /* ---- sending ------------------------------------------------------------ */
 
-/* Sends all of buf; the descriptor (if >= 0) rides on the first byte. */
-static int send_all(zpp_conn *c, const uint8_t *buf, size_t len, int pass_fd)
+/* The daemon accepts at most this many descriptors per recvmsg. */
+#define FDS_PER_MSG 4
+
+/* Sends all of buf; the descriptors ride on its first bytes, at most
+ * FDS_PER_MSG per message (one byte each while more remain). */
+static int send_all(zpp_conn *c, const uint8_t *buf, size_t len, const int *fds, int nfds)
 {
     union {
         struct cmsghdr hdr;
-        char space[CMSG_SPACE(sizeof(int))];
+        char space[CMSG_SPACE(sizeof(int) * FDS_PER_MSG)];
     } ctl;
     size_t off = 0;
-    int with_fd = pass_fd >= 0;
+    int sent_fds = 0;
+    if (nfds > 0 && (size_t)(nfds + FDS_PER_MSG - 1) / FDS_PER_MSG > len)
+        return set_err(c, ZPP_EINVAL, "too many descriptors for one frame");
     while (off < len) {
-        struct iovec iov = {.iov_base = (void *)(buf + off), .iov_len = len - off};
+        int k = nfds - sent_fds < FDS_PER_MSG ? nfds - sent_fds : FDS_PER_MSG;
+        size_t chunk = len - off;
+        if (k > 0 && sent_fds + k < nfds)
+            chunk = 1; /* more descriptors follow on the next byte */
+        struct iovec iov = {.iov_base = (void *)(buf + off), .iov_len = chunk};
         struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
-        if (with_fd) {
+        if (k > 0) {
             memset(&ctl, 0, sizeof(ctl));
             msg.msg_control = ctl.space;
-            msg.msg_controllen = sizeof(ctl.space);
+            msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)k);
             struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
             cm->cmsg_level = SOL_SOCKET;
             cm->cmsg_type = SCM_RIGHTS;
-            cm->cmsg_len = CMSG_LEN(sizeof(int));
-            memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
+            cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)k);
+            memcpy(CMSG_DATA(cm), fds + sent_fds, sizeof(int) * (size_t)k);
         }
         ssize_t n = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
         if (n < 0) {
@@ -260,14 +273,14 @@ static int send_all(zpp_conn *c, const uint8_t *buf, size_t len, int pass_fd)
             return conn_kill(c, ZPP_EIO, what);
         }
         off += (size_t)n;
-        with_fd = 0;
+        sent_fds += k;
     }
     return 0;
 }
 
 /* Stamps version and a fresh req_id on req, packs and sends it, and records
  * the id as outstanding. */
-static int conn_send(zpp_conn *c, Zpp__Request *req, int pass_fd, uint64_t *req_id)
+static int conn_send(zpp_conn *c, Zpp__Request *req, const int *fds, int nfds, uint64_t *req_id)
 {
     if (c->dead)
         return dead_err(c);
@@ -283,7 +296,7 @@ static int conn_send(zpp_conn *c, Zpp__Request *req, int pass_fd, uint64_t *req_
         return set_err(c, rc, "cannot pack request: %s", zpp_strerror(rc));
     rc = out_add(c, req->req_id);
     if (rc == 0) {
-        rc = send_all(c, buf, len, pass_fd);
+        rc = send_all(c, buf, len, fds, nfds);
         if (rc < 0)
             out_remove(c, req->req_id);
     }
@@ -430,11 +443,12 @@ static int reply_status(zpp_conn *c, const Zpp__Reply *rep, int want_body)
 }
 
 /* Sends req and waits for its reply: 0 and *out, or a negative code. */
-static int conn_call(zpp_conn *c, Zpp__Request *req, int pass_fd, int want_body, Zpp__Reply **out)
+static int conn_call_fds(zpp_conn *c, Zpp__Request *req, const int *fds, int nfds, int want_body,
+                         Zpp__Reply **out)
 {
     uint64_t id = 0;
     Zpp__Reply *rep = NULL;
-    int rc = conn_send(c, req, pass_fd, &id);
+    int rc = conn_send(c, req, fds, nfds, &id);
     if (rc < 0)
         return rc;
     rc = conn_take(c, id, 1, &rep);
@@ -447,6 +461,12 @@ static int conn_call(zpp_conn *c, Zpp__Request *req, int pass_fd, int want_body,
     }
     *out = rep;
     return 0;
+}
+
+/* conn_call_fds with at most one descriptor (pass_fd < 0: none). */
+static int conn_call(zpp_conn *c, Zpp__Request *req, int pass_fd, int want_body, Zpp__Reply **out)
+{
+    return conn_call_fds(c, req, pass_fd >= 0 ? &pass_fd : NULL, pass_fd >= 0, want_body, out);
 }
 
 static int check_local(zpp_conn *c, const Zpp__Request *req)
@@ -484,6 +504,11 @@ int zpp_hello(zpp_conn *c, const zpp_job_desc *job, zpp_hello_info *info)
     h.leader_addr = nz(job->leader_addr);
     h.tenant_label = nz(job->tenant_label);
     h.pid = (uint32_t)getpid();
+    if (c->ext.hello_out) {
+        int erc = c->ext.hello_out(c->ext.state, &h.ready_events, &h.n_ready_events);
+        if (erc < 0)
+            return set_err(c, erc, "cannot export the CUDA ready events");
+    }
     Zpp__Request req = ZPP__REQUEST__INIT;
     req.version = ZPP__PROTOCOL_VERSION__PROTOCOL_VERSION;
     req.body_case = ZPP__REQUEST__BODY_HELLO;
@@ -496,6 +521,10 @@ int zpp_hello(zpp_conn *c, const zpp_job_desc *job, zpp_hello_info *info)
     if (rc < 0)
         return rc;
     const Zpp__HelloReply *hr = rep->hello;
+    if (c->ext.hello_in && (rc = c->ext.hello_in(c->ext.state, c, hr)) < 0) {
+        zpp_reply_free(rep);
+        return rc;
+    }
     if (hr->limits && hr->limits->max_frame >= ZPP_FRAME_MIN_MAX &&
         hr->limits->max_frame <= UINT32_MAX)
         c->send_max = (size_t)hr->limits->max_frame;
@@ -606,6 +635,11 @@ void zpp_coll_init(zpp_coll *call, zpp_op_t op, zpp_dtype_t dtype, uint64_t coun
 /* Validates and sends a collective; returns 0 and *req_id, or a code. */
 int zpp_submit(zpp_conn *c, const zpp_coll *call, uint64_t *req_id)
 {
+    return zpp__submit_ev(c, call, 0, req_id);
+}
+
+int zpp__submit_ev(zpp_conn *c, const zpp_coll *call, uint32_t event_slot, uint64_t *req_id)
+{
     if (!c)
         return ZPP_EINVAL;
     if (!call || !req_id)
@@ -633,6 +667,7 @@ int zpp_submit(zpp_conn *c, const zpp_coll *call, uint64_t *req_id)
     co.output = has_out ? &out : NULL;
     co.flags = call->flags;
     co.timeout_ms = call->timeout_ms;
+    co.event_slot = event_slot;
     Zpp__Request req = ZPP__REQUEST__INIT;
     req.version = ZPP__PROTOCOL_VERSION__PROTOCOL_VERSION;
     req.body_case = ZPP__REQUEST__BODY_COLLECTIVE;
@@ -640,7 +675,7 @@ int zpp_submit(zpp_conn *c, const zpp_coll *call, uint64_t *req_id)
     int rc = check_local(c, &req);
     if (rc < 0)
         return rc;
-    rc = conn_send(c, &req, -1, req_id);
+    rc = conn_send(c, &req, NULL, 0, req_id);
     if (rc < 0)
         return rc;
     c->last_seq = co.seq;
@@ -695,6 +730,8 @@ int zpp_test(zpp_conn *c, uint64_t req_id, zpp_result *res)
 /* Submit + wait. */
 int zpp_collective(zpp_conn *c, const zpp_coll *call, zpp_result *res)
 {
+    if (c && c->ext.collective) /* CUDA attached: stream-ordered (zpp_cuda.c) */
+        return c->ext.collective(c->ext.state, c, call, res);
     uint64_t id = 0;
     int rc = zpp_submit(c, call, &id);
     if (rc < 0)
@@ -784,6 +821,51 @@ int zpp_barrier(zpp_conn *c, zpp_result *res)
     zpp_coll call;
     zpp_coll_init(&call, ZPP_OP_BARRIER, 0, 0);
     return zpp_collective(c, &call, res);
+}
+
+/* ---- hooks for zpp_cuda.c ------------------------------------------------------ */
+
+zpp__ext *zpp__ext_of(zpp_conn *c)
+{
+    return &c->ext;
+}
+
+int zpp__set_err(zpp_conn *c, int code, const char *msg)
+{
+    return set_err(c, code, "%s", msg);
+}
+
+int zpp__register_dev(zpp_conn *c, const int *fds, int nfds, const uint64_t *chunk_sizes,
+                      const uint8_t *ipc, size_t ipc_len, const char *gpu_uuid, uint64_t offset,
+                      uint64_t length, uint64_t *buffer_id)
+{
+    if (!c)
+        return ZPP_EINVAL;
+    if (!buffer_id || (nfds > 0) == (ipc_len > 0) || nfds < 0)
+        return set_err(c, ZPP_EINVAL, "register: give VMM descriptors or one IPC handle");
+    Zpp__RegisterBuffer rb = ZPP__REGISTER_BUFFER__INIT;
+    rb.offset = offset;
+    rb.length = length;
+    rb.nfds = (uint32_t)nfds;
+    rb.gpu_uuid = nz(gpu_uuid);
+    rb.n_chunk_sizes = (size_t)nfds;
+    rb.chunk_sizes = (uint64_t *)chunk_sizes;
+    rb.ipc_handle.data = (uint8_t *)ipc;
+    rb.ipc_handle.len = ipc_len;
+    Zpp__Request req = ZPP__REQUEST__INIT;
+    req.version = ZPP__PROTOCOL_VERSION__PROTOCOL_VERSION;
+    req.body_case = ZPP__REQUEST__BODY_REGISTER_BUFFER;
+    req.register_buffer = &rb;
+    int rc = check_local(c, &req);
+    if (rc < 0)
+        return rc;
+    Zpp__Reply *rep = NULL;
+    rc = conn_call_fds(c, &req, fds, nfds, ZPP__REPLY__BODY_REGISTER_BUFFER, &rep);
+    if (rc < 0)
+        return rc;
+    *buffer_id = rep->register_buffer->buffer_id;
+    zpp_reply_free(rep);
+    return 0;
 }
 
 /* ---- admin -------------------------------------------------------------------- */

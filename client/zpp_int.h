@@ -22,6 +22,37 @@ int zpp__admin_query(zpp_conn *c, int which, Zpp__Reply **out);
 int zpp__status_json(const Zpp__StatusReply *st, char **out);
 int zpp__jobs_json(const Zpp__JobsReply *jr, char **out);
 
+/* ---- hooks for the CUDA side (zpp_cuda.c; zpp.c stays CUDA-free) ---- */
+
+/* Per-connection extension state, set by zpp_cuda_attach. hello_out fills
+ * the Hello's ready event handles (64 bytes each; the array stays valid
+ * until hello_in); hello_in takes the reply's done events (0 or a code,
+ * which fails zpp_hello); collective, if set, replaces zpp_collective's
+ * body (stream-ordered calls); free runs in zpp_close. */
+typedef struct {
+    void *state;
+    int (*hello_out)(void *state, ProtobufCBinaryData **ev, size_t *n);
+    int (*hello_in)(void *state, zpp_conn *c, const Zpp__HelloReply *hr);
+    int (*collective)(void *state, zpp_conn *c, const zpp_coll *call, zpp_result *res);
+    void (*free)(void *state);
+} zpp__ext;
+
+/* The connection's extension slot (never NULL for a live c). */
+zpp__ext *zpp__ext_of(zpp_conn *c);
+
+/* Records a failure on c with a message; returns code. */
+int zpp__set_err(zpp_conn *c, int code, const char *msg);
+
+/* zpp_submit with Collective.event_slot (1-based; 0 = none). */
+int zpp__submit_ev(zpp_conn *c, const zpp_coll *call, uint32_t event_slot, uint64_t *req_id);
+
+/* Registers device memory: nfds VMM descriptors with their chunk sizes
+ * (sent with SCM_RIGHTS, at most 4 per message; the caller keeps and
+ * closes its descriptors), or one legacy IPC handle (ipc_len 64). */
+int zpp__register_dev(zpp_conn *c, const int *fds, int nfds, const uint64_t *chunk_sizes,
+                      const uint8_t *ipc, size_t ipc_len, const char *gpu_uuid, uint64_t offset,
+                      uint64_t length, uint64_t *buffer_id);
+
 /* Static lower-case name of a wire Op ("qgz_reduce_scatter"), "unknown"
  * for values outside the enum. */
 const char *zpp__op_name(int op);

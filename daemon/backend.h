@@ -137,6 +137,9 @@ extern const struct be_ops be_host_ops;
 extern const struct be_ops be_cuda_ops;
 void *be_cuda_open(int allow_legacy_ipc, char *why, size_t why_len);
 void be_cuda_close(void *backend);
+/* 1 (with a message) once a sticky CUDA error made the process unusable:
+ * the caller (main, on the loop) must log and exit non-zero. */
+int be_cuda_fatal(void *backend, char *why, size_t why_len);
 
 /* A call in progress: created by coll.c for one collective. The backend's
  * private state hangs off `priv`. */

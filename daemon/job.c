@@ -319,16 +319,25 @@ void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h)
 
 /* ---- replies ------------------------------------------------------------- */
 
-static void ring_push(struct job *j, const struct call *c, int state, const char *msg)
+/* Records call c's state in the job's ring: a running call's record is
+ * updated in place when it ends, so each call appears once. */
+static void ring_push(struct job *j, struct call *c, int state, const char *msg)
 {
-    struct call_record *r = &j->ring[j->ring_pos++ % JOB_RING];
-    memset(r, 0, sizeof *r);
+    struct call_record *r = NULL;
+    if (c->ring_pos && j->ring_pos - c->ring_pos < JOB_RING &&
+        j->ring[(c->ring_pos - 1) % JOB_RING].seq == c->seq)
+        r = &j->ring[(c->ring_pos - 1) % JOB_RING];
+    if (!r) {
+        r = &j->ring[j->ring_pos++ % JOB_RING];
+        c->ring_pos = j->ring_pos;
+        memset(r, 0, sizeof *r);
+        r->start_us = c->t_start_us ? c->t_start_us : zppd_now_us();
+    }
     r->seq = c->seq;
     r->op = c->have_args ? c->args.op : 0;
     r->bytes = c->x.result.logical_bytes;
     r->state = state;
-    r->start_us = c->t_start_us;
-    r->end_us = zppd_now_us();
+    r->end_us = state >= 2 ? zppd_now_us() : 0;
     snprintf(r->msg, sizeof r->msg, "%s", msg ? msg : "");
 }
 
@@ -801,6 +810,8 @@ void job_abort(struct job *j, int cause, const char *fmt, ...)
     ZLOG_W("job", "job aborted", "job=%s uid=%u reason=\"%s\"", j->id, j->uid, j->abort_reason);
     char msg[512];
     snprintf(msg, sizeof msg, "job %s was aborted: %s", j->id, j->abort_reason);
+    /* The calls that were waiting learn why: a timeout is ZPP_ETIMEDOUT. */
+    int code = cause == MET_ABORT_TIMEOUT ? ZPP_ETIMEDOUT : ZPP_EABORTED;
     struct call **pp = &j->calls;
     while (*pp) {
         struct call *c = *pp;
@@ -809,7 +820,7 @@ void job_abort(struct job *j, int cause, const char *fmt, ...)
             continue;
         }
         for (uint32_t r = 0; r < j->world; r++)
-            sub_finish(&c->subs[r], NULL, c->subs[r].req_id, ZPP_EABORTED, msg);
+            sub_finish(&c->subs[r], NULL, c->subs[r].req_id, code, msg);
         *pp = c->next;
         call_free(c);
     }

@@ -63,6 +63,7 @@ struct call {
     uint64_t t_first_ms;
     uint64_t t_start_us;
     uint32_t timeout_ms;
+    uint32_t ring_pos; /* 1 + the ring position of this call's record; 0 none */
     struct call *next; /* sorted by seq */
 
     struct job *job;

@@ -165,6 +165,15 @@ static void on_tick(uv_timer_t *t)
     struct zppd *d = t->data;
     static uint64_t last_wd, stop_started;
     job_tick(d);
+#ifdef ZPP_HAVE_CUDA
+    char fatal_why[256];
+    if (d->be == &be_cuda_ops && be_cuda_fatal(d->be_state, fatal_why, sizeof fatal_why)) {
+        /* DESIGN.md: a sticky CUDA error poisons the process; let systemd
+         * restart us rather than serve errors. */
+        ZLOG_E("main", "sticky CUDA error: exiting", "why=\"%s\"", fatal_why);
+        _exit(2);
+    }
+#endif
     uint64_t now = zppd_now_us();
     if (g_watchdog_us && now - last_wd >= g_watchdog_us / 2) {
         notify("WATCHDOG=1");

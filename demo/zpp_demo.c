@@ -53,10 +53,10 @@
 #define DEMO_MAX_LAYERS 32
 #define DEMO_MAX_RANKS 64
 #define DEMO_MAX_HIDDEN 8192
-#define DEMO_BLOCK 256     /* quantization block of the qwZ calls */
+#define DEMO_BLOCK 256 /* quantization block of the qwZ calls */
 #define DEMO_QWZ_BITS 8
 #define DEMO_QGZ_BITS 4
-#define DEMO_ALIGN 64      /* byte alignment of each layer's slot in a buffer */
+#define DEMO_ALIGN 64 /* byte alignment of each layer's slot in a buffer */
 #define DEMO_CONNECT_MS 5000
 #define DEMO_TIMEOUT_S 300 /* whole step, all ranks */
 
@@ -74,7 +74,7 @@
 
 enum { C_QWZ, C_HPZ, C_QGZ, C_N };
 static const char *const coll_names[C_N] = {"qwZ all-gather (int8)", "hpZ gather",
-                                             "qgZ reduce-scatter (int4)"};
+                                            "qgZ reduce-scatter (int4)"};
 
 typedef struct {
     const char *socket;
@@ -200,12 +200,11 @@ static void model_init(model_t *m, int layers, int hidden, int world, int nodes)
 static void rank_data(const model_t *m, int q, float *x0, float *target)
 {
     for (int c = 0; c < m->dim[0]; c++) {
-        x0[c] = (float)(2.0 * uniform01(splitmix64(0xDA7A0000ull + (uint64_t)q * 1000003u + c)) -
-                        1.0);
+        x0[c] =
+            (float)(2.0 * uniform01(splitmix64(0xDA7A0000ull + (uint64_t)q * 1000003u + c)) - 1.0);
     }
     for (int o = 0; o < m->dim[m->L]; o++) {
-        target[o] = (float)(uniform01(splitmix64(0x7A60000ull + (uint64_t)q * 1000003u + o)) -
-                            0.5);
+        target[o] = (float)(uniform01(splitmix64(0x7A60000ull + (uint64_t)q * 1000003u + o)) - 0.5);
     }
 }
 
@@ -467,8 +466,8 @@ static int rank_step(rank_ctx *x)
         snprintf(key, sizeof key, "layer%d", i);
         zpp_bufref in = {x->id_wshard, m->off_shard_bf[i]};
         zpp_bufref out = {x->id_wfull, m->off_full[i]};
-        rc = zpp_qwz_allgather(x->c, in, out, m->count[i], ZPP_BF16, DEMO_QWZ_BITS, DEMO_BLOCK,
-                               key, &res);
+        rc = zpp_qwz_allgather(x->c, in, out, m->count[i], ZPP_BF16, DEMO_QWZ_BITS, DEMO_BLOCK, key,
+                               &res);
         if (rc != 0) {
             fail(x, "qwZ all-gather layer %d: %s: %s", i, zpp_err_name(rc), zpp_last_error(x->c));
             goto out;
@@ -523,8 +522,8 @@ static int rank_step(rank_ctx *x)
 
         zpp_bufref gin = {x->id_grad, m->off_full[i]};
         zpp_bufref gout = {x->id_gshard, m->off_shard_f32[i]};
-        rc = zpp_qgz_reduce_scatter(x->c, gin, gout, m->count[i], ZPP_BF16, ZPP_FP32,
-                                    DEMO_QGZ_BITS, ZPP_MEAN, &res);
+        rc = zpp_qgz_reduce_scatter(x->c, gin, gout, m->count[i], ZPP_BF16, ZPP_FP32, DEMO_QGZ_BITS,
+                                    ZPP_MEAN, &res);
         if (rc != 0) {
             fail(x, "qgZ reduce-scatter layer %d: %s: %s", i, zpp_err_name(rc),
                  zpp_last_error(x->c));
@@ -705,8 +704,8 @@ static void print_table(const demo_opts *o, const model_t *m, const rank_report 
            "%llu bf16 parameters (layer 0: %d x %d)\n",
            job_pid, o->ranks, o->nodes, o->ranks / o->nodes, m->L, (unsigned long long)params,
            m->dim[1], m->dim[0]);
-    printf("%-26s %-10s %14s %14s %14s %7s %10s %8s\n", "collective", "algorithm",
-           "logical bytes", "inter-node", "ZeRO-3 inter", "ratio", "rel. L2", "bound");
+    printf("%-26s %-10s %14s %14s %14s %7s %10s %8s\n", "collective", "algorithm", "logical bytes",
+           "inter-node", "ZeRO-3 inter", "ratio", "rel. L2", "bound");
     uint64_t tot_inter = 0, tot_zero3 = 0;
     for (int k = 0; k < C_N; k++) {
         char ratio[16];
@@ -724,8 +723,8 @@ static void print_table(const demo_opts *o, const model_t *m, const rank_report 
     }
     if (tot_zero3 > 0) {
         printf("%-26s %-10s %14s %14llu %14llu %7.3f   (ZeRO++ 0.75M vs ZeRO-3 3M: 0.25)\n",
-               "step total", "", "", (unsigned long long)tot_inter,
-               (unsigned long long)tot_zero3, (double)tot_inter / (double)tot_zero3);
+               "step total", "", "", (unsigned long long)tot_inter, (unsigned long long)tot_zero3,
+               (double)tot_inter / (double)tot_zero3);
     } else {
         printf("(one virtual node: nothing crosses nodes, ratios do not apply)\n");
     }
@@ -754,8 +753,8 @@ static int check_ratios(const demo_opts *o, const rank_report *r0)
                     "zpp-demo: %s: inter-node bytes %llu vs ZeRO-3 %llu: ratio out of range "
                     "(expected %s%.2f)\n",
                     coll_names[k], (unsigned long long)r0->inter[k],
-                    (unsigned long long)r0->zero3[k], k == C_HPZ ? "" : "0 < ratio <= ",
-                    max_ratio[k]);
+                    (unsigned long long)r0->zero3[k],
+                    k == C_HPZ ? "" : "0 < ratio <= ", max_ratio[k]);
             bad++;
         }
     }
@@ -813,12 +812,12 @@ int main(int argc, char **argv)
         while (have < sizeof rep[q]) {
             struct timespec t;
             clock_gettime(CLOCK_MONOTONIC, &t);
-            long left_ms = o.timeout_s * 1000L - ((t.tv_sec - t0.tv_sec) * 1000L +
-                                                  (t.tv_nsec - t0.tv_nsec) / 1000000L);
+            long left_ms = o.timeout_s * 1000L -
+                           ((t.tv_sec - t0.tv_sec) * 1000L + (t.tv_nsec - t0.tv_nsec) / 1000000L);
             struct pollfd pfd = {.fd = fds[q], .events = POLLIN};
             if (left_ms <= 0 || poll(&pfd, 1, (int)left_ms) == 0) {
-                fprintf(stderr, "zpp-demo: timed out after %d s waiting for rank %d\n",
-                        o.timeout_s, q);
+                fprintf(stderr, "zpp-demo: timed out after %d s waiting for rank %d\n", o.timeout_s,
+                        q);
                 for (int j = 0; j < o.ranks; j++) {
                     kill(pids[j], SIGKILL);
                 }
@@ -847,8 +846,7 @@ int main(int argc, char **argv)
         }
         if (code != 0) {
             fprintf(stderr, "zpp-demo: rank %d failed (exit %d)%s%s\n", q, code,
-                    got[q] && rep[q].first_error[0] ? ": " : "",
-                    got[q] ? rep[q].first_error : "");
+                    got[q] && rep[q].first_error[0] ? ": " : "", got[q] ? rep[q].first_error : "");
         }
         worst = code > worst ? code : worst;
     }

@@ -29,17 +29,29 @@ __device__ __forceinline__ uint64_t piece_valid(const kgeom &g, uint64_t s, uint
     return off >= in_slice ? 0 : min(in_slice - off, g.piece);
 }
 
+/* Elements of DT in one 16-byte vector, and per thread. */
+template <int DT> struct shape {
+    static constexpr int es = dt_traits<DT>::size;
+    static constexpr int ve = ZK_VEC_BYTES / es;
+    static constexpr int ept = ve * ZK_NV;
+};
+/* The fused reduction reads codes: 16 codes per vector, 2 vectors a thread. */
+#define ZK_RQ_VE 16
+#ifndef ZK_RQ_NV
+#define ZK_RQ_NV 2
+#endif
+
 /* Blocks of stages [k0, k0 + nstages): one team per block; chunk c (the
  * output piece at out + c * piece_bytes) is position c % W of stage
  * k0 + c / W. */
 template <int DT, int BITS>
-__global__ void __launch_bounds__(ZK_MAX_TEAM)
+__global__ void ZK_LB_TEAM
     reorder_kernel(const void *x, kgeom g, int k0, uint64_t nb_total, uint8_t *out,
                    unsigned long long *d_poisoned)
 {
     __shared__ team_smem sm;
-    constexpr int es = dt_traits<DT>::size;
-    int team = (int)(g.block / ZK_VEC), tpc = (int)blockDim.x / team;
+    constexpr int es = shape<DT>::es, VE = shape<DT>::ve;
+    int team = (int)(g.block / shape<DT>::ept), tpc = (int)blockDim.x / team;
     int lane = (int)threadIdx.x % team, tix = (int)threadIdx.x / team;
     uint64_t w = (uint64_t)g.nodes * (uint64_t)g.local, bpc = g.piece / g.block;
     uint64_t ngroups = (nb_total + (uint64_t)tpc - 1) / (uint64_t)tpc;
@@ -54,30 +66,39 @@ __global__ void __launch_bounds__(ZK_MAX_TEAM)
         uint64_t p = c % w, stage = (uint64_t)k0 + c / w;
         uint64_t s = (p % (uint64_t)g.nodes) * (uint64_t)g.local + p / (uint64_t)g.nodes;
         uint64_t pv = active ? piece_valid(g, s, stage) : 0;
-        uint64_t first = jb * g.block + (uint64_t)lane * ZK_VEC;
-        uint64_t valid = first < pv ? pv - first : 0;
-        const uint8_t *src = (const uint8_t *)x;
-        if (valid)
-            src += (s * g.shard + stage * g.piece + first) * es;
-        float v[ZK_VEC];
-        load16<DT>(src, valid, v);
+        const uint8_t *base = (const uint8_t *)x + (pv ? (s * g.shard + stage * g.piece) * es : 0);
+        const uint8_t *src[ZK_NV];
+        uint64_t valid[ZK_NV];
+        raw16 r[ZK_NV];
+        bool slow[ZK_NV];
+#pragma unroll
+        for (int j = 0; j < ZK_NV; j++) {
+            uint64_t first = jb * g.block + (uint64_t)(lane + j * team) * VE;
+            valid[j] = first < pv ? pv - first : 0;
+            src[j] = base + (valid[j] ? first * es : 0);
+            r[j] = load_elems_raw<DT, VE>(src[j], valid[j], &slow[j]);
+        }
+        float v[ZK_NV][VE];
+#pragma unroll
+        for (int j = 0; j < ZK_NV; j++)
+            widen_vec<DT, VE>(r[j], slow[j], src[j], valid[j], v[j]);
         d.payload = out + c * g.piece_bytes;
         d.scales = (float *)(d.payload + g.piece * BITS / 8);
         d.jb = jb;
         d.first = jb * g.block;
-        if (quant_team<BITS>(v, active, lane, team, tix, d, sm, parity) && d_poisoned)
+        if (quant_team<BITS, VE, ZK_NV>(v, active, lane, team, tix, d, sm, parity) && d_poisoned)
             atomicAdd(d_poisoned, 1ull);
     }
 }
 
 template <int BITS>
-__global__ void __launch_bounds__(ZK_MAX_TEAM)
+__global__ void ZK_LB_TEAM
     reduce_requant_kernel(const uint8_t *in, uint64_t in_stride, int k, uint64_t piece,
                           uint32_t block, uint64_t pay_bytes, uint64_t nb, uint8_t *out,
                           unsigned long long *d_poisoned)
 {
     __shared__ team_smem sm;
-    int team = (int)(block / ZK_VEC), tpc = (int)blockDim.x / team;
+    int team = (int)(block / (ZK_RQ_VE * ZK_RQ_NV)), tpc = (int)blockDim.x / team;
     int lane = (int)threadIdx.x % team, tix = (int)threadIdx.x / team;
     uint64_t ngroups = (nb + (uint64_t)tpc - 1) / (uint64_t)tpc;
     qdst d;
@@ -89,40 +110,50 @@ __global__ void __launch_bounds__(ZK_MAX_TEAM)
     for (uint64_t grp = blockIdx.x; grp < ngroups; grp += gridDim.x, parity ^= 1) {
         uint64_t b = grp * (uint64_t)tpc + (uint64_t)tix;
         int active = b < nb;
-        uint64_t first = b * block + (uint64_t)lane * ZK_VEC;
-        float acc[ZK_VEC];
-        if (active && first < piece) {
-            sum_chunks16<BITS>(in, in_stride, k, pay_bytes, block, first, piece - first, acc);
-        } else {
+        uint64_t e[ZK_RQ_NV], valid[ZK_RQ_NV];
 #pragma unroll
-            for (int i = 0; i < ZK_VEC; i++)
-                acc[i] = 0.0f;
+        for (int j = 0; j < ZK_RQ_NV; j++) {
+            e[j] = b * block + (uint64_t)(lane + j * team) * ZK_RQ_VE;
+            valid[j] = active && e[j] < piece ? piece - e[j] : 0;
         }
+        float acc[ZK_RQ_NV][ZK_RQ_VE];
+        sum_chunks<BITS, ZK_RQ_VE, ZK_RQ_NV>(in, in_stride, k, pay_bytes, block, e, valid, acc);
         d.jb = b;
         d.first = b * block;
-        if (quant_team<BITS>(acc, active, lane, team, tix, d, sm, parity) && d_poisoned)
+        if (quant_team<BITS, ZK_RQ_VE, ZK_RQ_NV>(acc, active, lane, team, tix, d, sm, parity) &&
+            d_poisoned)
             atomicAdd(d_poisoned, 1ull);
     }
 }
 
 template <int ODT, int BITS>
-__global__ void __launch_bounds__(ZK_CTA_THREADS)
+__global__ void ZK_LB_FLAT
     reduce_out_kernel(const uint8_t *in, uint64_t in_stride, int k, uint64_t pay_bytes,
                       uint32_t block, uint64_t count, int mean, float divisor, void *y)
 {
-    constexpr int oes = dt_traits<ODT>::size;
-    uint64_t nvec = (count + ZK_VEC - 1) / ZK_VEC;
-    uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
-    for (uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; t < nvec; t += stride) {
-        uint64_t e0 = t * ZK_VEC;
-        float acc[ZK_VEC];
-        sum_chunks16<BITS>(in, in_stride, k, pay_bytes, block, e0, count - e0, acc);
-        if (mean) {
+    constexpr int oes = shape<ODT>::es, VE = shape<ODT>::ve;
+    constexpr uint64_t tile_vecs = (uint64_t)ZK_CTA_THREADS * ZK_OUT_NV;
+    uint64_t nvec = (count + VE - 1) / VE, tiles = (nvec + tile_vecs - 1) / tile_vecs;
+    for (uint64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        uint64_t e[ZK_OUT_NV], valid[ZK_OUT_NV];
 #pragma unroll
-            for (int i = 0; i < ZK_VEC; i++)
-                acc[i] = zk_fdiv(acc[i], divisor);
+        for (int j = 0; j < ZK_OUT_NV; j++) {
+            e[j] = (tile * tile_vecs + (uint64_t)j * ZK_CTA_THREADS + threadIdx.x) * VE;
+            valid[j] = e[j] < count ? count - e[j] : 0;
         }
-        store16<ODT>((uint8_t *)y + e0 * oes, count - e0, acc);
+        float acc[ZK_OUT_NV][VE];
+        sum_chunks<BITS, VE, ZK_OUT_NV>(in, in_stride, k, pay_bytes, block, e, valid, acc);
+#pragma unroll
+        for (int j = 0; j < ZK_OUT_NV; j++) {
+            if (!valid[j])
+                continue;
+            if (mean) {
+#pragma unroll
+                for (int i = 0; i < VE; i++)
+                    acc[j][i] = zk_fdiv(acc[j][i], divisor);
+            }
+            store_elems<ODT, VE>((uint8_t *)y + e[j] * oes, valid[j], acc[j]);
+        }
     }
 }
 
@@ -146,7 +177,7 @@ void launch_reorder(const void *x, const struct zk_qgz_geom *g, int k0, int nsta
                     unsigned long long *d_poisoned, cudaStream_t stream)
 {
     kgeom kg = {g->n, g->shard, g->piece, g->piece_bytes, g->nodes, g->local, g->block};
-    qshape sh = qshape_for(g->block);
+    qshape sh = qshape_for(g->block, shape<DT>::ept);
     uint64_t w = (uint64_t)g->nodes * (uint64_t)g->local;
     uint64_t nb = (uint64_t)nstages * w * (g->piece / g->block);
     uint64_t groups = (nb + (uint64_t)sh.tpc - 1) / (uint64_t)sh.tpc;
@@ -210,7 +241,7 @@ extern "C" int zk_reduce_requant_cuda(const uint8_t *in, uint64_t in_stride, int
         return (int)cudaErrorInvalidValue;
     if (piece == 0)
         return 0;
-    qshape sh = qshape_for(block);
+    qshape sh = qshape_for(block, ZK_RQ_VE * ZK_RQ_NV);
     uint64_t nb = zk_num_blocks(piece, block);
     uint64_t groups = (nb + (uint64_t)sh.tpc - 1) / (uint64_t)sh.tpc;
     uint64_t pay = zk_payload_bytes(piece, bits);
@@ -235,8 +266,9 @@ extern "C" int zk_reduce_out_cuda(const uint8_t *in, uint64_t in_stride, int k, 
         return (int)cudaErrorInvalidValue;
     if (count == 0)
         return 0;
-    uint64_t nvec = (count + ZK_VEC - 1) / ZK_VEC;
-    unsigned grid = grid_for((nvec + ZK_CTA_THREADS - 1) / ZK_CTA_THREADS);
+    uint64_t ve = ZK_VEC_BYTES / zk_dtype_size(out_dtype);
+    uint64_t nvec = (count + ve - 1) / ve;
+    unsigned grid = grid_for((nvec + ZK_CTA_THREADS * ZK_OUT_NV - 1) / (ZK_CTA_THREADS * ZK_OUT_NV));
     uint64_t pay = zk_payload_bytes(piece, bits);
     int mean = op == ZK_MEAN;
 #define ZK_O(ODT, B)                                                                               \

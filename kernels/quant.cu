@@ -12,15 +12,22 @@ using namespace zk;
 
 namespace {
 
-/* One team of B/16 threads per block of B elements. */
+/* Elements of DT in one 16-byte vector, and per thread. */
+template <int DT> struct shape {
+    static constexpr int es = dt_traits<DT>::size;
+    static constexpr int ve = ZK_VEC_BYTES / es;
+    static constexpr int ept = ve * ZK_NV;
+};
+
+/* One team of B / ept threads per block of B elements. */
 template <int DT, int BITS>
-__global__ void __launch_bounds__(ZK_MAX_TEAM)
+__global__ void ZK_LB_TEAM
     quantize_kernel(const void *x, uint64_t n_valid, uint32_t block, uint8_t *out,
                     uint64_t pay_bytes, uint64_t nb, unsigned long long *d_poisoned)
 {
     __shared__ team_smem sm;
-    constexpr int es = dt_traits<DT>::size;
-    int team = (int)(block / ZK_VEC), tpc = (int)blockDim.x / team;
+    constexpr int es = shape<DT>::es, VE = shape<DT>::ve;
+    int team = (int)(block / shape<DT>::ept), tpc = (int)blockDim.x / team;
     int lane = (int)threadIdx.x % team, tix = (int)threadIdx.x / team;
     uint64_t ngroups = (nb + (uint64_t)tpc - 1) / (uint64_t)tpc;
     qdst d;
@@ -32,63 +39,113 @@ __global__ void __launch_bounds__(ZK_MAX_TEAM)
     for (uint64_t grp = blockIdx.x; grp < ngroups; grp += gridDim.x, parity ^= 1) {
         uint64_t b = grp * (uint64_t)tpc + (uint64_t)tix;
         int active = b < nb;
-        uint64_t first = b * block + (uint64_t)lane * ZK_VEC;
-        uint64_t valid = active && first < n_valid ? n_valid - first : 0;
-        float v[ZK_VEC];
-        load16<DT>((const uint8_t *)x + (valid ? first * es : 0), valid, v);
+        const uint8_t *src[ZK_NV];
+        uint64_t valid[ZK_NV];
+        raw16 r[ZK_NV];
+        bool slow[ZK_NV];
+#pragma unroll
+        for (int j = 0; j < ZK_NV; j++) {
+            uint64_t first = b * block + (uint64_t)(lane + j * team) * VE;
+            valid[j] = active && first < n_valid ? n_valid - first : 0;
+            src[j] = (const uint8_t *)x + (valid[j] ? first * es : 0);
+            r[j] = load_elems_raw<DT, VE>(src[j], valid[j], &slow[j]);
+        }
+        float v[ZK_NV][VE];
+#pragma unroll
+        for (int j = 0; j < ZK_NV; j++)
+            widen_vec<DT, VE>(r[j], slow[j], src[j], valid[j], v[j]);
         d.jb = b;
         d.first = b * block;
-        if (quant_team<BITS>(v, active, lane, team, tix, d, sm, parity) && d_poisoned)
+        if (quant_team<BITS, VE, ZK_NV>(v, active, lane, team, tix, d, sm, parity) && d_poisoned)
             atomicAdd(d_poisoned, 1ull);
     }
 }
 
-/* One thread per 16 output elements. */
+/* Flat: a CTA owns tiles of ZK_CTA_THREADS * ZK_NV output vectors; thread t
+ * takes vectors t, t + 256, ... of a tile (coalesced). */
 template <int DT, int BITS>
-__global__ void __launch_bounds__(ZK_CTA_THREADS)
+__global__ void ZK_LB_FLAT
     dequantize_kernel(const uint8_t *in, uint64_t pay_bytes, uint64_t n_out, uint32_t block,
                       void *y)
 {
-    constexpr int es = dt_traits<DT>::size;
+    constexpr int es = shape<DT>::es, VE = shape<DT>::ve;
+    constexpr uint64_t tile_vecs = (uint64_t)ZK_CTA_THREADS * ZK_NV;
     const float *scales = (const float *)(in + pay_bytes);
-    uint64_t nvec = (n_out + ZK_VEC - 1) / ZK_VEC;
-    uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
-    for (uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; t < nvec; t += stride) {
-        uint64_t e0 = t * ZK_VEC;
-        raw16 r = load_codes<BITS>(in, e0 * BITS / 8);
-        float s = __ldg(scales + e0 / block);
-        float v[ZK_VEC];
-        decode16<BITS>(r, s, ZK_VEC, v);
-        store16<DT>((uint8_t *)y + e0 * es, n_out - e0, v);
+    uint64_t nvec = (n_out + VE - 1) / VE, tiles = (nvec + tile_vecs - 1) / tile_vecs;
+    for (uint64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        raw16 r[ZK_NV];
+        float s[ZK_NV];
+        uint64_t e[ZK_NV];
+#pragma unroll
+        for (int j = 0; j < ZK_NV; j++) {
+            e[j] = (tile * tile_vecs + (uint64_t)j * ZK_CTA_THREADS + threadIdx.x) * VE;
+            if (e[j] < n_out) {
+                r[j] = load_codes<BITS, VE>(in, e[j]);
+                s[j] = __ldg(scales + e[j] / block);
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < ZK_NV; j++) {
+            if (e[j] < n_out) {
+                float v[VE];
+#pragma unroll
+                for (int i = 0; i < VE; i++)
+                    v[i] = zk_decode_f(code_float<BITS>(r[j], i), s[j]);
+                store_elems<DT, VE>((uint8_t *)y + e[j] * es, n_out - e[j], v);
+            }
+        }
     }
 }
 
 template <int DT, int ODT>
-__global__ void __launch_bounds__(ZK_CTA_THREADS)
+__global__ void ZK_LB_FLAT
     sum_kernel(const void *x, uint64_t stride_elems, int k, uint64_t count, int mean,
                float divisor, void *y)
 {
     constexpr int es = dt_traits<DT>::size, oes = dt_traits<ODT>::size;
-    uint64_t nvec = (count + ZK_VEC - 1) / ZK_VEC;
-    uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
-    for (uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; t < nvec; t += stride) {
-        uint64_t e0 = t * ZK_VEC;
-        float acc[ZK_VEC], v[ZK_VEC];
+    constexpr int VE = ZK_VEC_BYTES / (es > oes ? es : oes);
+    constexpr uint64_t tile_vecs = (uint64_t)ZK_CTA_THREADS * ZK_NV;
+    uint64_t nvec = (count + VE - 1) / VE, tiles = (nvec + tile_vecs - 1) / tile_vecs;
+    for (uint64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        uint64_t e[ZK_NV];
+        float acc[ZK_NV][VE];
 #pragma unroll
-        for (int i = 0; i < ZK_VEC; i++)
-            acc[i] = 0.0f;
-        for (int j = 0; j < k; j++) {
-            load16<DT>((const uint8_t *)x + ((uint64_t)j * stride_elems + e0) * es, count - e0, v);
+        for (int j = 0; j < ZK_NV; j++) {
+            e[j] = (tile * tile_vecs + (uint64_t)j * ZK_CTA_THREADS + threadIdx.x) * VE;
 #pragma unroll
-            for (int i = 0; i < ZK_VEC; i++)
-                acc[i] = zk_fadd(acc[i], v[i]);
+            for (int i = 0; i < VE; i++)
+                acc[j][i] = 0.0f;
         }
-        if (mean) {
+        for (int c = 0; c < k; c++) {
+            const uint8_t *base = (const uint8_t *)x + (uint64_t)c * stride_elems * es;
+            raw16 r[ZK_NV];
+            bool slow[ZK_NV];
 #pragma unroll
-            for (int i = 0; i < ZK_VEC; i++)
-                acc[i] = zk_fdiv(acc[i], divisor);
+            for (int j = 0; j < ZK_NV; j++) {
+                uint64_t valid = e[j] < count ? count - e[j] : 0;
+                r[j] = load_elems_raw<DT, VE>(base + e[j] * es, valid, &slow[j]);
+            }
+#pragma unroll
+            for (int j = 0; j < ZK_NV; j++) {
+                uint64_t valid = e[j] < count ? count - e[j] : 0;
+                float v[VE];
+                widen_vec<DT, VE>(r[j], slow[j], base + e[j] * es, valid, v);
+#pragma unroll
+                for (int i = 0; i < VE; i++)
+                    acc[j][i] = zk_fadd(acc[j][i], v[i]);
+            }
         }
-        store16<ODT>((uint8_t *)y + e0 * oes, count - e0, acc);
+#pragma unroll
+        for (int j = 0; j < ZK_NV; j++) {
+            if (e[j] >= count)
+                continue;
+            if (mean) {
+#pragma unroll
+                for (int i = 0; i < VE; i++)
+                    acc[j][i] = zk_fdiv(acc[j][i], divisor);
+            }
+            store_elems<ODT, VE>((uint8_t *)y + e[j] * oes, count - e[j], acc[j]);
+        }
     }
 }
 
@@ -109,7 +166,7 @@ template <int DT, int BITS>
 void launch_quantize(const void *x, uint64_t n, uint64_t n_valid, uint32_t block, uint8_t *out,
                      unsigned long long *d_poisoned, cudaStream_t stream)
 {
-    qshape sh = qshape_for(block);
+    qshape sh = qshape_for(block, shape<DT>::ept);
     uint64_t nb = zk_num_blocks(n, block);
     uint64_t groups = (nb + (uint64_t)sh.tpc - 1) / (uint64_t)sh.tpc;
     quantize_kernel<DT, BITS><<<grid_for(groups), sh.threads, 0, stream>>>(
@@ -120,8 +177,8 @@ template <int DT, int BITS>
 void launch_dequantize(const uint8_t *in, uint64_t n, uint64_t n_out, uint32_t block, void *y,
                        cudaStream_t stream)
 {
-    uint64_t nvec = (n_out + ZK_VEC - 1) / ZK_VEC;
-    uint64_t ctas = (nvec + ZK_CTA_THREADS - 1) / ZK_CTA_THREADS;
+    uint64_t nvec = (n_out + shape<DT>::ve - 1) / shape<DT>::ve;
+    uint64_t ctas = (nvec + ZK_CTA_THREADS * ZK_NV - 1) / (ZK_CTA_THREADS * ZK_NV);
     dequantize_kernel<DT, BITS><<<grid_for(ctas), ZK_CTA_THREADS, 0, stream>>>(
         in, zk_payload_bytes(n, BITS), n_out, block, y);
 }
@@ -130,8 +187,11 @@ template <int DT, int ODT>
 void launch_sum(const void *x, uint64_t stride_elems, int k, uint64_t count, int op,
                 float divisor, void *y, cudaStream_t stream)
 {
-    uint64_t nvec = (count + ZK_VEC - 1) / ZK_VEC;
-    uint64_t ctas = (nvec + ZK_CTA_THREADS - 1) / ZK_CTA_THREADS;
+    constexpr int ve = ZK_VEC_BYTES / (dt_traits<DT>::size > dt_traits<ODT>::size
+                                           ? dt_traits<DT>::size
+                                           : dt_traits<ODT>::size);
+    uint64_t nvec = (count + ve - 1) / ve;
+    uint64_t ctas = (nvec + ZK_CTA_THREADS * ZK_NV - 1) / (ZK_CTA_THREADS * ZK_NV);
     sum_kernel<DT, ODT><<<grid_for(ctas), ZK_CTA_THREADS, 0, stream>>>(
         x, stride_elems, k, count, op == ZK_MEAN, divisor, y);
 }

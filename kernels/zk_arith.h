@@ -205,10 +205,15 @@ ZK_HD int zk_encode(float x, const struct zk_bparams *p, int qmax)
     return q > qmax ? qmax : q < -qmax ? -qmax : q;
 }
 
-/* Decoded value of code q with block scale s (NaN for a poisoned block). */
+/* Decoded value of code q (given as the exact float (float)q) with block
+ * scale s (NaN for a poisoned block). */
+ZK_HD float zk_decode_f(float q, float s)
+{
+    return zk_fmul(q, s);
+}
 ZK_HD float zk_decode(int q, float s)
 {
-    return zk_fmul((float)q, s);
+    return zk_decode_f((float)q, s);
 }
 
 /* Signed value of nibble j (0 = low) of byte b. */

@@ -42,7 +42,7 @@
 extern "C" {
 #endif
 
-#define ZK_CUDA_VEC 16u /* elements handled by one thread */
+#define ZK_CUDA_VEC_BYTES 16u /* bytes of elements per vector access */
 
 /* zk_quantize_ref on the device. */
 int zk_quantize_cuda(const void *x, int dtype, uint64_t n, uint64_t n_valid, int bits,

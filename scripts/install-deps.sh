@@ -62,6 +62,14 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 
 "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+# With fresh package lists, the clang runtime's version can be read now.
+if [[ -z "${ZPP_CLANG_RT:-}" ]]; then
+    for i in "${!missing[@]}"; do
+        if [[ "${missing[$i]}" == libclang-rt-*-dev ]]; then
+            missing[i]=$(clang_rt)
+        fi
+    done
+fi
 "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive \
     apt-get install -y -q --no-install-recommends "${missing[@]}"
 echo "install-deps: installed ${missing[*]}"

@@ -34,7 +34,7 @@ extern "C" {
 
 /* Error codes: name, value, message. The daemon sends these values on the
  * wire (Reply.code), the Python binding builds its exceptions from this list
- * (zpp_error_name/zpp_strerror over ZPP_ERRNO_MAX). */
+ * (zpp_err_name/zpp_strerror over ZPP_ERRNO_MAX). */
 #define ZPP_ERRNO_MAP(XX)                                                                          \
     XX(EINVAL, -1, "invalid argument")                                                             \
     XX(EPROTO, -2, "protocol error")                                                               \

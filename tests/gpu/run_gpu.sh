@@ -7,8 +7,14 @@
 # plain-PyTorch-ops comparison (bench/kernels/torch_quant.py).
 #
 # Usage: tests/gpu/run_gpu.sh [OUTDIR]   (default $OUT or ./gpu-out)
+# Environment:
+#   ZK_VARIANTS="name:-DKNOB=v ...;name2:..."  also build, byte-compare and
+#       benchmark these tuning variants (knobs in kernels/zk_cuda_common.cuh)
+#   ZK_BENCH_MIB  input MiB per launch (default 256)
+#   ZK_ARCH       nvcc -gencode flags (default sm_90 machine code)
 # Writes OUTDIR/build.log (with the -Xptxas -v register report),
-# OUTDIR/compare.log, OUTDIR/bench.log, OUTDIR/summary.txt.
+# OUTDIR/registers.txt, OUTDIR/compare.log, OUTDIR/bench.log,
+# OUTDIR/variants.log, OUTDIR/summary.txt.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -17,11 +23,22 @@ BUILD=${ZK_BUILD:-/tmp/zk-gpu-build}
 NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 ARCH=${ZK_ARCH:--gencode arch=compute_90,code=sm_90}
 BENCH_MIB=${ZK_BENCH_MIB:-256}
+VARIANTS=${ZK_VARIANTS:-}
 CUDA_HOME=$(dirname "$(dirname "$NVCC")")
 mkdir -p "$OUTDIR" "$BUILD"
 
 CFLAGS="-std=c11 -O2 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -I$ROOT -I$ROOT/kernels -I$CUDA_HOME/include"
 NVFLAGS="-std=c++17 -O3 --fmad=false -ftz=false -prec-div=true -prec-sqrt=true -Xptxas=-v -Werror=all-warnings -I$ROOT/kernels $ARCH"
+
+# build_variant NAME "EXTRA NVCC FLAGS": kernels + both programs in $BUILD/NAME
+build_variant() {
+    local d="$BUILD/$1" extra="$2"
+    mkdir -p "$d"
+    "$NVCC" $NVFLAGS $extra -c "$ROOT/kernels/quant.cu" -o "$d/quant.o" &&
+    "$NVCC" $NVFLAGS $extra -c "$ROOT/kernels/qgz.cu" -o "$d/qgz.o" &&
+    "$NVCC" $ARCH "$BUILD/gpu_compare.o" "$d/quant.o" "$d/qgz.o" "$BUILD/quant_ref.o" "$BUILD/qgz_ref.o" -lm -o "$d/gpu_compare" &&
+    "$NVCC" $ARCH "$BUILD/kernel_bench.o" "$d/quant.o" "$d/qgz.o" "$BUILD/quant_ref.o" "$BUILD/qgz_ref.o" -lm -o "$d/kernel_bench"
+}
 
 (
     echo "== $(date -u '+%Y-%m-%d %H:%M:%S UTC') $(uname -n)"
@@ -30,20 +47,25 @@ NVFLAGS="-std=c++17 -O3 --fmad=false -ftz=false -prec-div=true -prec-sqrt=true -
     set -x
     gcc $CFLAGS -ffp-contract=off -fno-fast-math -c "$ROOT/kernels/quant_ref.c" -o "$BUILD/quant_ref.o" &&
     gcc $CFLAGS -ffp-contract=off -fno-fast-math -c "$ROOT/kernels/qgz_ref.c" -o "$BUILD/qgz_ref.o" &&
-    "$NVCC" $NVFLAGS -c "$ROOT/kernels/quant.cu" -o "$BUILD/quant.o" &&
-    "$NVCC" $NVFLAGS -c "$ROOT/kernels/qgz.cu" -o "$BUILD/qgz.o" &&
     gcc $CFLAGS -c "$ROOT/tests/gpu/gpu_compare.c" -o "$BUILD/gpu_compare.o" &&
-    gcc $CFLAGS -c "$ROOT/bench/kernels/kernel_bench.c" -o "$BUILD/kernel_bench.o" &&
-    "$NVCC" $ARCH "$BUILD/gpu_compare.o" "$BUILD/quant.o" "$BUILD/qgz.o" "$BUILD/quant_ref.o" "$BUILD/qgz_ref.o" -lm -o "$BUILD/gpu_compare" &&
-    "$NVCC" $ARCH "$BUILD/kernel_bench.o" "$BUILD/quant.o" "$BUILD/qgz.o" "$BUILD/quant_ref.o" "$BUILD/qgz_ref.o" -lm -o "$BUILD/kernel_bench"
+    gcc $CFLAGS -c "$ROOT/bench/kernels/kernel_bench.c" -o "$BUILD/kernel_bench.o" || exit 1
+    # variants build in the background while the default builds
+    IFS=';' read -ra vlist <<<"$VARIANTS"
+    for v in "${vlist[@]}"; do
+        [ -n "$v" ] && (build_variant "${v%%:*}" "${v#*:}" >"$BUILD/${v%%:*}.log" 2>&1) &
+    done
+    build_variant default ""
+    rc=$?
+    wait
+    exit $rc
 ) >"$OUTDIR/build.log" 2>&1
 rc=$?
-# registers and spills per kernel, demangled
+# registers and spills per kernel of the default build, demangled
 grep -E "Compiling entry function|registers|spill" "$OUTDIR/build.log" |
     sed -E "s/.*Compiling entry function '([^']+)'.*/\1/" | paste - - - |
     while IFS=$'\t' read -r fn spill regs; do
-        printf '%-60s %s | %s\n' "$(echo "$fn" | c++filt | sed -E 's/\(anonymous namespace\):://; s/\(.*//')" \
-            "$(echo "$regs" | sed -E 's/.*(Used [0-9]+ registers).*/\1/')" \
+        printf '%-44s %-18s | %s\n' "$(echo "$fn" | c++filt | sed -E 's/\(anonymous namespace\):://; s/\(.*//; s/^void //')" \
+            "$(echo "$regs" | sed -E 's/.*Used ([0-9]+) registers.*/\1 registers/')" \
             "$(echo "$spill" | sed -E 's/^ *//')"
     done >"$OUTDIR/registers.txt"
 if [ $rc -ne 0 ]; then
@@ -52,17 +74,36 @@ if [ $rc -ne 0 ]; then
     exit 1
 fi
 
-"$BUILD/gpu_compare" 2>&1 | tee "$OUTDIR/compare.log" | tail -8
+"$BUILD/default/gpu_compare" 2>&1 | tee "$OUTDIR/compare.log" | tail -8
 crc=${PIPESTATUS[0]}
-"$BUILD/kernel_bench" "$BENCH_MIB" 2>&1 | tee "$OUTDIR/bench.log"
+"$BUILD/default/kernel_bench" "$BENCH_MIB" 2>&1 | tee "$OUTDIR/bench.log"
 brc=${PIPESTATUS[0]}
 python3 "$ROOT/bench/kernels/torch_quant.py" "$BENCH_MIB" 2>&1 | tee -a "$OUTDIR/bench.log" | tail -6
+
+: >"$OUTDIR/variants.log"
+IFS=';' read -ra vlist <<<"$VARIANTS"
+for v in "${vlist[@]}"; do
+    [ -n "$v" ] || continue
+    name=${v%%:*}
+    {
+        echo "=== variant $name: ${v#*:}"
+        if [ -x "$BUILD/$name/kernel_bench" ]; then
+            grep -E "registers|spill" "$BUILD/$name.log" | paste - - | sed -E 's/ptxas info *: //' | sort | uniq -c
+            "$BUILD/$name/gpu_compare" 2>&1 | tail -1
+            "$BUILD/$name/kernel_bench" "$BENCH_MIB" 2>&1 | tail -n +3
+        else
+            echo "build failed"; tail -20 "$BUILD/$name.log"
+        fi
+    } >>"$OUTDIR/variants.log" 2>&1
+done
+[ -n "$VARIANTS" ] && grep -E "=== variant|gpu_compare:|quantize|dequantize|qgz|sum|Memcpy" "$OUTDIR/variants.log" |
+    awk '/=== variant/{print; next} {printf "  %-22s %-24s %s\n", $1" "$2, $3" "$4" "$5, $0 ~ /%/ ? $NF : ""}' | tail -120
 
 {
     echo "gpu_compare exit $crc, kernel_bench exit $brc"
     tail -6 "$OUTDIR/compare.log"
     cat "$OUTDIR/bench.log"
-    echo "-- registers/spills (-Xptxas -v) --"
+    echo "-- registers/spills (-Xptxas -v), default build --"
     cat "$OUTDIR/registers.txt"
 } >"$OUTDIR/summary.txt"
 echo "run_gpu: compare exit $crc, bench exit $brc"

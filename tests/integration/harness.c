@@ -5,7 +5,8 @@
  * still running, prints the logs of daemons that did not stop cleanly and
  * removes their directories, so a failed ASSERT (exit(1)) leaks nothing.
  * Children also get PR_SET_PDEATHSIG(SIGKILL) for the case where the test
- * process itself is killed (ctest timeout).
+ * process itself is killed (ctest timeout); in sanitizer builds the same
+ * cleanup also runs as the sanitizer's death callback.
  */
 #include "harness.h"
 
@@ -24,6 +25,19 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+/* A sanitizer that stops the test (ASan, UBSan without recovery) exits
+ * without running atexit handlers; its death callback cleans up instead. */
+#if defined(__SANITIZE_ADDRESS__)
+#define ZH_HAVE_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ZH_HAVE_SANITIZER 1
+#endif
+#endif
+#ifdef ZH_HAVE_SANITIZER
+#include <sanitizer/common_interface_defs.h>
+#endif
 
 #ifndef ZPPD_BIN
 #error "ZPPD_BIN must be defined by the build (tests/CMakeLists.txt)"
@@ -65,6 +79,9 @@ static void zh_init(void)
     if (!g_atexit_done) {
         g_owner = getpid();
         atexit(zh_cleanup_at_exit);
+#ifdef ZH_HAVE_SANITIZER
+        __sanitizer_set_death_callback(zh_cleanup_at_exit);
+#endif
         g_atexit_done = 1;
     }
 }
@@ -553,8 +570,7 @@ int zh_run_capture(char *const argv[], int timeout_ms, char *out, size_t outlen)
         out[len] = '\0';
     }
     int status = 0, code;
-    if (timed_out || !zh_wait_pid(pid, timed_out ? 0 : (int)(deadline - zh_now_ms()) + 1000,
-                                  &status)) {
+    if (timed_out || !zh_wait_pid(pid, (int)(deadline - zh_now_ms()) + 1000, &status)) {
         kill(-pid, SIGKILL);
         waitpid(pid, &status, 0);
         fprintf(stderr, "harness: %s timed out after %d ms: killed\n", argv[0], timeout_ms);

@@ -19,9 +19,9 @@ static void run_demo(const char *ranks, const char *nodes, const char *layers, c
     zh_daemon d;
     ASSERT_EQ(zh_daemon_start(NULL, &d), 0);
 
-    char *argv[] = {ZPP_DEMO_BIN, "-s",      d.socket, "--ranks",  (char *)ranks,
-                    "--nodes",    (char *)nodes, "--layers", (char *)layers, "--hidden",
-                    (char *)hidden, NULL};
+    char *argv[] = {ZPP_DEMO_BIN,   "-s",       d.socket,       "--ranks",
+                    (char *)ranks,  "--nodes",  (char *)nodes,  "--layers",
+                    (char *)layers, "--hidden", (char *)hidden, NULL};
     static char out[65536];
     int code = zh_run_capture(argv, DEMO_TIMEOUT_MS, out, sizeof out);
     printf("%s", out);

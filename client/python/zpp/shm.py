@@ -165,8 +165,19 @@ class SharedBuffer:
         self.close()
 
     def __del__(self) -> None:
+        # Collected while views still hold the Python mapping: free the C
+        # handle anyway (the mapping has its own dup of the memfd and lives
+        # on with the views), so nothing leaks past them.
         try:
             self.close()
+        except BufferError:
+            self._mm = None
+            for fn in list(self._listeners.values()):
+                fn(self)
+            self._listeners.clear()
+            if self._shm is not None:
+                LIB.zpp_shm_destroy(self._shm)
+                self._shm = None
         except Exception:
             pass
 

@@ -1,0 +1,70 @@
+/*
+ * zpp_cuda.h — libzpp's CUDA side: GPU buffers and stream-ordered calls
+ * against a zppd running the cuda backend. Include after zpp.h; needs
+ * <cuda.h> (the driver API). zpp.h itself stays free of CUDA headers.
+ *
+ * Flow (docs/cuda.md):
+ *   zpp_connect; zpp_cuda_attach(c, 16) with the GPU's context current;
+ *   zpp_hello with gpu_uuid = zpp_cuda_device_uuid(...);
+ *   zpp_register_cuda for each tensor (or its allocation) once;
+ *   zpp_collective_async(c, &call, stream, &req) ... zpp_wait_stream(c,
+ *   req, stream, &res): the daemon's stream waits for `stream`'s work
+ *   before the call, and `stream` waits for the daemon's work after it; no
+ *   CPU waits for a GPU. zpp_collective on an attached connection does the
+ *   same on the legacy default stream (stream 0).
+ * A connection is used by one thread at a time, with a current CUDA context
+ * on the device it was attached on.
+ */
+#ifndef ZPP_CUDA_H
+#define ZPP_CUDA_H
+
+#include <cuda.h>
+#include <stdint.h>
+
+#include "zpp.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ZPP_CUDA_UUID_LEN 48     /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" + NUL */
+#define ZPP_CUDA_MAX_CHUNKS 16   /* VMM chunks one registration may carry */
+
+/* The UUID of the current context's device as nvidia-smi prints it (the
+ * Hello's gpu_uuid). Returns 0 or a ZPP_E* code. */
+ZPP_EXPORT int zpp_cuda_device_uuid(char out[ZPP_CUDA_UUID_LEN]);
+
+/* Creates the connection's pool of n_events interprocess events (1..64)
+ * on the current context's device; call before zpp_hello, which then sends
+ * them and keeps the daemon's. Freed by zpp_close. */
+ZPP_EXPORT int zpp_cuda_attach(zpp_conn *c, int n_events);
+
+/* Registers the device memory around [dptr, dptr + len): a VMM allocation
+ * (cuMemCreate with the POSIX-fd handle type; PyTorch expandable segments)
+ * goes as one descriptor per physical chunk covering the range; any other
+ * (cudaMalloc) as the legacy IPC handle of its allocation (the daemon must
+ * allow_legacy_ipc). The registered region is the whole covering
+ * allocation(s): *offset_out is dptr's byte offset inside it, to use in
+ * zpp_bufref.offset. A VMM range over more than ZPP_CUDA_MAX_CHUNKS chunks
+ * is refused (ZPP_ELIMIT): register smaller ranges. If the allocator
+ * unmaps a chunk and maps new memory at the same address, the daemon keeps
+ * reading the old memory: register again after the caching allocator
+ * frees memory (libzpp caches nothing by address). */
+ZPP_EXPORT int zpp_register_cuda(zpp_conn *c, const void *dptr, size_t len, uint64_t *buffer_id,
+                                 uint64_t *offset_out);
+
+/* Submits call ordered after the work on `stream` (records the next free
+ * ready event on it). *req_id for zpp_wait_stream. ZPP_EBUSY when every
+ * event of the pool is in flight. */
+ZPP_EXPORT int zpp_collective_async(zpp_conn *c, const zpp_coll *call, CUstream stream,
+                                    uint64_t *req_id);
+
+/* Waits for req_id's reply, then makes `stream` wait (on the GPU) for the
+ * daemon's work: results may be used by work enqueued on stream after
+ * this returns. res may be NULL. */
+ZPP_EXPORT int zpp_wait_stream(zpp_conn *c, uint64_t req_id, CUstream stream, zpp_result *res);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

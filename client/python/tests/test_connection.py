@@ -1,0 +1,158 @@
+"""One process, one or two connections: argument checks in Python before C,
+the registration cache and its release, timeouts, closed connections."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import pytest
+
+import zpp
+
+
+def calls(conn: zpp.Connection) -> int:
+    s = conn.status()
+    return s["calls_ok"] + s["calls_failed"]
+
+
+@pytest.fixture
+def solo(daemon, job):
+    """A connection that joined a one-rank job, and a SharedBuffer."""
+    with zpp.Connection(daemon.socket) as c, zpp.SharedBuffer(1 << 16) as shm:
+        c.hello(job, 0, 1)
+        yield c, shm
+        gc.collect()  # views of the test go before shm closes
+
+
+def test_sizes_and_dtypes_are_checked_before_the_daemon_sees_the_call(solo) -> None:
+    c, shm = solo
+    a = shm.numpy(np.float32, 100)
+    small = shm.numpy(np.float32, 50, offset=1024)
+    raw = shm.numpy(np.uint16, 100, offset=2048)
+    before = calls(c)
+    with pytest.raises(zpp.ZppInvalidArgumentError, match="needs 400"):
+        c.allgather(a, small, count=100)
+    with pytest.raises(ValueError, match="float32|FP32"):
+        c.allgather(a, a, dtype="fp16")
+    with pytest.raises(ValueError, match="dtype"):
+        c.allgather(raw, raw)
+    with pytest.raises(ValueError, match="SharedBuffer"):
+        c.allgather(a, np.zeros(100, np.float32))
+    with pytest.raises(ValueError, match="bits"):
+        c.qwz_allgather(a, a, bits=5)
+    with pytest.raises(ValueError, match="block"):
+        c.qgz_reduce_scatter(a, a, block=100)
+    with pytest.raises(ValueError, match="key"):
+        c.hpz_invalidate()
+    assert calls(c) == before
+    c.allgather(raw, raw, dtype=zpp.DType.BF16)  # and a good call goes through
+    assert calls(c) == before + 1
+    del a, small, raw
+
+
+def test_collectives_before_hello_are_refused(daemon) -> None:
+    with zpp.Connection(daemon.socket) as c:
+        with pytest.raises(zpp.ZppStateError):
+            c.barrier()
+
+
+def test_hello_errors_carry_the_daemons_message(daemon, job) -> None:
+    with zpp.Connection(daemon.socket) as a, zpp.Connection(daemon.socket) as b:
+        with pytest.raises(zpp.ZppInvalidArgumentError) as ei:
+            a.hello(job, 0, 3, node_count=2)  # refused by libzpp itself
+        assert ei.value.code == -1 and "node_count" in ei.value.message
+        a.hello(job, 0, 2)
+        with pytest.raises(zpp.ZppExistsError) as ei:
+            b.hello(job, 0, 2)  # refused by the daemon
+        assert ei.value.code == -17 and "rank 0 of job" in ei.value.message
+        assert "already joined" in ei.value.message
+
+
+def test_one_registration_per_buffer_released_on_close(daemon, job) -> None:
+    shm = zpp.SharedBuffer(1 << 16)
+    c = zpp.Connection(daemon.socket)
+    c.hello(job, 0, 1)
+    sessions = c.status()["sessions"]
+    a = shm.numpy(np.float32, 64)
+    b = shm.numpy(np.float32, 64, offset=4096)
+    a[:] = 3
+    c.allgather(a, b)
+    c.reduce_scatter(b, a)
+    assert list(c.registered) == [id(shm)]  # both arrays: one registration
+    assert (a == 3).all() and (b == 3).all()
+    assert shm._listeners
+    c.close()
+    assert c.closed and c.registered == {} and not shm._listeners
+    with zpp.Connection(daemon.socket) as probe:
+        assert probe.status()["sessions"] == sessions  # the probe replaces c
+    with pytest.raises(zpp.ZppClosedError):
+        c.barrier()
+    del a, b
+    shm.close()
+
+
+def test_released_buffer_id_is_unknown_to_the_daemon(solo) -> None:
+    c, shm = solo
+    a = shm.numpy(np.float32, 64)
+    c.allgather(a, a)
+    bid = c.registered[id(shm)]
+    c.release(shm)
+    assert c.registered == {} and not shm._listeners
+    with pytest.raises(zpp.ZppNotFoundError) as ei:
+        c.allgather(zpp.BufRef(bid, 0), zpp.BufRef(bid, 0), count=64, dtype="fp32")
+    assert "not registered" in ei.value.message
+    c.allgather(a, a)  # registers again
+    assert c.registered[id(shm)] != bid
+    del a
+
+
+def test_closing_a_buffer_drops_its_registration(solo) -> None:
+    c, _ = solo
+    shm = zpp.SharedBuffer(4096)
+    a = shm.numpy(np.float32, 16)
+    c.allgather(a, a)
+    assert id(shm) in c.registered
+    del a
+    shm.close()
+    assert id(shm) not in c.registered
+
+
+def test_a_call_past_its_timeout_raises_a_TimeoutError(daemon, job) -> None:
+    # zppd aborts the job and tells the waiting calls ZPP_ETIMEDOUT.
+    with zpp.Connection(daemon.socket) as r0, zpp.Connection(daemon.socket) as r1:
+        r0.hello(job, 0, 2)
+        r1.hello(job, 1, 2)  # joins, never calls
+        with pytest.raises(zpp.ZppTimeoutError) as ei:
+            r0.barrier(timeout_ms=200)
+        assert isinstance(ei.value, TimeoutError) and ei.value.code == -9
+        assert "timed out after 200 ms waiting for ranks 1" in ei.value.message
+
+
+def test_close_abandons_pending_requests(daemon, job) -> None:
+    with zpp.Connection(daemon.socket) as r0, zpp.Connection(daemon.socket) as r1:
+        r0.hello(job, 0, 2)
+        r1.hello(job, 1, 2)
+        req = r0.barrier(async_op=True)
+        assert not req.test()
+        r0.close()
+        with pytest.raises(zpp.ZppClosedError):
+            req.wait()
+
+
+def test_two_connections_in_one_process_complete_async_calls(daemon, job) -> None:
+    with zpp.Connection(daemon.socket) as r0, zpp.Connection(daemon.socket) as r1, zpp.SharedBuffer(
+        1 << 14
+    ) as shm:
+        r0.hello(job, 0, 2)
+        r1.hello(job, 1, 2)
+        full = np.arange(10, dtype=np.float32)
+        ins = [shm.numpy(np.float32, 5, offset=o) for o in (0, 64)]
+        outs = [shm.numpy(np.float32, 10, offset=o) for o in (128, 192)]
+        for r in (0, 1):
+            ins[r][:] = full[5 * r : 5 * r + 5]
+        q0 = r0.allgather(ins[0], outs[0], async_op=True)
+        q1 = r1.allgather(ins[1], outs[1], async_op=True)
+        assert q1.wait().algo == q0.wait().algo == "ag_exact"
+        assert np.array_equal(outs[0], full) and np.array_equal(outs[1], full)
+        del ins, outs

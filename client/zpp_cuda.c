@@ -1,0 +1,393 @@
+/*
+ * zpp_cuda.c — libzpp's CUDA side (zpp_cuda.h): the connection's pool of
+ * interprocess events, registration of GPU memory (VMM descriptors or a
+ * legacy IPC handle), and stream-ordered collectives.
+ *
+ * It plugs into zpp.c through the zpp__ext hooks of zpp_int.h: Hello sends
+ * our ready events and we open the daemon's done events from the reply;
+ * zpp_collective on an attached connection becomes async + stream wait on
+ * the default stream. Event slot i is in flight from zpp_collective_async
+ * (which records ready[i]) until zpp_wait_stream (which makes the stream
+ * wait on done[i]); the daemon records done[i] only for a call that named
+ * slot i, so a slot is never re-recorded by either side while in use.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "zpp_cuda.h"
+#include "zpp_int.h"
+
+#define EV_HANDLE_LEN 64
+
+/* The driver API through libcuda.so.1 loaded at run time: libzpp never
+ * links libcuda, so host-only users need no NVIDIA driver. */
+#define ZCU_FUNCS(X)                                                                               \
+    X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxGetDevice) X(cuDeviceGet) X(cuDeviceGetUuid)     \
+    X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuGetErrorString) X(cuIpcGetEventHandle) \
+    X(cuIpcGetMemHandle) X(cuIpcOpenEventHandle) X(cuMemExportToShareableHandle)                  \
+    X(cuMemGetAddressRange) X(cuMemRelease) X(cuMemRetainAllocationHandle)                        \
+    X(cuPointerGetAttribute) X(cuStreamWaitEvent)
+
+static struct {
+#define ZCU_MEMBER(f) __typeof__(&f) p_##f;
+    ZCU_FUNCS(ZCU_MEMBER)
+#undef ZCU_MEMBER
+    int loaded;
+} zcu;
+#define ZCU(f) (zcu.p_##f)
+
+/* Loads the driver functions once; 0 or ZPP_EUNSUPPORTED. Not thread-safe
+ * on the first call (like the rest of a connection's use). */
+static int zcu_load(void)
+{
+    if (zcu.loaded)
+        return 0;
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return ZPP_EUNSUPPORTED;
+    __typeof__(&cuGetProcAddress) gpa;
+    *(void **)&gpa = dlsym(h, "cuGetProcAddress_v2");
+    if (!gpa)
+        return ZPP_EUNSUPPORTED;
+#define ZCU_LOAD(f)                                                                                \
+    {                                                                                              \
+        CUdriverProcAddressQueryResult q;                                                          \
+        if (gpa(#f, (void **)&zcu.p_##f, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q) !=         \
+                CUDA_SUCCESS ||                                                                    \
+            !zcu.p_##f)                                                                            \
+            return ZPP_EUNSUPPORTED;                                                               \
+    }
+    ZCU_FUNCS(ZCU_LOAD)
+#undef ZCU_LOAD
+    zcu.loaded = 1;
+    return 0;
+}
+
+struct zpp_cuda {
+    CUcontext ctx;
+    int n;
+    CUevent *ready;           /* ours, interprocess */
+    CUevent *done;            /* the daemon's, opened from HelloReply */
+    uint8_t (*ready_h)[EV_HANDLE_LEN];
+    ProtobufCBinaryData *wire;
+    uint64_t *req_of;         /* slot -> req_id in flight (0: free) */
+    int next;                 /* round-robin start for the next free slot */
+    int have_done;
+};
+
+static int drv_err(zpp_conn *c, CUresult r, const char *what)
+{
+    const char *s = NULL;
+    char msg[200];
+    ZCU(cuGetErrorString)(r, &s);
+    snprintf(msg, sizeof msg, "%s: %s", what, s ? s : "CUDA error");
+    return zpp__set_err(c, r == CUDA_ERROR_OUT_OF_MEMORY ? ZPP_ENOMEM : ZPP_EBACKEND, msg);
+}
+
+static void uuid_fmt(const CUuuid *u, char *out)
+{
+    const unsigned char *x = (const unsigned char *)u->bytes;
+    snprintf(out, ZPP_CUDA_UUID_LEN,
+             "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", x[0],
+             x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8], x[9], x[10], x[11], x[12], x[13],
+             x[14], x[15]);
+}
+
+int zpp_cuda_device_uuid(char out[ZPP_CUDA_UUID_LEN])
+{
+    CUdevice d;
+    CUuuid u;
+    if (!out)
+        return ZPP_EINVAL;
+    if (zcu_load())
+        return ZPP_EUNSUPPORTED;
+    if (ZCU(cuCtxGetDevice)(&d) != CUDA_SUCCESS || ZCU(cuDeviceGetUuid)(&u, d) != CUDA_SUCCESS)
+        return ZPP_EBACKEND;
+    uuid_fmt(&u, out);
+    return 0;
+}
+
+/* ---- hooks -------------------------------------------------------------- */
+
+static void ext_free(void *state)
+{
+    struct zpp_cuda *z = state;
+    if (!z)
+        return;
+    CUcontext prev = NULL;
+    ZCU(cuCtxGetCurrent)(&prev);
+    if (z->ctx)
+        ZCU(cuCtxSetCurrent)(z->ctx);
+    for (int i = 0; i < z->n; i++) {
+        if (z->ready && z->ready[i])
+            ZCU(cuEventDestroy)(z->ready[i]);
+        if (z->done && z->done[i])
+            ZCU(cuEventDestroy)(z->done[i]);
+    }
+    if (prev)
+        ZCU(cuCtxSetCurrent)(prev);
+    free(z->ready);
+    free(z->done);
+    free(z->ready_h);
+    free(z->wire);
+    free(z->req_of);
+    free(z);
+}
+
+static int ext_hello_out(void *state, ProtobufCBinaryData **ev, size_t *n)
+{
+    struct zpp_cuda *z = state;
+    *ev = z->wire;
+    *n = (size_t)z->n;
+    return 0;
+}
+
+static int ext_hello_in(void *state, zpp_conn *c, const Zpp__HelloReply *hr)
+{
+    struct zpp_cuda *z = state;
+    if (hr->n_done_events != (size_t)z->n)
+        return zpp__set_err(c, ZPP_EPROTO,
+                            "the daemon returned a different number of done events (is it "
+                            "running the cuda backend?)");
+    for (int i = 0; i < z->n; i++) {
+        CUipcEventHandle h;
+        if (hr->done_events[i].len != sizeof h)
+            return zpp__set_err(c, ZPP_EPROTO, "a done event handle is not 64 bytes");
+        memcpy(&h, hr->done_events[i].data, sizeof h);
+        if (z->done[i]) {
+            ZCU(cuEventDestroy)(z->done[i]);
+            z->done[i] = NULL;
+        }
+        CUresult r = ZCU(cuIpcOpenEventHandle)(&z->done[i], h);
+        if (r != CUDA_SUCCESS) {
+            z->done[i] = NULL;
+            return drv_err(c, r, "cuIpcOpenEventHandle (daemon done event)");
+        }
+    }
+    z->have_done = 1;
+    return 0;
+}
+
+static int ext_collective(void *state, zpp_conn *c, const zpp_coll *call, zpp_result *res)
+{
+    uint64_t id = 0;
+    int rc = zpp_collective_async(c, call, (CUstream)0, &id);
+    if (rc < 0)
+        return rc;
+    return zpp_wait_stream(c, id, (CUstream)0, res);
+}
+
+int zpp_cuda_attach(zpp_conn *c, int n_events)
+{
+    if (!c)
+        return ZPP_EINVAL;
+    if (zcu_load())
+        return zpp__set_err(c, ZPP_EUNSUPPORTED, "zpp_cuda_attach: no NVIDIA driver "
+                                                 "(libcuda.so.1) could be loaded");
+    zpp__ext *x = zpp__ext_of(c);
+    if (x->state)
+        return zpp__set_err(c, ZPP_ESTATE, "zpp_cuda_attach: already attached");
+    if (n_events < 1 || n_events > (int)ZPP_MAX_EVENTS)
+        return zpp__set_err(c, ZPP_EINVAL, "zpp_cuda_attach: n_events must be in 1..64");
+    struct zpp_cuda *z = calloc(1, sizeof *z);
+    int rc = 0;
+    CUresult r;
+    if (!z || !(z->ready = calloc((size_t)n_events, sizeof *z->ready)) ||
+        !(z->done = calloc((size_t)n_events, sizeof *z->done)) ||
+        !(z->ready_h = calloc((size_t)n_events, sizeof *z->ready_h)) ||
+        !(z->wire = calloc((size_t)n_events, sizeof *z->wire)) ||
+        !(z->req_of = calloc((size_t)n_events, sizeof *z->req_of))) {
+        ext_free(z);
+        return zpp__set_err(c, ZPP_ENOMEM, "zpp_cuda_attach: out of memory");
+    }
+    if ((r = ZCU(cuCtxGetCurrent)(&z->ctx)) != CUDA_SUCCESS || !z->ctx) {
+        ext_free(z);
+        return zpp__set_err(c, ZPP_ESTATE, "zpp_cuda_attach: no current CUDA context");
+    }
+    z->n = n_events;
+    for (int i = 0; i < n_events; i++) {
+        CUipcEventHandle h;
+        r = ZCU(cuEventCreate)(&z->ready[i], CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING);
+        if (r != CUDA_SUCCESS) {
+            z->ready[i] = NULL;
+            rc = drv_err(c, r, "cuEventCreate (interprocess)");
+            break;
+        }
+        if ((r = ZCU(cuIpcGetEventHandle)(&h, z->ready[i])) != CUDA_SUCCESS) {
+            rc = drv_err(c, r, "cuIpcGetEventHandle");
+            break;
+        }
+        memcpy(z->ready_h[i], &h, EV_HANDLE_LEN);
+        z->wire[i].data = z->ready_h[i];
+        z->wire[i].len = EV_HANDLE_LEN;
+    }
+    if (rc < 0) {
+        ext_free(z);
+        return rc;
+    }
+    x->state = z;
+    x->hello_out = ext_hello_out;
+    x->hello_in = ext_hello_in;
+    x->collective = ext_collective;
+    x->free = ext_free;
+    return 0;
+}
+
+static struct zpp_cuda *attached(zpp_conn *c)
+{
+    zpp__ext *x = zpp__ext_of(c);
+    return x->free == ext_free ? x->state : NULL;
+}
+
+/* ---- buffers ------------------------------------------------------------ */
+
+int zpp_register_cuda(zpp_conn *c, const void *dptr, size_t len, uint64_t *buffer_id,
+                      uint64_t *offset_out)
+{
+    if (!c)
+        return ZPP_EINVAL;
+    if (!dptr || !len || !buffer_id || !offset_out)
+        return zpp__set_err(c, ZPP_EINVAL, "zpp_register_cuda: null pointer or zero length");
+    if (zcu_load())
+        return zpp__set_err(c, ZPP_EUNSUPPORTED, "zpp_register_cuda: no NVIDIA driver");
+    CUdeviceptr p = (CUdeviceptr)(uintptr_t)dptr, base = 0;
+    size_t size = 0;
+    CUresult r = ZCU(cuMemGetAddressRange)(&base, &size, p);
+    if (r != CUDA_SUCCESS)
+        return drv_err(c, r, "zpp_register_cuda: cuMemGetAddressRange (not device memory?)");
+    char uuid[ZPP_CUDA_UUID_LEN] = "";
+    int ord = -1;
+    CUdevice dev;
+    CUuuid u;
+    if (ZCU(cuPointerGetAttribute)(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p) == CUDA_SUCCESS &&
+        ZCU(cuDeviceGet)(&dev, ord) == CUDA_SUCCESS && ZCU(cuDeviceGetUuid)(&u, dev) == CUDA_SUCCESS)
+        uuid_fmt(&u, uuid);
+
+    CUmemGenericAllocationHandle h;
+    if (ZCU(cuMemRetainAllocationHandle)(&h, (void *)(uintptr_t)base) == CUDA_SUCCESS) {
+        /* VMM: one descriptor per physical chunk covering [p, p + len). */
+        ZCU(cuMemRelease)(h);
+        int fds[ZPP_CUDA_MAX_CHUNKS];
+        uint64_t sizes[ZPP_CUDA_MAX_CHUNKS];
+        int n = 0, rc = 0;
+        CUdeviceptr at = base, end = p + len;
+        while (at < end) {
+            CUdeviceptr cb = 0;
+            size_t cs = 0;
+            if (n == ZPP_CUDA_MAX_CHUNKS) {
+                rc = zpp__set_err(c, ZPP_ELIMIT,
+                                  "zpp_register_cuda: the range spans more than 16 VMM chunks; "
+                                  "register smaller ranges");
+                break;
+            }
+            if ((r = ZCU(cuMemGetAddressRange)(&cb, &cs, at)) != CUDA_SUCCESS || cb != at || !cs) {
+                rc = r != CUDA_SUCCESS ? drv_err(c, r, "cuMemGetAddressRange (chunk)")
+                                       : zpp__set_err(c, ZPP_EINVAL, "VMM chunks not contiguous");
+                break;
+            }
+            if ((r = ZCU(cuMemRetainAllocationHandle)(&h, (void *)(uintptr_t)cb)) != CUDA_SUCCESS) {
+                rc = drv_err(c, r, "cuMemRetainAllocationHandle (chunk)");
+                break;
+            }
+            int fd = -1;
+            r = ZCU(cuMemExportToShareableHandle)(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+            ZCU(cuMemRelease)(h);
+            if (r != CUDA_SUCCESS) {
+                rc = drv_err(c, r,
+                             "cuMemExportToShareableHandle (allocated without the POSIX-fd "
+                             "handle type?)");
+                break;
+            }
+            fds[n] = fd;
+            sizes[n++] = cs;
+            at = cb + cs;
+        }
+        if (rc == 0) {
+            uint64_t total = 0;
+            for (int i = 0; i < n; i++)
+                total += sizes[i];
+            rc = zpp__register_dev(c, fds, n, sizes, NULL, 0, uuid, 0, total, buffer_id);
+            if (rc == 0)
+                *offset_out = p - base;
+        }
+        for (int i = 0; i < n; i++)
+            close(fds[i]);
+        return rc;
+    }
+    /* cudaMalloc memory: the legacy IPC handle of the allocation. */
+    CUipcMemHandle ih;
+    if ((r = ZCU(cuIpcGetMemHandle)(&ih, base)) != CUDA_SUCCESS)
+        return drv_err(c, r, "cuIpcGetMemHandle");
+    uint8_t raw[EV_HANDLE_LEN];
+    memcpy(raw, &ih, sizeof raw);
+    int rc = zpp__register_dev(c, NULL, 0, NULL, raw, sizeof raw, uuid, 0, size, buffer_id);
+    memset(raw, 0, sizeof raw); /* a bearer token: do not leave copies around */
+    if (rc == 0)
+        *offset_out = p - base;
+    return rc;
+}
+
+/* ---- stream-ordered calls --------------------------------------------------- */
+
+int zpp_collective_async(zpp_conn *c, const zpp_coll *call, CUstream stream, uint64_t *req_id)
+{
+    if (!c)
+        return ZPP_EINVAL;
+    struct zpp_cuda *z = attached(c);
+    if (!z || !z->have_done)
+        return zpp__set_err(c, ZPP_ESTATE,
+                            "zpp_collective_async: call zpp_cuda_attach before zpp_hello");
+    if (!req_id)
+        return zpp__set_err(c, ZPP_EINVAL, "zpp_collective_async: no req_id");
+    int slot = -1;
+    for (int k = 0; k < z->n; k++) {
+        int i = (z->next + k) % z->n;
+        if (!z->req_of[i]) {
+            slot = i;
+            break;
+        }
+    }
+    if (slot < 0)
+        return zpp__set_err(c, ZPP_EBUSY, "every event of the pool is in flight: wait first");
+    CUresult r = ZCU(cuEventRecord)(z->ready[slot], stream);
+    if (r != CUDA_SUCCESS)
+        return drv_err(c, r, "cuEventRecord (ready event)");
+    uint64_t id = 0;
+    int rc = zpp__submit_ev(c, call, (uint32_t)slot + 1, &id);
+    if (rc < 0)
+        return rc;
+    z->req_of[slot] = id;
+    z->next = (slot + 1) % z->n;
+    *req_id = id;
+    return 0;
+}
+
+int zpp_wait_stream(zpp_conn *c, uint64_t req_id, CUstream stream, zpp_result *res)
+{
+    if (!c)
+        return ZPP_EINVAL;
+    struct zpp_cuda *z = attached(c);
+    int slot = -1;
+    if (z)
+        for (int i = 0; i < z->n; i++)
+            if (z->req_of[i] == req_id && req_id) {
+                slot = i;
+                break;
+            }
+    int rc = zpp_wait(c, req_id, res);
+    if (slot < 0)
+        return rc;
+    z->req_of[slot] = 0;
+    if (rc == ZPP_EBUSY || rc == ZPP_ENOENT)
+        return rc;
+    /* Also after a failed call: the daemon may have recorded done[slot]
+     * (a failure after enqueue); waiting on it costs nothing otherwise. */
+    CUresult r = ZCU(cuStreamWaitEvent)(stream, z->done[slot], 0);
+    if (r != CUDA_SUCCESS && rc == 0)
+        return drv_err(c, r, "cuStreamWaitEvent (done event)");
+    return rc;
+}

@@ -1,0 +1,654 @@
+/*
+ * backend_cuda.c — the cuda backend: the node's GPUs, client memory
+ * imported into the daemon, the sessions' interprocess events, hpZ store
+ * memory, and the ops table. A job's streams, NCCL communicators, staging
+ * and the collectives live in backend_cuda_job.c.
+ *
+ * Devices: every GPU the daemon sees, by its UUID as nvidia-smi prints it
+ * ("GPU-xxxxxxxx-xxxx-..."): a client names its GPU by UUID because its
+ * CUDA_VISIBLE_DEVICES differs from ours. We retain each primary context
+ * and use the runtime API on it (cudaSetDevice), the driver API where the
+ * runtime has no call (VMM import, IPC events).
+ *
+ * Client memory (docs/cuda.md, "Buffers"):
+ *   VMM: one POSIX fd per physical chunk (cuMemExportToShareableHandle on
+ *     the client), imported with cuMemImportFromShareableHandle, mapped back
+ *     to back in one reserved range, read-write for the device. The range
+ *     [offset, offset + length) must lie inside the sum of the chunks.
+ *   legacy: a cudaIpcMemHandle of the base allocation (only when
+ *     allow_legacy_ipc; a bearer token, DESIGN.md), opened with
+ *     cuIpcOpenMemHandle; cuMemGetAddressRange gives the real allocation
+ *     size against which the range is checked. One open per (device, uid,
+ *     handle), reference-counted: the driver refuses a second open of the
+ *     same allocation in one process.
+ * Release waits for the device's work to end (cuCtxSynchronize) before it
+ * unmaps: a call still enqueued may read the memory.
+ *
+ * Events: per session, the client's ready events (opened from their IPC
+ * handles) and as many daemon done events (interprocess, no timing), whose
+ * handles go back in HelloReply. call_wait/call_record use them on the
+ * slot's stream: no CPU waits for the GPU.
+ *
+ * Sticky CUDA errors (illegal address and the like) make the whole process
+ * unusable: they set b->fatal; be_cuda_fatal() tells main, which exits.
+ */
+#include <dlfcn.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "backend_cuda_int.h"
+#include "zpp.h"
+
+#define CU_IPC_HANDLE_LEN 64 /* sizeof(CUipcMemHandle) == sizeof(CUipcEventHandle) */
+
+/* ---- the driver API, loaded at run time ---------------------------------- */
+
+struct zcu_table zcu;
+
+int zcu_load(char *why, size_t why_len)
+{
+    static int loaded;
+    if (loaded)
+        return 0;
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(why, why_len, "no NVIDIA driver (libcuda.so.1): %s", dlerror());
+        return -1;
+    }
+    __typeof__(&cuGetProcAddress) gpa;
+    *(void **)&gpa = dlsym(h, "cuGetProcAddress_v2");
+    if (!gpa) {
+        snprintf(why, why_len, "libcuda.so.1 has no cuGetProcAddress_v2 (driver too old)");
+        return -1;
+    }
+#define ZCU_LOAD(f)                                                                                \
+    {                                                                                              \
+        CUdriverProcAddressQueryResult q;                                                          \
+        if (gpa(#f, (void **)&zcu.p_##f, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q) !=         \
+                CUDA_SUCCESS ||                                                                    \
+            !zcu.p_##f) {                                                                          \
+            snprintf(why, why_len, "the NVIDIA driver lacks %s (CUDA %d)", #f, CUDA_VERSION);      \
+            return -1;                                                                             \
+        }                                                                                          \
+    }
+    ZCU_FUNCS(ZCU_LOAD)
+#undef ZCU_LOAD
+    loaded = 1;
+    return 0;
+}
+
+/* ---- errors --------------------------------------------------------- */
+
+int cu_drv_fail(CUresult r, const char *what, char *why, size_t why_len)
+{
+    const char *name = NULL, *msg = NULL;
+    ZCU(cuGetErrorName)(r, &name);
+    ZCU(cuGetErrorString)(r, &msg);
+    if (why && why_len)
+        snprintf(why, why_len, "%s: %s (%s)", what, msg ? msg : "?", name ? name : "?");
+    return r == CUDA_ERROR_OUT_OF_MEMORY ? ZPP_ENOMEM : ZPP_EBACKEND;
+}
+
+int cu_rt_fail(cudaError_t r, const char *what, char *why, size_t why_len)
+{
+    if (why && why_len)
+        snprintf(why, why_len, "%s: %s (%s)", what, cudaGetErrorString(r), cudaGetErrorName(r));
+    return r == cudaErrorMemoryAllocation ? ZPP_ENOMEM : ZPP_EBACKEND;
+}
+
+int cu_rt_sticky(cudaError_t r)
+{
+    switch (r) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorHardwareStackError:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorECCUncorrectable:
+    case cudaErrorUnknown:
+    case cudaErrorContextIsDestroyed:
+    case cudaErrorDevicesUnavailable:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+void cu_mark_fatal(struct cu_backend *b, const char *what, cudaError_t r)
+{
+    if (b->fatal)
+        return;
+    b->fatal = 1;
+    snprintf(b->fatal_why, sizeof b->fatal_why, "%s: %s (%s)", what, cudaGetErrorString(r),
+             cudaGetErrorName(r));
+}
+
+int be_cuda_fatal(void *backend, char *why, size_t why_len)
+{
+    struct cu_backend *b = backend;
+    if (!b || !b->fatal)
+        return 0;
+    if (why && why_len)
+        snprintf(why, why_len, "%s", b->fatal_why);
+    return 1;
+}
+
+int cu_use(const struct cu_backend *b, int device)
+{
+    if (device < 0 || device >= b->ndev)
+        return ZPP_EINVAL;
+    return cudaSetDevice(b->devs[device].ordinal) == cudaSuccess ? 0 : ZPP_EBACKEND;
+}
+
+/* ---- open / close ----------------------------------------------------- */
+
+static void format_uuid(const CUuuid *u, char *out, size_t len)
+{
+    const unsigned char *x = (const unsigned char *)u->bytes;
+    snprintf(out, len,
+             "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", x[0],
+             x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8], x[9], x[10], x[11], x[12], x[13],
+             x[14], x[15]);
+}
+
+void *be_cuda_open(int allow_legacy_ipc, char *why, size_t why_len)
+{
+    struct cu_backend *b = NULL;
+    int n = 0;
+    if (zcu_load(why, why_len))
+        return NULL;
+    CUresult r = ZCU(cuInit)(0);
+    if (r != CUDA_SUCCESS) {
+        cu_drv_fail(r, "cuInit", why, why_len);
+        return NULL;
+    }
+    if ((r = ZCU(cuDeviceGetCount)(&n)) != CUDA_SUCCESS) {
+        cu_drv_fail(r, "cuDeviceGetCount", why, why_len);
+        return NULL;
+    }
+    if (n < 1) {
+        snprintf(why, why_len, "no CUDA device is visible");
+        return NULL;
+    }
+    /* NCCL's RAS listener would let any local user query our jobs and
+     * collide between tenants (DESIGN.md); the operator may override. */
+    setenv("NCCL_RAS_ENABLE", "0", 0);
+    b = calloc(1, sizeof *b);
+    if (!b || !(b->devs = calloc((size_t)n, sizeof *b->devs))) {
+        snprintf(why, why_len, "out of memory");
+        free(b);
+        return NULL;
+    }
+    b->allow_legacy = allow_legacy_ipc;
+    for (int i = 0; i < n; i++) {
+        struct cu_dev *d = &b->devs[i];
+        CUuuid u;
+        d->ordinal = i;
+        if ((r = ZCU(cuDeviceGet)(&d->dev, i)) != CUDA_SUCCESS ||
+            (r = ZCU(cuDeviceGetUuid)(&u, d->dev)) != CUDA_SUCCESS ||
+            (r = ZCU(cuDevicePrimaryCtxRetain)(&d->ctx, d->dev)) != CUDA_SUCCESS) {
+            cu_drv_fail(r, "opening a device", why, why_len);
+            b->ndev = i;
+            be_cuda_close(b);
+            return NULL;
+        }
+        b->ndev = i + 1;
+        format_uuid(&u, d->uuid, sizeof d->uuid);
+        int fd_ok = 0;
+        ZCU(cuDeviceGetAttribute)(&fd_ok, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+                             d->dev);
+        if (fd_ok) {
+            CUmemAllocationProp p = {0};
+            p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+            p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+            p.location.id = d->dev;
+            p.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+            if (ZCU(cuMemGetAllocationGranularity)(&d->granularity, &p,
+                                              CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS)
+                d->granularity = 0;
+        }
+    }
+    return b;
+}
+
+void be_cuda_close(void *backend)
+{
+    struct cu_backend *b = backend;
+    if (!b)
+        return;
+    for (int i = 0; i < b->ndev; i++)
+        ZCU(cuDevicePrimaryCtxRelease)(b->devs[i].dev);
+    free(b->devs);
+    free(b);
+}
+
+static int cuda_device_of_uuid(void *backend, const char *uuid)
+{
+    struct cu_backend *b = backend;
+    if (!uuid)
+        return -1;
+    for (int i = 0; i < b->ndev; i++)
+        if (!strcasecmp(b->devs[i].uuid, uuid))
+            return i;
+    return -1;
+}
+
+/* ---- imported client memory ----------------------------------------- */
+
+enum { IMP_VMM = 1, IMP_LEGACY = 2 };
+
+/* One legacy open, shared by the registrations of one (device, uid,
+ * handle). Linked from the backend-wide list. */
+struct cu_legacy {
+    struct cu_legacy *next;
+    int device;
+    uint32_t uid;
+    uint8_t handle[CU_IPC_HANDLE_LEN];
+    CUdeviceptr base;
+    size_t size;
+    int refs;
+};
+static struct cu_legacy *legacy_opens; /* loop thread only */
+
+struct cu_import {
+    int kind;
+    int device;
+    struct cu_backend *b;
+    /* VMM: the handles are released right after mapping (the mapping
+     * holds the memory); sizes[i] of the nmapped chunks, for unmapping. */
+    CUdeviceptr va;
+    size_t va_size;
+    int nmapped;
+    CUmemGenericAllocationHandle *handles;
+    size_t *sizes;
+    /* legacy */
+    struct cu_legacy *leg;
+};
+
+static void vmm_release(struct cu_import *im)
+{
+    size_t off = 0;
+    for (int i = 0; i < im->nmapped; i++) {
+        ZCU(cuMemUnmap)(im->va + off, im->sizes[i]);
+        off += im->sizes[i];
+    }
+    if (im->va)
+        ZCU(cuMemAddressFree)(im->va, im->va_size);
+    free(im->handles);
+    free(im->sizes);
+}
+
+static int range_ok(uint64_t off, uint64_t len, uint64_t size)
+{
+    return off <= size && len <= size - off;
+}
+
+static int import_vmm(struct cu_backend *b, const struct be_import *d, struct cu_import *im,
+                      uint8_t **ptr, char *why, size_t why_len)
+{
+    const struct cu_dev *dev = &b->devs[d->device];
+    uint64_t total = 0;
+    CUresult r;
+    int rc = 0;
+    if (!dev->granularity) {
+        snprintf(why, why_len, "GPU %s cannot import POSIX-fd VMM memory", dev->uuid);
+        return ZPP_EUNSUPPORTED;
+    }
+    for (int i = 0; i < d->nfds; i++) {
+        uint64_t cs = d->chunk_sizes[i];
+        if (cs == 0 || cs % dev->granularity || cs > UINT64_MAX - total) {
+            snprintf(why, why_len, "chunk %d: size %" PRIu64 " is not a positive multiple of %zu",
+                     i, cs, dev->granularity);
+            return ZPP_EINVAL;
+        }
+        total += cs;
+    }
+    if (total > SIZE_MAX || !range_ok(d->offset, d->length, total)) {
+        snprintf(why, why_len,
+                 "range [%" PRIu64 ", +%" PRIu64 ") is outside the %" PRIu64 " mapped bytes",
+                 d->offset, d->length, total);
+        return ZPP_ERANGE;
+    }
+    im->handles = calloc((size_t)d->nfds, sizeof *im->handles);
+    im->sizes = calloc((size_t)d->nfds, sizeof *im->sizes);
+    if (!im->handles || !im->sizes) {
+        snprintf(why, why_len, "out of memory");
+        return ZPP_ENOMEM;
+    }
+    if ((r = ZCU(cuMemAddressReserve)(&im->va, (size_t)total, 0, 0, 0)) != CUDA_SUCCESS) {
+        im->va = 0;
+        return cu_drv_fail(r, "cuMemAddressReserve", why, why_len);
+    }
+    im->va_size = (size_t)total;
+    size_t off = 0;
+    for (int i = 0; i < d->nfds; i++) {
+        CUmemGenericAllocationHandle h;
+        r = ZCU(cuMemImportFromShareableHandle)(&h, (void *)(uintptr_t)d->fds[i],
+                                           CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+        if (r != CUDA_SUCCESS) {
+            char what[64];
+            snprintf(what, sizeof what, "chunk %d: cuMemImportFromShareableHandle", i);
+            return cu_drv_fail(r, what, why, why_len);
+        }
+        r = ZCU(cuMemMap)(im->va + off, (size_t)d->chunk_sizes[i], 0, h, 0);
+        ZCU(cuMemRelease)(h); /* the mapping keeps the memory */
+        if (r != CUDA_SUCCESS) {
+            char what[96];
+            snprintf(what, sizeof what, "chunk %d: cuMemMap of %" PRIu64 " bytes", i,
+                     d->chunk_sizes[i]);
+            return cu_drv_fail(r, what, why, why_len);
+        }
+        im->sizes[i] = (size_t)d->chunk_sizes[i];
+        im->nmapped = i + 1;
+        off += (size_t)d->chunk_sizes[i];
+    }
+    CUmemAccessDesc acc = {0};
+    acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    acc.location.id = dev->dev;
+    acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    if ((r = ZCU(cuMemSetAccess)(im->va, im->va_size, &acc, 1)) != CUDA_SUCCESS)
+        return cu_drv_fail(r, "cuMemSetAccess", why, why_len);
+    *ptr = (uint8_t *)(uintptr_t)im->va + d->offset;
+    return rc;
+}
+
+static int import_legacy(struct cu_backend *b, const struct be_import *d, struct cu_import *im,
+                         uint8_t **ptr, char *why, size_t why_len)
+{
+    struct cu_legacy *l;
+    CUresult r;
+    if (!b->allow_legacy) {
+        snprintf(why, why_len, "legacy CUDA IPC handles are disabled (allow_legacy_ipc)");
+        return ZPP_EPERM;
+    }
+    if (d->ipc_len != CU_IPC_HANDLE_LEN) {
+        snprintf(why, why_len, "an IPC handle is %d bytes, not %zu", CU_IPC_HANDLE_LEN,
+                 d->ipc_len);
+        return ZPP_EINVAL;
+    }
+    for (l = legacy_opens; l; l = l->next)
+        if (l->device == d->device && l->uid == d->uid &&
+            !memcmp(l->handle, d->ipc_handle, CU_IPC_HANDLE_LEN))
+            break;
+    if (!l) {
+        CUipcMemHandle h;
+        CUdeviceptr base = 0, rbase = 0;
+        size_t size = 0;
+        memcpy(&h, d->ipc_handle, sizeof h);
+        r = ZCU(cuIpcOpenMemHandle)(&base, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS);
+        if (r != CUDA_SUCCESS)
+            return cu_drv_fail(r, "cuIpcOpenMemHandle (bad or stale handle?)", why, why_len);
+        if ((r = ZCU(cuMemGetAddressRange)(&rbase, &size, base)) != CUDA_SUCCESS) {
+            ZCU(cuIpcCloseMemHandle)(base);
+            return cu_drv_fail(r, "cuMemGetAddressRange", why, why_len);
+        }
+        if (!(l = calloc(1, sizeof *l))) {
+            ZCU(cuIpcCloseMemHandle)(base);
+            snprintf(why, why_len, "out of memory");
+            return ZPP_ENOMEM;
+        }
+        l->device = d->device;
+        l->uid = d->uid;
+        memcpy(l->handle, d->ipc_handle, CU_IPC_HANDLE_LEN);
+        l->base = base;
+        l->size = size;
+        l->next = legacy_opens;
+        legacy_opens = l;
+    }
+    if (!range_ok(d->offset, d->length, l->size)) {
+        snprintf(why, why_len,
+                 "range [%" PRIu64 ", +%" PRIu64 ") is outside the %zu-byte allocation",
+                 d->offset, d->length, l->size);
+        if (l->refs == 0) {
+            im->leg = l;
+            l->refs = 1; /* released by the caller's cleanup */
+        }
+        return ZPP_ERANGE;
+    }
+    l->refs++;
+    im->leg = l;
+    *ptr = (uint8_t *)(uintptr_t)l->base + d->offset;
+    return 0;
+}
+
+static void legacy_unref(struct cu_legacy *l)
+{
+    if (--l->refs > 0)
+        return;
+    for (struct cu_legacy **pp = &legacy_opens; *pp; pp = &(*pp)->next)
+        if (*pp == l) {
+            *pp = l->next;
+            break;
+        }
+    ZCU(cuIpcCloseMemHandle)(l->base);
+    free(l);
+}
+
+static void cuda_buf_release(void *backend, void *handle)
+{
+    struct cu_import *im = handle;
+    if (!im)
+        return;
+    if (cu_use(im->b, im->device) == 0) {
+        /* Work already enqueued may still read or write this memory. */
+        cudaError_t e = cudaDeviceSynchronize();
+        if (cu_rt_sticky(e))
+            cu_mark_fatal(im->b, "cudaDeviceSynchronize before releasing a buffer", e);
+    }
+    if (im->kind == IMP_VMM)
+        vmm_release(im);
+    else if (im->leg)
+        legacy_unref(im->leg);
+    free(im);
+}
+
+static int cuda_buf_import(void *backend, const struct be_import *d, void **handle, uint8_t **ptr,
+                           char *why, size_t why_len)
+{
+    struct cu_backend *b = backend;
+    struct cu_import *im = NULL;
+    uint8_t *p = NULL;
+    int rc;
+    if (d->device < 0 || d->device >= b->ndev) {
+        snprintf(why, why_len, "no such device %d", d->device);
+        return ZPP_EINVAL;
+    }
+    if ((d->nfds > 0) == (d->ipc_len > 0)) {
+        snprintf(why, why_len, "give either VMM descriptors or one IPC handle");
+        return ZPP_EINVAL;
+    }
+    if (d->length == 0) {
+        snprintf(why, why_len, "length must be at least 1");
+        return ZPP_EINVAL;
+    }
+    if (!(im = calloc(1, sizeof *im))) {
+        snprintf(why, why_len, "out of memory");
+        return ZPP_ENOMEM;
+    }
+    im->b = b;
+    im->device = d->device;
+    im->kind = d->nfds ? IMP_VMM : IMP_LEGACY;
+    if ((rc = cu_use(b, d->device))) {
+        snprintf(why, why_len, "cannot use device %d", d->device);
+        goto fail;
+    }
+    rc = im->kind == IMP_VMM ? import_vmm(b, d, im, &p, why, why_len)
+                             : import_legacy(b, d, im, &p, why, why_len);
+    if (rc)
+        goto fail;
+    *handle = im;
+    *ptr = p;
+    return 0;
+fail:
+    if (im->kind == IMP_VMM)
+        vmm_release(im);
+    else if (im->leg)
+        legacy_unref(im->leg);
+    free(im);
+    return rc;
+}
+
+/* ---- events ----------------------------------------------------------- */
+
+struct cu_events {
+    int device;
+    int n;
+    CUevent *ready; /* opened from the client's handles */
+    CUevent *done;  /* ours, exported */
+};
+
+static void cuda_events_close(void *backend, void *state)
+{
+    struct cu_events *ev = state;
+    if (!ev)
+        return;
+    cu_use(backend, ev->device);
+    for (int i = 0; i < ev->n; i++) {
+        if (ev->ready && ev->ready[i])
+            ZCU(cuEventDestroy)(ev->ready[i]);
+        if (ev->done && ev->done[i])
+            ZCU(cuEventDestroy)(ev->done[i]);
+    }
+    free(ev->ready);
+    free(ev->done);
+    free(ev);
+}
+
+static int cuda_events_open(void *backend, int device, const uint8_t *const *ready, int n,
+                            uint8_t (*done_out)[64], void **state, char *why, size_t why_len)
+{
+    struct cu_backend *b = backend;
+    struct cu_events *ev = NULL;
+    CUresult r;
+    int rc = 0;
+    if (n < 1 || device < 0 || device >= b->ndev) {
+        snprintf(why, why_len, "bad device or event count");
+        return ZPP_EINVAL;
+    }
+    if (cu_use(b, device)) {
+        snprintf(why, why_len, "cannot use device %d", device);
+        return ZPP_EBACKEND;
+    }
+    ev = calloc(1, sizeof *ev);
+    if (!ev || !(ev->ready = calloc((size_t)n, sizeof *ev->ready)) ||
+        !(ev->done = calloc((size_t)n, sizeof *ev->done))) {
+        snprintf(why, why_len, "out of memory");
+        rc = ZPP_ENOMEM;
+        goto fail;
+    }
+    ev->device = device;
+    ev->n = n;
+    for (int i = 0; i < n; i++) {
+        CUipcEventHandle h;
+        memcpy(&h, ready[i], sizeof h);
+        if ((r = ZCU(cuIpcOpenEventHandle)(&ev->ready[i], h)) != CUDA_SUCCESS) {
+            ev->ready[i] = NULL;
+            rc = cu_drv_fail(r, "cuIpcOpenEventHandle (client ready event)", why, why_len);
+            goto fail;
+        }
+        r = ZCU(cuEventCreate)(&ev->done[i], CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING);
+        if (r != CUDA_SUCCESS) {
+            ev->done[i] = NULL;
+            rc = cu_drv_fail(r, "cuEventCreate", why, why_len);
+            goto fail;
+        }
+        if ((r = ZCU(cuIpcGetEventHandle)(&h, ev->done[i])) != CUDA_SUCCESS) {
+            rc = cu_drv_fail(r, "cuIpcGetEventHandle", why, why_len);
+            goto fail;
+        }
+        memcpy(done_out[i], &h, 64);
+    }
+    *state = ev;
+    return 0;
+fail:
+    cuda_events_close(b, ev);
+    return rc;
+}
+
+static int cuda_call_wait(struct be_call *c, int s, void *events, int slot_ev)
+{
+    struct cu_events *ev = events;
+    int dev;
+    CUstream st = cu_call_stream(c, s, &dev);
+    if (!ev || !st || slot_ev < 0 || slot_ev >= ev->n || dev != ev->device) {
+        snprintf(c->err, sizeof c->err, "slot %d: no stream or no such event %d", s, slot_ev);
+        return ZPP_EINVAL;
+    }
+    CUresult r = ZCU(cuStreamWaitEvent)(st, ev->ready[slot_ev], 0);
+    if (r != CUDA_SUCCESS)
+        return cu_drv_fail(r, "cuStreamWaitEvent", c->err, sizeof c->err);
+    return 0;
+}
+
+static int cuda_call_record(struct be_call *c, int s, void *events, int slot_ev)
+{
+    struct cu_events *ev = events;
+    int dev;
+    CUstream st = cu_call_stream(c, s, &dev);
+    if (!ev || !st || slot_ev < 0 || slot_ev >= ev->n || dev != ev->device) {
+        snprintf(c->err, sizeof c->err, "slot %d: no stream or no such event %d", s, slot_ev);
+        return ZPP_EINVAL;
+    }
+    CUresult r = ZCU(cuEventRecord)(ev->done[slot_ev], st);
+    if (r != CUDA_SUCCESS)
+        return cu_drv_fail(r, "cuEventRecord", c->err, sizeof c->err);
+    return 0;
+}
+
+/* ---- store memory ------------------------------------------------------- */
+
+static int cuda_store_alloc(void *backend, int device, size_t bytes, void **out)
+{
+    void *p = NULL;
+    if (cu_use(backend, device))
+        return ZPP_EINVAL;
+    cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return e == cudaErrorMemoryAllocation ? ZPP_ENOMEM : ZPP_EBACKEND;
+    }
+    *out = p;
+    return 0;
+}
+
+static void cuda_store_free(void *backend, int device, void *p)
+{
+    if (!p || cu_use(backend, device))
+        return;
+    cudaFree(p); /* synchronises the device: no enqueued call still reads it */
+}
+
+const struct be_ops be_cuda_ops = {
+    .name = "cuda",
+    .scratch = cu_scratch,
+    .quantize = cu_quantize,
+    .dequantize = cu_dequantize,
+    .reorder_quantize = cu_reorder_quantize,
+    .reduce_requant = cu_reduce_requant,
+    .reduce_out = cu_reduce_out,
+    .copy = cu_copy,
+    .zero = cu_zero,
+    .allgather = cu_allgather,
+    .alltoall = cu_alltoall,
+    .reduce_scatter = cu_reduce_scatter,
+    .store_alloc = cuda_store_alloc,
+    .store_free = cuda_store_free,
+    .enqueue_only = 1,
+    .device_of_uuid = cuda_device_of_uuid,
+    .buf_import = cuda_buf_import,
+    .buf_release = cuda_buf_release,
+    .events_open = cuda_events_open,
+    .events_close = cuda_events_close,
+    .job_open = cu_job_open,
+    .job_close = cu_job_close,
+    .job_poll = cu_job_poll,
+    .job_memory = cu_job_memory,
+    .call_wait = cuda_call_wait,
+    .call_record = cuda_call_record,
+};

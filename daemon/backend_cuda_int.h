@@ -1,0 +1,104 @@
+/*
+ * backend_cuda_int.h — what the two files of the cuda backend share:
+ * backend_cuda.c (devices, imported client memory, interprocess events,
+ * store memory, the ops table) and backend_cuda_job.c (a job's streams,
+ * NCCL communicators, staging pool, kernels and collectives).
+ *
+ * Threads: everything here runs on the daemon's loop thread. CUDA and NCCL
+ * calls are made with the slot's device current (cu_use).
+ */
+#ifndef ZPPD_BACKEND_CUDA_INT_H
+#define ZPPD_BACKEND_CUDA_INT_H
+
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+
+/* The driver API is reached through libcuda.so.1 loaded at run time
+ * (zcu_load), never linked: a zppd built with CUDA still starts, and falls
+ * back to the host backend, on a machine with no NVIDIA driver. Call
+ * driver functions as ZCU(cuMemMap)(...). */
+#define ZCU_FUNCS(X)                                                                               \
+    X(cuInit) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetUuid) X(cuDeviceGetAttribute)       \
+    X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuGetErrorName)                    \
+    X(cuGetErrorString) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuStreamWaitEvent)  \
+    X(cuIpcOpenMemHandle) X(cuIpcCloseMemHandle) X(cuIpcOpenEventHandle) X(cuIpcGetEventHandle)   \
+    X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemGetAddressRange)                            \
+    X(cuMemGetAllocationGranularity) X(cuMemImportFromShareableHandle) X(cuMemMap) X(cuMemUnmap)  \
+    X(cuMemRelease) X(cuMemSetAccess)
+
+struct zcu_table {
+#define ZCU_MEMBER(f) __typeof__(&f) p_##f;
+    ZCU_FUNCS(ZCU_MEMBER)
+#undef ZCU_MEMBER
+};
+extern struct zcu_table zcu;
+#define ZCU(f) (zcu.p_##f)
+
+/* Loads libcuda.so.1 and every function above (once). 0, or -1 with why. */
+int zcu_load(char *why, size_t why_len);
+
+#define CU_UUID_LEN 48          /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" + NUL */
+#define CU_NCCL_DEADLINE_MS 60000 /* communicator creation / enqueue deadline */
+
+struct cu_dev {
+    int ordinal;
+    CUdevice dev;
+    CUcontext ctx; /* the primary context, retained */
+    char uuid[CU_UUID_LEN];
+    size_t granularity; /* VMM minimum granularity (0: no VMM fd support) */
+};
+
+struct cu_backend {
+    int ndev;
+    struct cu_dev *devs;
+    int allow_legacy;
+    int fatal; /* a sticky CUDA error was seen: the process must exit */
+    char fatal_why[256];
+};
+
+/* Makes device `device`'s primary context current on this thread. */
+int cu_use(const struct cu_backend *b, int device);
+
+/* Formats a CUDA driver / runtime / NCCL failure into why. Return code. */
+int cu_drv_fail(CUresult r, const char *what, char *why, size_t why_len);
+int cu_rt_fail(cudaError_t r, const char *what, char *why, size_t why_len);
+
+/* A sticky error (the context is unusable) from a runtime error code. */
+int cu_rt_sticky(cudaError_t r);
+void cu_mark_fatal(struct cu_backend *b, const char *what, cudaError_t r);
+
+/* backend_cuda_job.c: the job entries and the per-call entries. */
+int cu_job_open(void *backend, const struct be_topo *t, const int *devices, void **job, char *why,
+                size_t why_len);
+void cu_job_close(void *backend, void *job, int abort);
+int cu_job_poll(void *backend, void *job, char *why, size_t why_len);
+uint64_t cu_job_memory(void *backend, void *job);
+/* The stream of slot s of the call's job (NULL if none) and its device. */
+CUstream cu_call_stream(struct be_call *c, int s, int *device);
+
+int cu_scratch(struct be_call *c, int s, size_t bytes, void **out);
+int cu_quantize(struct be_call *c, int s, const void *x, int dtype, uint64_t n, uint64_t n_valid,
+                int bits, uint32_t block, void *out, uint64_t *poisoned);
+int cu_dequantize(struct be_call *c, int s, const void *in, uint64_t n, uint64_t n_out, int bits,
+                  uint32_t block, void *y, int dtype);
+int cu_reorder_quantize(struct be_call *c, int s, const void *x, int dtype,
+                        const struct zk_qgz_geom *g, int stage, void *out, uint64_t *poisoned);
+int cu_reduce_requant(struct be_call *c, int s, const void *in, uint64_t in_stride, int k,
+                      uint64_t piece, int bits, uint32_t block, void *out, uint64_t *poisoned);
+int cu_reduce_out(struct be_call *c, int s, const void *in, uint64_t in_stride, int k,
+                  uint64_t piece, int bits, uint32_t block, uint64_t count, int op, float divisor,
+                  void *y, int out_dtype);
+int cu_copy(struct be_call *c, int s, void *dst, const void *src, size_t bytes);
+int cu_zero(struct be_call *c, int s, void *dst, size_t bytes);
+int cu_allgather(struct be_call *c, int comm, void *const *send, void *const *recv, size_t bytes);
+int cu_alltoall(struct be_call *c, int comm, void *const *send, void *const *recv,
+                size_t bytes_per_peer);
+int cu_reduce_scatter(struct be_call *c, int comm, void *const *send, void *const *recv,
+                      uint64_t count, uint64_t shard, int dtype, int out_dtype, int op);
+
+#endif

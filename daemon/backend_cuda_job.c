@@ -1,0 +1,743 @@
+/*
+ * backend_cuda_job.c — a job on the cuda backend: per hosted rank (slot) a
+ * stream on its GPU, the three NCCL communicators, a grow-only staging pool
+ * and a poisoned-block counter; and the per-call entries of the ops table
+ * (kernels of kernels/zpp_kernels_cuda.h, collectives through NCCL), all
+ * enqueued on the slot's stream from the loop thread.
+ *
+ * Communicators (one daemon hosts every rank of the job for now: nslots ==
+ * W, rank0 == 0; real multi-node jobs come with the peer service):
+ *   GLOBAL  one communicator of W ranks;
+ *   INTRA   one per node, G ranks in local-rank order;
+ *   INTER   one per local index, N ranks in node order.
+ * Each set is created with ncclCommInitRankConfig inside one
+ * ncclGroupStart/End, non-blocking (config.blocking = 0), and we poll
+ * ncclCommGetAsyncError until ncclInProgress clears, against our own
+ * deadline. They live as long as the job (reused by every call, kept across
+ * a client's reconnect, since the job outlives sessions), and are aborted
+ * (ncclCommAbort) on job_close(abort=1), finalized and destroyed otherwise.
+ *
+ * Enqueueing a collective: ncclGroupStart; one NCCL call per slot on that
+ * slot's communicator and stream; ncclGroupEnd. On a non-blocking
+ * communicator ncclGroupEnd may return ncclInProgress while NCCL finishes
+ * the launch; NCCL's rule is that nothing else may be enqueued on those
+ * streams before the state leaves ncclInProgress, so we poll (a few
+ * microseconds in the steady state; the first call of a job connects).
+ *
+ * Staging: scratch requests of one call are bump-allocated from a per-slot
+ * list of device blocks; the list only grows (a request that fits no block
+ * adds one of max(request, total so far)), and is rewound when the next
+ * call starts. Every use of slot s's staging is on slot s's stream, so the
+ * next call's reuse is ordered after the previous call's work. We mark a
+ * call as seen by setting be_call.cap_scratch to CU_CALL_SEEN (the host
+ * backend's scratch table is unused here: nscratch stays 0, so
+ * be_call_end frees nothing of ours).
+ *
+ * Poisoned (non-finite) blocks: the kernels add into a per-slot device
+ * counter; after each quantizing kernel an 8-byte copy to pinned host
+ * memory is enqueued. A quantizing entry reports what that copy shows at
+ * enqueue time, i.e. the blocks of calls that have already finished: the
+ * counts arrive on a later reply, never lost, never double counted.
+ *
+ * Reduce-scatter: sum with equal input and output dtype goes to
+ * ncclReduceScatter (inputs padded to W * shard in staging when count is
+ * not a multiple of W). Mean, or a different output dtype, runs as an
+ * all-to-all of the shards into staging and zk_sum_cuda (fp32
+ * accumulation, ranks in order), the same arithmetic as the host backend.
+ */
+#include <inttypes.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "backend_cuda_int.h"
+#include "zpp.h"
+#include "zpp_kernels_cuda.h"
+
+#define CU_NCOMM 3
+#define CU_CALL_SEEN (-0x2b)   /* be_call.cap_scratch marker: staging rewound */
+#define CU_STAGING_ALIGN 256u  /* staging allocations start on this boundary */
+#define CU_STAGING_MIN (4u << 20)
+#define CU_FINALIZE_MS 10000
+
+struct cu_block {
+    void *p;
+    size_t size, used;
+};
+
+struct cu_slot {
+    int device;
+    cudaStream_t stream;
+    ncclComm_t comm[CU_NCOMM];
+    int crank[CU_NCOMM], csize[CU_NCOMM];
+    struct cu_block *blocks;
+    int nblocks;
+    unsigned long long *d_poison;
+    volatile unsigned long long *h_poison;
+    unsigned long long poison_seen;
+};
+
+struct cu_job {
+    struct cu_backend *b;
+    struct be_topo t;
+    struct cu_slot *slots;
+    uint64_t comm_bytes; /* device memory NCCL took at creation (estimate) */
+};
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static int nccl_fail(ncclResult_t r, ncclComm_t comm, const char *what, char *why, size_t len)
+{
+    const char *last = comm ? ncclGetLastError(comm) : NULL;
+    snprintf(why, len, "%s: %s%s%s", what, ncclGetErrorString(r), last && last[0] ? ": " : "",
+             last ? last : "");
+    return ZPP_EBACKEND;
+}
+
+/* Polls comms until none is ncclInProgress (0), one fails, or the
+ * deadline passes. spin: yield between polls rather than sleep. */
+static int wait_comms(ncclComm_t *comms, int n, int deadline_ms, const char *what, char *why,
+                      size_t len)
+{
+    uint64_t end = now_ms() + (uint64_t)deadline_ms;
+    for (;;) {
+        int busy = 0;
+        for (int i = 0; i < n; i++) {
+            ncclResult_t st = ncclSuccess;
+            if (!comms[i])
+                continue;
+            ncclResult_t r = ncclCommGetAsyncError(comms[i], &st);
+            if (r != ncclSuccess)
+                return nccl_fail(r, comms[i], what, why, len);
+            if (st == ncclInProgress)
+                busy = 1;
+            else if (st != ncclSuccess)
+                return nccl_fail(st, comms[i], what, why, len);
+        }
+        if (!busy)
+            return 0;
+        if (now_ms() > end) {
+            snprintf(why, len, "%s: still in progress after %d ms", what, deadline_ms);
+            return ZPP_ETIMEDOUT;
+        }
+        sched_yield();
+    }
+}
+
+static struct cu_job *call_job(struct be_call *c, int s)
+{
+    struct cu_job *j = c->priv;
+    if (!j || s < 0 || s >= j->t.nslots)
+        return NULL;
+    return j;
+}
+
+CUstream cu_call_stream(struct be_call *c, int s, int *device)
+{
+    struct cu_job *j = call_job(c, s);
+    if (!j)
+        return NULL;
+    *device = j->slots[s].device;
+    if (cu_use(j->b, j->slots[s].device))
+        return NULL;
+    return (CUstream)j->slots[s].stream;
+}
+
+/* Makes slot s current; 0 and *sl, or a code with c->err. */
+static int slot_use(struct be_call *c, int s, struct cu_slot **sl)
+{
+    struct cu_job *j = call_job(c, s);
+    if (!j) {
+        snprintf(c->err, sizeof c->err, "cuda backend: no job state for slot %d", s);
+        return ZPP_EINVAL;
+    }
+    if (cu_use(j->b, j->slots[s].device)) {
+        snprintf(c->err, sizeof c->err, "cuda backend: cannot use device %d", j->slots[s].device);
+        return ZPP_EBACKEND;
+    }
+    *sl = &j->slots[s];
+    return 0;
+}
+
+/* A launch or enqueue result: 0, or a code with c->err (sticky errors
+ * mark the backend fatal). */
+static int rt_check(struct be_call *c, int e, const char *what)
+{
+    if (e == cudaSuccess)
+        return 0;
+    struct cu_job *j = c->priv;
+    if (j && cu_rt_sticky((cudaError_t)e))
+        cu_mark_fatal(j->b, what, (cudaError_t)e);
+    return cu_rt_fail((cudaError_t)e, what, c->err, sizeof c->err);
+}
+
+/* ---- job open / close ------------------------------------------------- */
+
+static int comm_size_of(const struct be_topo *t, int k)
+{
+    return k == BE_COMM_GLOBAL ? t->world : k == BE_COMM_INTRA ? t->local : t->nodes;
+}
+static int comm_group_of(const struct be_topo *t, int k, int r)
+{
+    return k == BE_COMM_GLOBAL ? 0 : k == BE_COMM_INTRA ? r / t->local : r % t->local;
+}
+static int comm_index_of(const struct be_topo *t, int k, int r)
+{
+    return k == BE_COMM_GLOBAL ? r : k == BE_COMM_INTRA ? r % t->local : r / t->local;
+}
+static int comm_ngroups(const struct be_topo *t, int k)
+{
+    return k == BE_COMM_GLOBAL ? 1 : k == BE_COMM_INTRA ? t->nodes : t->local;
+}
+
+static void free_slots(struct cu_job *j, int abort)
+{
+    int ns = j->t.nslots;
+    ncclComm_t *all = calloc((size_t)ns * CU_NCOMM, sizeof *all);
+    int n = 0;
+    for (int s = 0; s < ns; s++)
+        for (int k = 0; k < CU_NCOMM; k++)
+            if (j->slots[s].comm[k]) {
+                if (all)
+                    all[n++] = j->slots[s].comm[k];
+                else
+                    ncclCommAbort(j->slots[s].comm[k]);
+            }
+    if (all && n) {
+        char why[256];
+        if (!abort) {
+            /* Finalize all of them before any destroy: each waits for the
+             * others' in-flight operations. */
+            for (int i = 0; i < n; i++) {
+                ncclResult_t r = ncclCommFinalize(all[i]);
+                if (r != ncclSuccess && r != ncclInProgress)
+                    abort = 1;
+            }
+            if (!abort && wait_comms(all, n, CU_FINALIZE_MS, "ncclCommFinalize", why, sizeof why))
+                abort = 1;
+        }
+        for (int i = 0; i < n; i++) {
+            if (abort)
+                ncclCommAbort(all[i]);
+            else
+                ncclCommDestroy(all[i]);
+        }
+    }
+    free(all);
+    for (int s = 0; s < ns; s++) {
+        struct cu_slot *sl = &j->slots[s];
+        if (cu_use(j->b, sl->device))
+            continue;
+        if (sl->stream) {
+            cudaError_t e = cudaStreamSynchronize(sl->stream);
+            if (cu_rt_sticky(e))
+                cu_mark_fatal(j->b, "closing a job's stream", e);
+            cudaStreamDestroy(sl->stream);
+        }
+        for (int i = 0; i < sl->nblocks; i++)
+            cudaFree(sl->blocks[i].p);
+        free(sl->blocks);
+        if (sl->d_poison)
+            cudaFree(sl->d_poison);
+        if (sl->h_poison)
+            cudaFreeHost((void *)sl->h_poison);
+    }
+    free(j->slots);
+}
+
+void cu_job_close(void *backend, void *job, int abort)
+{
+    struct cu_job *j = job;
+    if (!j)
+        return;
+    free_slots(j, abort);
+    free(j);
+}
+
+static int create_comms(struct cu_job *j, int k, char *why, size_t why_len)
+{
+    const struct be_topo *t = &j->t;
+    int n = comm_size_of(t, k), ng = comm_ngroups(t, k);
+    for (int g = 0; g < ng; g++) {
+        ncclUniqueId id;
+        ncclResult_t r = ncclGetUniqueId(&id);
+        ncclComm_t made[t->nslots > 0 ? t->nslots : 1];
+        int nm = 0;
+        if (r != ncclSuccess)
+            return nccl_fail(r, NULL, "ncclGetUniqueId", why, why_len);
+        ncclGroupStart();
+        for (int s = 0; s < t->nslots; s++) {
+            int rk = be_rank(t, s);
+            if (comm_group_of(t, k, rk) != g)
+                continue;
+            struct cu_slot *sl = &j->slots[s];
+            ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+            cfg.blocking = 0;
+            cu_use(j->b, sl->device);
+            sl->crank[k] = comm_index_of(t, k, rk);
+            sl->csize[k] = n;
+            r = ncclCommInitRankConfig(&sl->comm[k], n, id, sl->crank[k], &cfg);
+            if (r != ncclSuccess && r != ncclInProgress) {
+                ncclGroupEnd();
+                return nccl_fail(r, NULL, "ncclCommInitRankConfig", why, why_len);
+            }
+            made[nm++] = sl->comm[k];
+        }
+        r = ncclGroupEnd();
+        if (r != ncclSuccess && r != ncclInProgress)
+            return nccl_fail(r, NULL, "ncclGroupEnd (communicator creation)", why, why_len);
+        int rc = wait_comms(made, nm, CU_NCCL_DEADLINE_MS, "creating a communicator", why,
+                            why_len);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+int cu_job_open(void *backend, const struct be_topo *t, const int *devices, void **job, char *why,
+                size_t why_len)
+{
+    struct cu_backend *b = backend;
+    struct cu_job *j = NULL;
+    int rc = 0;
+    if (t->nodes < 1 || t->local < 1 || t->world != t->nodes * t->local || t->rank0 != 0 ||
+        t->nslots != t->world) {
+        snprintf(why, why_len, "the cuda backend hosts every rank of a job in one daemon (for "
+                               "now): nslots must equal world");
+        return ZPP_EUNSUPPORTED;
+    }
+    for (int s = 0; s < t->nslots; s++) {
+        if (devices[s] < 0 || devices[s] >= b->ndev) {
+            snprintf(why, why_len, "rank %d has no device", s);
+            return ZPP_EINVAL;
+        }
+        for (int q = 0; q < s; q++)
+            if (devices[q] == devices[s]) {
+                snprintf(why, why_len, "ranks %d and %d use the same GPU %s (NCCL needs one GPU "
+                                       "per rank)",
+                         q, s, b->devs[devices[s]].uuid);
+                return ZPP_EINVAL;
+            }
+    }
+    if (!(j = calloc(1, sizeof *j)) ||
+        !(j->slots = calloc((size_t)t->nslots, sizeof *j->slots))) {
+        free(j);
+        snprintf(why, why_len, "out of memory");
+        return ZPP_ENOMEM;
+    }
+    j->b = b;
+    j->t = *t;
+    size_t *free0 = calloc((size_t)b->ndev, sizeof *free0);
+    if (!free0) {
+        free(j->slots);
+        free(j);
+        snprintf(why, why_len, "out of memory");
+        return ZPP_ENOMEM;
+    }
+    for (int s = 0; s < t->nslots; s++) {
+        struct cu_slot *sl = &j->slots[s];
+        cudaError_t e;
+        sl->device = devices[s];
+        if ((rc = cu_use(b, sl->device))) {
+            snprintf(why, why_len, "cannot use device %d", sl->device);
+            goto fail;
+        }
+        size_t fr = 0, tot = 0;
+        cudaMemGetInfo(&fr, &tot);
+        free0[sl->device] = fr;
+        if ((e = cudaStreamCreateWithFlags(&sl->stream, cudaStreamNonBlocking)) != cudaSuccess ||
+            (e = cudaMalloc((void **)&sl->d_poison, sizeof *sl->d_poison)) != cudaSuccess ||
+            (e = cudaMemset(sl->d_poison, 0, sizeof *sl->d_poison)) != cudaSuccess ||
+            (e = cudaHostAlloc((void **)&sl->h_poison, sizeof *sl->h_poison,
+                               cudaHostAllocDefault)) != cudaSuccess) {
+            rc = cu_rt_fail(e, "creating a slot's stream and counters", why, why_len);
+            goto fail;
+        }
+        *sl->h_poison = 0;
+    }
+    for (int k = 0; k < CU_NCOMM; k++)
+        if ((rc = create_comms(j, k, why, why_len)))
+            goto fail;
+    for (int s = 0; s < t->nslots; s++) {
+        size_t fr = 0, tot = 0;
+        cu_use(b, j->slots[s].device);
+        cudaMemGetInfo(&fr, &tot);
+        if (free0[j->slots[s].device] > fr)
+            j->comm_bytes += free0[j->slots[s].device] - fr;
+        free0[j->slots[s].device] = fr; /* count each device once */
+    }
+    free(free0);
+    *job = j;
+    return 0;
+fail:
+    free(free0);
+    cu_job_close(b, j, 1);
+    return rc ? rc : ZPP_EBACKEND;
+}
+
+int cu_job_poll(void *backend, void *job, char *why, size_t why_len)
+{
+    struct cu_job *j = job;
+    if (!j)
+        return 0;
+    for (int s = 0; s < j->t.nslots; s++) {
+        struct cu_slot *sl = &j->slots[s];
+        for (int k = 0; k < CU_NCOMM; k++) {
+            ncclResult_t st = ncclSuccess;
+            if (!sl->comm[k])
+                continue;
+            ncclResult_t r = ncclCommGetAsyncError(sl->comm[k], &st);
+            if (r != ncclSuccess)
+                return nccl_fail(r, sl->comm[k], "ncclCommGetAsyncError", why, why_len);
+            if (st != ncclSuccess && st != ncclInProgress)
+                return nccl_fail(st, sl->comm[k], "NCCL", why, why_len);
+        }
+        if (cu_use(j->b, sl->device))
+            continue;
+        cudaError_t e = cudaStreamQuery(sl->stream);
+        if (e != cudaSuccess && e != cudaErrorNotReady) {
+            if (cu_rt_sticky(e))
+                cu_mark_fatal(j->b, "a job's stream", e);
+            return cu_rt_fail(e, "stream", why, why_len);
+        }
+    }
+    return 0;
+}
+
+uint64_t cu_job_memory(void *backend, void *job)
+{
+    struct cu_job *j = job;
+    if (!j)
+        return 0;
+    uint64_t m = j->comm_bytes;
+    for (int s = 0; s < j->t.nslots; s++)
+        for (int i = 0; i < j->slots[s].nblocks; i++)
+            m += j->slots[s].blocks[i].size;
+    return m;
+}
+
+/* ---- staging ----------------------------------------------------------- */
+
+int cu_scratch(struct be_call *c, int s, size_t bytes, void **out)
+{
+    struct cu_job *j = call_job(c, s);
+    struct cu_slot *sl;
+    int rc;
+    if ((rc = slot_use(c, s, &sl)))
+        return rc;
+    if (c->cap_scratch != CU_CALL_SEEN) { /* first request of this call */
+        for (int q = 0; q < j->t.nslots; q++)
+            for (int i = 0; i < j->slots[q].nblocks; i++)
+                j->slots[q].blocks[i].used = 0;
+        c->cap_scratch = CU_CALL_SEEN;
+    }
+    size_t need = (bytes + CU_STAGING_ALIGN - 1) / CU_STAGING_ALIGN * CU_STAGING_ALIGN;
+    if (need == 0)
+        need = CU_STAGING_ALIGN;
+    for (int i = 0; i < sl->nblocks; i++) {
+        struct cu_block *bl = &sl->blocks[i];
+        if (bl->size - bl->used >= need) {
+            *out = (uint8_t *)bl->p + bl->used;
+            bl->used += need;
+            return 0;
+        }
+    }
+    size_t total = 0;
+    for (int i = 0; i < sl->nblocks; i++)
+        total += sl->blocks[i].size;
+    size_t sz = need > total ? need : total;
+    if (sz < CU_STAGING_MIN)
+        sz = CU_STAGING_MIN;
+    struct cu_block *nb = realloc(sl->blocks, sizeof *nb * (size_t)(sl->nblocks + 1));
+    if (!nb) {
+        snprintf(c->err, sizeof c->err, "out of memory (staging table)");
+        return ZPP_ENOMEM;
+    }
+    sl->blocks = nb;
+    void *p = NULL;
+    cudaError_t e = cudaMalloc(&p, sz);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return cu_rt_fail(e, "staging cudaMalloc", c->err, sizeof c->err);
+    }
+    nb[sl->nblocks++] = (struct cu_block){.p = p, .size = sz, .used = need};
+    *out = p;
+    return 0;
+}
+
+/* ---- kernels ------------------------------------------------------------ */
+
+/* After a quantizing kernel: copies the slot's counter to pinned memory
+ * and reports what earlier calls counted (see the top of the file). */
+static int poison_after(struct be_call *c, struct cu_slot *sl, uint64_t *poisoned)
+{
+    unsigned long long seen = *sl->h_poison;
+    if (poisoned && seen > sl->poison_seen)
+        *poisoned += seen - sl->poison_seen;
+    if (seen > sl->poison_seen)
+        sl->poison_seen = seen;
+    return rt_check(c,
+                    cudaMemcpyAsync((void *)sl->h_poison, sl->d_poison, sizeof *sl->h_poison,
+                                    cudaMemcpyDeviceToHost, sl->stream),
+                    "poison counter copy");
+}
+
+int cu_quantize(struct be_call *c, int s, const void *x, int dtype, uint64_t n, uint64_t n_valid,
+                int bits, uint32_t block, void *out, uint64_t *poisoned)
+{
+    struct cu_slot *sl;
+    int rc = slot_use(c, s, &sl);
+    if (rc)
+        return rc;
+    rc = rt_check(c,
+                  zk_quantize_cuda(x, dtype, n, n_valid, bits, block, out, sl->d_poison,
+                                   sl->stream),
+                  "zk_quantize_cuda");
+    return rc ? rc : poison_after(c, sl, poisoned);
+}
+
+int cu_dequantize(struct be_call *c, int s, const void *in, uint64_t n, uint64_t n_out, int bits,
+                  uint32_t block, void *y, int dtype)
+{
+    struct cu_slot *sl;
+    int rc = slot_use(c, s, &sl);
+    if (rc)
+        return rc;
+    return rt_check(c, zk_dequantize_cuda(in, n, n_out, bits, block, y, dtype, sl->stream),
+                    "zk_dequantize_cuda");
+}
+
+int cu_reorder_quantize(struct be_call *c, int s, const void *x, int dtype,
+                        const struct zk_qgz_geom *g, int stage, void *out, uint64_t *poisoned)
+{
+    struct cu_slot *sl;
+    int rc = slot_use(c, s, &sl);
+    if (rc)
+        return rc;
+    rc = rt_check(c,
+                  zk_qgz_reorder_quantize_stage_cuda(x, dtype, g, stage, out, sl->d_poison,
+                                                     sl->stream),
+                  "zk_qgz_reorder_quantize_stage_cuda");
+    return rc ? rc : poison_after(c, sl, poisoned);
+}
+
+int cu_reduce_requant(struct be_call *c, int s, const void *in, uint64_t in_stride, int k,
+                      uint64_t piece, int bits, uint32_t block, void *out, uint64_t *poisoned)
+{
+    struct cu_slot *sl;
+    int rc = slot_use(c, s, &sl);
+    if (rc)
+        return rc;
+    rc = rt_check(c,
+                  zk_reduce_requant_cuda(in, in_stride, k, piece, bits, block, out, sl->d_poison,
+                                         sl->stream),
+                  "zk_reduce_requant_cuda");
+    return rc ? rc : poison_after(c, sl, poisoned);
+}
+
+int cu_reduce_out(struct be_call *c, int s, const void *in, uint64_t in_stride, int k,
+                  uint64_t piece, int bits, uint32_t block, uint64_t count, int op, float divisor,
+                  void *y, int out_dtype)
+{
+    struct cu_slot *sl;
+    int rc = slot_use(c, s, &sl);
+    if (rc)
+        return rc;
+    return rt_check(c,
+                    zk_reduce_out_cuda(in, in_stride, k, piece, bits, block, count, op, divisor,
+                                       y, out_dtype, sl->stream),
+                    "zk_reduce_out_cuda");
+}
+
+int cu_copy(struct be_call *c, int s, void *dst, const void *src, size_t bytes)
+{
+    struct cu_slot *sl;
+    int rc = slot_use(c, s, &sl);
+    if (rc || !bytes || dst == src)
+        return rc;
+    return rt_check(c, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, sl->stream),
+                    "cudaMemcpyAsync");
+}
+
+int cu_zero(struct be_call *c, int s, void *dst, size_t bytes)
+{
+    struct cu_slot *sl;
+    int rc = slot_use(c, s, &sl);
+    if (rc || !bytes)
+        return rc;
+    return rt_check(c, cudaMemsetAsync(dst, 0, bytes, sl->stream), "cudaMemsetAsync");
+}
+
+/* ---- collectives ------------------------------------------------------ */
+
+static ncclDataType_t nccl_dtype(int dtype)
+{
+    return dtype == ZPP_FP32 ? ncclFloat32 : dtype == ZPP_FP16 ? ncclFloat16 : ncclBfloat16;
+}
+
+static int comm_ok(struct be_call *c, int comm)
+{
+    struct cu_job *j = c->priv;
+    if (!j) {
+        snprintf(c->err, sizeof c->err, "cuda backend: the job has no communicators");
+        return ZPP_EINVAL;
+    }
+    if (comm != BE_COMM_GLOBAL && comm != BE_COMM_INTRA && comm != BE_COMM_INTER) {
+        snprintf(c->err, sizeof c->err, "cuda backend: unknown communicator %d", comm);
+        return ZPP_EINVAL;
+    }
+    return 0;
+}
+
+/* After ncclGroupEnd: lets a non-blocking launch finish before anything
+ * else goes on the streams. */
+static int group_end(struct be_call *c, int comm, const char *what)
+{
+    struct cu_job *j = c->priv;
+    ncclResult_t r = ncclGroupEnd();
+    if (r == ncclSuccess)
+        return 0;
+    if (r != ncclInProgress)
+        return nccl_fail(r, NULL, what, c->err, sizeof c->err);
+    ncclComm_t comms[j->t.nslots];
+    for (int s = 0; s < j->t.nslots; s++)
+        comms[s] = j->slots[s].comm[comm];
+    return wait_comms(comms, j->t.nslots, CU_NCCL_DEADLINE_MS, what, c->err, sizeof c->err);
+}
+
+int cu_allgather(struct be_call *c, int comm, void *const *send, void *const *recv, size_t bytes)
+{
+    int rc = comm_ok(c, comm);
+    struct cu_job *j = c->priv;
+    if (rc || !bytes)
+        return rc;
+    ncclGroupStart();
+    for (int s = 0; s < j->t.nslots; s++) {
+        struct cu_slot *sl = &j->slots[s];
+        cu_use(j->b, sl->device);
+        ncclResult_t r = ncclAllGather(send[s], recv[s], bytes, ncclUint8, sl->comm[comm],
+                                       sl->stream);
+        if (r != ncclSuccess && r != ncclInProgress) {
+            ncclGroupEnd();
+            return nccl_fail(r, sl->comm[comm], "ncclAllGather", c->err, sizeof c->err);
+        }
+    }
+    return group_end(c, comm, "ncclAllGather");
+}
+
+int cu_alltoall(struct be_call *c, int comm, void *const *send, void *const *recv,
+                size_t bytes_per_peer)
+{
+    int rc = comm_ok(c, comm);
+    struct cu_job *j = c->priv;
+    if (rc || !bytes_per_peer)
+        return rc;
+    ncclGroupStart();
+    for (int s = 0; s < j->t.nslots; s++) {
+        struct cu_slot *sl = &j->slots[s];
+        int n = sl->csize[comm], me = sl->crank[comm];
+        cu_use(j->b, sl->device);
+        for (int p = 0; p < n; p++) {
+            const uint8_t *sb = (const uint8_t *)send[s] + (size_t)p * bytes_per_peer;
+            uint8_t *rb = (uint8_t *)recv[s] + (size_t)p * bytes_per_peer;
+            ncclResult_t r = ncclSuccess;
+            if (p == me) {
+                cudaError_t e =
+                    cudaMemcpyAsync(rb, sb, bytes_per_peer, cudaMemcpyDefault, sl->stream);
+                if (e != cudaSuccess) {
+                    ncclGroupEnd();
+                    return rt_check(c, e, "cudaMemcpyAsync (all-to-all, own block)");
+                }
+                continue;
+            }
+            r = ncclSend(sb, bytes_per_peer, ncclUint8, p, sl->comm[comm], sl->stream);
+            if (r == ncclSuccess || r == ncclInProgress)
+                r = ncclRecv(rb, bytes_per_peer, ncclUint8, p, sl->comm[comm], sl->stream);
+            if (r != ncclSuccess && r != ncclInProgress) {
+                ncclGroupEnd();
+                return nccl_fail(r, sl->comm[comm], "ncclSend/ncclRecv", c->err, sizeof c->err);
+            }
+        }
+    }
+    return group_end(c, comm, "all-to-all");
+}
+
+int cu_reduce_scatter(struct be_call *c, int comm, void *const *send, void *const *recv,
+                      uint64_t count, uint64_t shard, int dtype, int out_dtype, int op)
+{
+    int rc = comm_ok(c, comm);
+    struct cu_job *j = c->priv;
+    size_t esize = zk_dtype_size(dtype);
+    if (rc)
+        return rc;
+    if (!esize || !zk_dtype_size(out_dtype)) {
+        snprintf(c->err, sizeof c->err, "cuda backend: bad dtype");
+        return ZPP_EINVAL;
+    }
+    int ns = j->t.nslots, n = j->slots[0].csize[comm];
+    if (shard == 0 || shard > SIZE_MAX / esize / (size_t)n || count > shard * (uint64_t)n) {
+        snprintf(c->err, sizeof c->err, "cuda backend: bad shard size");
+        return ZPP_EINVAL;
+    }
+    size_t seg = (size_t)shard * esize, full = seg * (size_t)n;
+    void **in = calloc((size_t)ns, sizeof *in), **tmp = calloc((size_t)ns, sizeof *tmp);
+    if (!in || !tmp) {
+        rc = ZPP_ENOMEM;
+        snprintf(c->err, sizeof c->err, "out of memory");
+        goto exit;
+    }
+    /* Pad the input to n * shard elements where count falls short. */
+    for (int s = 0; s < ns; s++) {
+        in[s] = send[s];
+        if (count == shard * (uint64_t)n)
+            continue;
+        if ((rc = cu_scratch(c, s, full, &in[s])) ||
+            (rc = cu_copy(c, s, in[s], send[s], (size_t)count * esize)) ||
+            (rc = cu_zero(c, s, (uint8_t *)in[s] + (size_t)count * esize,
+                          full - (size_t)count * esize)))
+            goto exit;
+    }
+    if (op == ZPP_SUM && dtype == out_dtype) {
+        ncclGroupStart();
+        for (int s = 0; s < ns; s++) {
+            struct cu_slot *sl = &j->slots[s];
+            cu_use(j->b, sl->device);
+            ncclResult_t r = ncclReduceScatter(in[s], recv[s], (size_t)shard, nccl_dtype(dtype),
+                                               ncclSum, sl->comm[comm], sl->stream);
+            if (r != ncclSuccess && r != ncclInProgress) {
+                ncclGroupEnd();
+                rc = nccl_fail(r, sl->comm[comm], "ncclReduceScatter", c->err, sizeof c->err);
+                goto exit;
+            }
+        }
+        rc = group_end(c, comm, "ncclReduceScatter");
+        goto exit;
+    }
+    for (int s = 0; s < ns; s++)
+        if ((rc = cu_scratch(c, s, full, &tmp[s])))
+            goto exit;
+    if ((rc = cu_alltoall(c, comm, in, tmp, seg)))
+        goto exit;
+    for (int s = 0; s < ns; s++) {
+        struct cu_slot *sl;
+        if ((rc = slot_use(c, s, &sl)))
+            goto exit;
+        rc = rt_check(c,
+                      zk_sum_cuda(tmp[s], shard, n, shard, dtype, op, (float)n, recv[s], out_dtype,
+                                  sl->stream),
+                      "zk_sum_cuda");
+        if (rc)
+            goto exit;
+    }
+exit:
+    free(in);
+    free(tmp);
+    return rc;
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# run_cuda.sh — the cuda backend's checks on a GPU machine (the device
+# tool's nvidia-h200-x2): the GPU integration test in 1 node x 2 GPUs and
+# 2 virtual nodes x 1 GPU, the SIGKILL test, and zpp-bench. At most 6 files
+# land in $OUT (the device tool brings back 8). Binaries and
+# their libraries come prebuilt in .carry/cu (scripts/gpu/stage.sh); NCCL
+# and the CUDA driver come from the machine. Logs go to $OUT (or ./out).
+#   scripts/gpu/run_cuda.sh [all|test|bench] [MAX_MIB]
+set -u
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export NCCL_RAS_ENABLE=0
+what=${1:-all}
+max=${2:-1024}
+OUT=${OUT:-$PWD/out}
+mkdir -p "$OUT"
+C=$PWD/.carry/cu
+export LD_LIBRARY_PATH=$C/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+B=$C/bin
+T=$(mktemp -d)
+log() { echo "== $(date -u +%FT%TZ) $*" | tee -a "$OUT/summary.txt"; }
+
+{
+  date -u; uname -r; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
+  nvidia-smi topo -m
+  ls -l /usr/lib/x86_64-linux-gnu/libnccl.so* 2>/dev/null
+} > "$OUT/summary.txt" 2>&1
+
+start() { # name socket args...
+  local name=$1 sock=$2; shift 2
+  local lg="$T/zppd-$name.log"; [ "$name" = cuda ] && lg="$OUT/zppd-cuda.log"
+  "$B/zppd" -s "$sock" -l info "$@" > "$lg" 2>&1 &
+  echo $! > "$T/$name.pid"
+  for _ in $(seq 100); do [ -S "$sock" ] && return 0; sleep 0.1; done
+  log "zppd $name did not start"; tail -20 "$lg" | tee -a "$OUT/summary.txt"; return 1
+}
+stop() { local p; p=$(cat "$T/$1.pid" 2>/dev/null) && kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; }
+
+start cuda "$T/cuda.sock" -b cuda -o allow_legacy_ipc=true -o store_budget=16G \
+  -o store_budget_per_tenant=16G -o max_pending_per_session=64 || exit 1
+rc=0
+if [ "$what" = all ] || [ "$what" = test ]; then
+  start host1 "$T/host1.sock" -b host -o host_threads=8 -o store_budget=16G -o store_budget_per_tenant=16G
+  start host2 "$T/host2.sock" -b host -o virtual_nodes=2 -o host_threads=8 -o store_budget=16G -o store_budget_per_tenant=16G
+  log "test 1x2 up to $max MiB"
+  timeout 200 "$B/zpp-cuda-test" -s "$T/cuda.sock" -H "$T/host1.sock" -w 2 -n 1 -m "$max" -L \
+    > "$OUT/test-1x2.log" 2>&1; r=$?; log "test 1x2 exit $r"; [ $r = 0 ] || rc=1
+  grep -c ^PASS "$OUT/test-1x2.log" | sed 's/^/PASS lines: /' | tee -a "$OUT/summary.txt"
+  grep ^FAIL "$OUT/test-1x2.log" | head -20 | tee -a "$OUT/summary.txt"
+  m2=$(( max < 256 ? max : 256 ))
+  log "test 2x1 (virtual nodes) up to $m2 MiB"
+  timeout 100 "$B/zpp-cuda-test" -s "$T/cuda.sock" -H "$T/host2.sock" -w 2 -n 2 -m "$m2" \
+    > "$OUT/test-2x1.log" 2>&1; r=$?; log "test 2x1 exit $r"; [ $r = 0 ] || rc=1
+  grep -c ^PASS "$OUT/test-2x1.log" | sed 's/^/PASS lines: /' | tee -a "$OUT/summary.txt"
+  grep ^FAIL "$OUT/test-2x1.log" | head -20 | tee -a "$OUT/summary.txt"
+  stop host1; stop host2
+  log "kill test"
+  timeout 60 "$B/zpp-cuda-test" -s "$T/cuda.sock" -w 2 -K > "$OUT/test-kill.log" 2>&1
+  r=$?; log "kill test exit $r"; [ $r = 0 ] || rc=1
+  tail -4 "$OUT/test-kill.log" | tee -a "$OUT/summary.txt"
+fi
+if [ "$what" = all ] || [ "$what" = bench ]; then
+  log "bench 1x2 up to $max MiB"
+  timeout 180 "$B/zpp-bench" -s "$T/cuda.sock" -w 2 -n 1 -m "$max" > "$OUT/bench-1x2.log" 2>&1
+  r=$?; log "bench exit $r"; [ $r = 0 ] || rc=1
+fi
+"$B/zppctl" -s "$T/cuda.sock" status >> "$OUT/summary.txt" 2>&1 || true
+stop cuda
+log "daemon stopped; exit code of zppd-cuda: see its log tail"
+tail -5 "$OUT/zppd-cuda.log" >> "$OUT/summary.txt"
+exit $rc

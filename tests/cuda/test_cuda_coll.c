@@ -1,0 +1,401 @@
+/*
+ * test_cuda_coll.c — the GPU integration test of the cuda backend: one
+ * zppd (backend cuda) and one zppd (backend host), one client process per
+ * GPU, every collective at sizes from 4 KiB to 1 GiB (and awkward ones),
+ * each result compared with the host backend's on the same inputs (byte
+ * for byte; the quantized ones must match exactly) and with the exact
+ * arithmetic (relative error).
+ *
+ *   zpp-cuda-test -s CUDA_SOCK -H HOST_SOCK -w 2 -n NODES [-m MAX_MIB] [-L]
+ *   zpp-cuda-test -s CUDA_SOCK -w 2 -K         (SIGKILL test)
+ *
+ * -n 1: 1 node x 2 GPUs; -n 2: 2 virtual nodes x 1 GPU (the host daemon
+ * must run with virtual_nodes = 2). -L also registers a cudaMalloc buffer
+ * through a legacy IPC handle (the cuda daemon needs allow_legacy_ipc).
+ * -K: a client is SIGKILLed during a stream of collectives; the daemon's
+ * device memory must come back to its level before the job.
+ * Output: one line per case, "PASS ..." or "FAIL ...". Exit 0 when all pass.
+ */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cu_testlib.h"
+#include "zpp.h"
+#include "zpp_cuda.h"
+
+struct opts {
+    const char *sock, *host_sock;
+    int world, nodes, legacy, kill;
+    uint64_t max_bytes;
+};
+
+struct tcase {
+    const char *name;
+    int op, dtype, out_dtype, bits, reduce;
+    uint32_t flags;
+    int hpz; /* 1: qwZ keeps a key; 2: hpZ gather of it; 3: invalidate */
+    int small_only;
+};
+
+static const struct tcase CASES[] = {
+    {"allgather_bf16", ZPP_OP_ALLGATHER, ZPP_BF16, 0, 0, 0, 0, 0, 0},
+    {"qwz_bf16_int8", ZPP_OP_QWZ_ALLGATHER, ZPP_BF16, 0, 8, 0, 0, 1, 0},
+    {"hpz_gather_bf16", ZPP_OP_HPZ_GATHER, ZPP_BF16, 0, 0, 0, 0, 2, 0},
+    {"hpz_invalidate", ZPP_OP_HPZ_INVALIDATE, ZPP_BF16, 0, 0, 0, 0, 3, 0},
+    {"qwz_bf16_int4", ZPP_OP_QWZ_ALLGATHER, ZPP_BF16, 0, 4, 0, 0, 0, 0},
+    {"reduce_scatter_bf16_sum", ZPP_OP_REDUCE_SCATTER, ZPP_BF16, ZPP_BF16, 0, ZPP_SUM, 0, 0, 0},
+    {"reduce_scatter_bf16_mean_fp32", ZPP_OP_REDUCE_SCATTER, ZPP_BF16, ZPP_FP32, 0, ZPP_MEAN, 0, 0,
+     0},
+    {"qgz_bf16_fp32_default", ZPP_OP_QGZ_REDUCE_SCATTER, ZPP_BF16, ZPP_FP32, 4, ZPP_SUM, 0, 0, 0},
+    {"qgz_bf16_int4_forced", ZPP_OP_QGZ_REDUCE_SCATTER, ZPP_BF16, ZPP_BF16, 4, ZPP_MEAN,
+     ZPP_FLAG_FORCE_QUANT, 0, 0},
+    {"qwz_fp32_int8", ZPP_OP_QWZ_ALLGATHER, ZPP_FP32, 0, 8, 0, 0, 0, 1},
+    {"qwz_fp16_int8", ZPP_OP_QWZ_ALLGATHER, ZPP_FP16, 0, 8, 0, 0, 0, 1},
+    {"reduce_scatter_fp32_sum", ZPP_OP_REDUCE_SCATTER, ZPP_FP32, ZPP_FP32, 0, ZPP_SUM, 0, 0, 1},
+    {"qgz_fp16_fp32_forced8", ZPP_OP_QGZ_REDUCE_SCATTER, ZPP_FP16, ZPP_FP32, 8, ZPP_SUM,
+     ZPP_FLAG_FORCE_QUANT, 0, 1},
+};
+#define NCASES (sizeof CASES / sizeof CASES[0])
+
+/* Element counts: 4 KiB of bf16, awkward ones, up to 1 GiB of bf16. */
+static const uint64_t COUNTS[] = {2048,    3079,     1u << 19,  1000003,
+                                  1u << 25, 50000017, 1u << 27, 1u << 29};
+#define NCOUNTS (sizeof COUNTS / sizeof COUNTS[0])
+#define SMALL_MAX (1u << 19)
+#define EXACT_MAX (1u << 24) /* elements checked against exact arithmetic */
+
+static int is_gather(int op)
+{
+    return op == ZPP_OP_ALLGATHER || op == ZPP_OP_QWZ_ALLGATHER || op == ZPP_OP_HPZ_GATHER;
+}
+
+#define CK(what, expr)                                                                             \
+    do {                                                                                           \
+        int ck_rc_ = (expr);                                                                       \
+        if (ck_rc_) {                                                                              \
+            fprintf(stderr, "rank %d: %s failed: %d (%s)\n", rank, what, ck_rc_,                   \
+                    gc ? zpp_last_error(gc) : "");                                                 \
+            return 1;                                                                              \
+        }                                                                                          \
+    } while (0)
+
+static int kill_child(int rank, void *arg)
+{
+    const struct opts *o = arg;
+    zpp_conn *gc = NULL;
+    char uuid[ZPP_CUDA_UUID_LEN];
+    struct cut_vmm in, out;
+    uint64_t bin, bout, oin, oout;
+    uint64_t count = 1u << 27; /* 256 MiB of bf16 gathered */
+    CK("context", cut_ctx(rank, NULL));
+    CK("connect", zpp_connect(o->sock, &gc));
+    CK("attach", zpp_cuda_attach(gc, 8));
+    CK("uuid", zpp_cuda_device_uuid(uuid));
+    zpp_job_desc jd = {.job_id = "kill-test", .rank = (uint32_t)rank,
+                       .world_size = (uint32_t)o->world, .local_rank = (uint32_t)rank,
+                       .node_count = 1, .gpu_uuid = uuid};
+    CK("hello", zpp_hello(gc, &jd, NULL));
+    CK("alloc in", cut_vmm_alloc(&in, rank, count * 2 / (uint64_t)o->world));
+    CK("alloc out", cut_vmm_alloc(&out, rank, count * 2));
+    CK("register in", zpp_register_cuda(gc, (void *)in.ptr, in.size, &bin, &oin));
+    CK("register out", zpp_register_cuda(gc, (void *)out.ptr, out.size, &bout, &oout));
+    for (int i = 0; i < 1000000; i++) {
+        zpp_coll call;
+        zpp_coll_init(&call, i % 2 ? ZPP_OP_ALLGATHER : ZPP_OP_QWZ_ALLGATHER, ZPP_BF16, count);
+        call.input = (zpp_bufref){bin, oin};
+        call.output = (zpp_bufref){bout, oout};
+        call.timeout_ms = 20000;
+        int rc = zpp_collective(gc, &call, NULL);
+        if (rc) {
+            printf("kill-test: rank %d: call %d ended with %s: %s (expected after the peer's "
+                   "SIGKILL)\n",
+                   rank, i, zpp_err_name(rc), zpp_last_error(gc));
+            zpp_close(gc);
+            return rc == ZPP_EABORTED || rc == ZPP_ECLOSED || rc == ZPP_ETIMEDOUT ? 0 : 1;
+        }
+    }
+    return 1;
+}
+
+static int run_kill(const struct opts *o)
+{
+    uint64_t before[8] = {0}, after[8] = {0};
+    int n = cut_probe_used(before, 8);
+    if (n < o->world) {
+        printf("FAIL kill-test: cannot probe device memory\n");
+        return 1;
+    }
+    int failed = cut_spawn(o->world, kill_child, (void *)o, 1, 3000);
+    sleep(3); /* the daemon notices the closed session and aborts the job */
+    cut_probe_used(after, 8);
+    int bad = failed;
+    for (int i = 0; i < o->world; i++) {
+        long long d = (long long)after[i] - (long long)before[i];
+        printf("kill-test: GPU %d device memory in use before the job %.1f MiB, after %.1f MiB "
+               "(delta %+.1f MiB)\n",
+               i, before[i] / 1048576.0, after[i] / 1048576.0, d / 1048576.0);
+        if (d > (2ll << 20))
+            bad++;
+    }
+    printf("%s kill-test: SIGKILLed client during collectives leaves %s GPU memory behind\n",
+           bad ? "FAIL" : "PASS", bad ? "some" : "no");
+    return bad ? 1 : 0;
+}
+
+/* Relative L2 error of got (dtype gt, n elements) against exact (double). */
+static double rel_err(const void *got, int gt, const double *exact, uint64_t n)
+{
+    double num = 0, den = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        double d = (double)cut_to_float(got, gt, i) - exact[i];
+        num += d * d;
+        den += exact[i] * exact[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+static int coll_child(int rank, void *arg)
+{
+    const struct opts *o = arg;
+    zpp_conn *gc = NULL, *hc = NULL;
+    char uuid[ZPP_CUDA_UUID_LEN], job[64];
+    int W = o->world, N = o->nodes, G = W / N, fails = 0;
+    uint64_t cap = o->max_bytes + (8u << 20);
+    struct cut_vmm gin, gout;
+    zpp_shm *hin = NULL, *hout = NULL;
+    uint64_t gid_in, gid_out, goff_in, goff_out, hid_in, hid_out;
+    snprintf(job, sizeof job, "cuda-test-%dx%d", N, G);
+
+    CK("context", cut_ctx(rank, NULL));
+    CK("connect cuda", zpp_connect(o->sock, &gc));
+    CK("attach", zpp_cuda_attach(gc, 16));
+    CK("uuid", zpp_cuda_device_uuid(uuid));
+    zpp_job_desc jd = {.job_id = job, .rank = (uint32_t)rank, .world_size = (uint32_t)W,
+                       .local_rank = (uint32_t)(rank % G), .node_count = (uint32_t)N,
+                       .gpu_uuid = uuid};
+    double t0 = cut_now_us();
+    CK("hello cuda", zpp_hello(gc, &jd, NULL));
+    {
+        zpp_conn *sv = gc;
+        gc = NULL;
+        CK("connect host", zpp_connect(o->host_sock, &hc));
+        gc = sv;
+    }
+    zpp_job_desc hd = jd;
+    hd.gpu_uuid = "host";
+    CK("hello host", zpp_hello(hc, &hd, NULL));
+    CK("alloc in", cut_vmm_alloc(&gin, rank, cap));
+    CK("alloc out", cut_vmm_alloc(&gout, rank, cap));
+    CK("register in", zpp_register_cuda(gc, (void *)gin.ptr, cap, &gid_in, &goff_in));
+    CK("register out", zpp_register_cuda(gc, (void *)gout.ptr, cap, &gid_out, &goff_out));
+    CK("shm in", zpp_shm_create(cap, &hin));
+    CK("shm out", zpp_shm_create(cap, &hout));
+    CK("register shm in", zpp_register_shm(hc, hin, 0, cap, &hid_in));
+    CK("register shm out", zpp_register_shm(hc, hout, 0, cap, &hid_out));
+    if (rank == 0)
+        printf("info: topo %dx%d, buffers of %.0f MiB in %d VMM chunks of %.0f MiB, setup %.1f "
+               "ms\n",
+               N, G, cap / 1048576.0, gin.n, gin.chunk / 1048576.0, (cut_now_us() - t0) / 1e3);
+
+    uint8_t *gres = malloc(cap);
+    double *exact = malloc(sizeof(double) * (EXACT_MAX + 16));
+    uint8_t *hin_p = zpp_shm_ptr(hin), *hout_p = zpp_shm_ptr(hout);
+    if (!gres || !exact)
+        return 1;
+
+    /* The legacy path: a cudaMalloc'd buffer, the input at an offset. */
+    CUdeviceptr legacy = 0;
+    uint64_t lid = 0, loff = 0;
+    if (o->legacy) {
+        CK("cuMemAlloc", cuMemAlloc(&legacy, 4u << 20) != CUDA_SUCCESS);
+        CK("register legacy",
+           zpp_register_cuda(gc, (void *)(legacy + 65536), 1u << 20, &lid, &loff));
+        if (rank == 0)
+            printf("info: legacy buffer registered, tensor at offset %llu of its allocation\n",
+                   (unsigned long long)loff);
+    }
+
+    for (size_t si = 0; si < NCOUNTS; si++) {
+        uint64_t count = COUNTS[si];
+        if (count * 2 > o->max_bytes)
+            continue;
+        for (size_t ci = 0; ci < NCASES; ci++) {
+            const struct tcase *tc = &CASES[ci];
+            if (tc->small_only && count > SMALL_MAX)
+                continue;
+            int dt = tc->dtype, odt = tc->out_dtype ? tc->out_dtype : dt;
+            size_t es = cut_esize(dt), oes = cut_esize(odt);
+            uint64_t shard = (count + (uint64_t)W - 1) / (uint64_t)W;
+            uint64_t seed = count * 131 + ci;
+            uint64_t in_n = 0, out_bytes = 0;
+            if (tc->op == ZPP_OP_HPZ_INVALIDATE) {
+                in_n = 0;
+            } else if (is_gather(tc->op)) {
+                in_n = tc->op == ZPP_OP_HPZ_GATHER ? 0 : shard;
+                out_bytes = count * es;
+            } else {
+                in_n = count;
+                out_bytes = shard * oes;
+            }
+            if (tc->hpz == 2)
+                seed = count * 131 + 1; /* the qwZ case that stored the key */
+            char key[64];
+            snprintf(key, sizeof key, "w%llu", (unsigned long long)count);
+            /* inputs: gathers take shard r of one tensor (rank id 0);
+             * reductions take rank r's own full gradient. */
+            if (in_n) {
+                if (is_gather(tc->op))
+                    cut_fill(hin_p, dt, seed, 0, (uint64_t)rank * shard, shard);
+                else
+                    cut_fill(hin_p, dt, seed, (uint32_t)rank + 1, 0, count);
+            }
+            int use_legacy = o->legacy && tc->op == ZPP_OP_QWZ_ALLGATHER && dt == ZPP_BF16 &&
+                             tc->bits == 8 && count == SMALL_MAX;
+            if (in_n)
+                CK("HtoD", cuMemcpyHtoD(use_legacy ? legacy + 65536 : gin.ptr + goff_in, hin_p,
+                                        in_n * es) != CUDA_SUCCESS);
+            if (out_bytes) {
+                CK("memset", cuMemsetD8(gout.ptr + goff_out, 0xEE, out_bytes) != CUDA_SUCCESS);
+                memset(hout_p, 0xEE, out_bytes);
+            }
+            CK("sync", cuCtxSynchronize() != CUDA_SUCCESS);
+            zpp_coll call;
+            zpp_coll_init(&call, tc->op, dt, count);
+            call.out_dtype = tc->out_dtype;
+            call.bits = tc->bits ? (uint32_t)tc->bits : 8;
+            call.reduce = tc->reduce;
+            call.flags = tc->flags;
+            call.timeout_ms = 120000;
+            if (tc->hpz)
+                call.hpz_key = key;
+            if (tc->hpz == 3) {
+                call.count = 0;
+                call.dtype = 0;
+            }
+            call.input = (zpp_bufref){use_legacy ? lid : gid_in, use_legacy ? loff : goff_in};
+            call.output = (zpp_bufref){gid_out, goff_out};
+            zpp_result gr = {0}, hr = {0};
+            double t1 = cut_now_us();
+            int rc = zpp_collective(gc, &call, &gr);
+            CK("sync after", cuCtxSynchronize() != CUDA_SUCCESS);
+            double us = cut_now_us() - t1;
+            call.input = (zpp_bufref){hid_in, 0};
+            call.output = (zpp_bufref){hid_out, 0};
+            int hrc = zpp_collective(hc, &call, &hr);
+            if (rc || hrc) {
+                printf("FAIL %-30s topo=%dx%d count=%llu rank=%d cuda=%s (%s) host=%s (%s)\n",
+                       tc->name, N, G, (unsigned long long)count, rank, zpp_err_name(rc),
+                       rc ? zpp_last_error(gc) : "", zpp_err_name(hrc),
+                       hrc ? zpp_last_error(hc) : "");
+                fails++;
+                continue;
+            }
+            if (!out_bytes) {
+                if (rank == 0)
+                    printf("PASS %-30s topo=%dx%d count=%llu\n", tc->name, N, G,
+                           (unsigned long long)count);
+                continue;
+            }
+            CK("DtoH", cuMemcpyDtoH(gres, gout.ptr + goff_out, out_bytes) != CUDA_SUCCESS);
+            uint64_t n_out = out_bytes / oes, mism = 0;
+            for (uint64_t i = 0; i < n_out; i++)
+                if (memcmp(gres + i * oes, hout_p + i * oes, oes))
+                    mism++;
+            /* exact values */
+            int gath = is_gather(tc->op);
+            uint64_t nchk = gath ? count : shard;
+            if (nchk > EXACT_MAX) /* the byte comparison with the host covers the rest */
+                nchk = EXACT_MAX;
+            for (uint64_t i = 0; i < nchk; i++) {
+                if (gath) {
+                    uint16_t tmp[2];
+                    float f;
+                    cut_fill(tmp, dt, seed, 0, i, 1);
+                    f = cut_to_float(tmp, dt, 0);
+                    exact[i] = f;
+                } else {
+                    uint64_t gi = (uint64_t)rank * shard + i;
+                    double s = 0;
+                    if (gi < count)
+                        for (int r = 0; r < W; r++) {
+                            uint32_t tmp[1];
+                            cut_fill(tmp, dt, seed, (uint32_t)r + 1, gi, 1);
+                            s += cut_to_float(tmp, dt, 0);
+                        }
+                    exact[i] = tc->reduce == ZPP_MEAN ? s / W : s;
+                }
+            }
+            double err = rel_err(gres, odt, exact, nchk);
+            int quant = tc->op == ZPP_OP_QWZ_ALLGATHER || tc->op == ZPP_OP_HPZ_GATHER ||
+                        (tc->op == ZPP_OP_QGZ_REDUCE_SCATTER && gr.algo != ZPP_ALGO_RS_EXACT);
+            double bound = !quant ? (odt == ZPP_FP32 ? 1e-6 : 8e-3)
+                                  : ((tc->bits == 4 || tc->op == ZPP_OP_QGZ_REDUCE_SCATTER)
+                                         ? 0.2
+                                         : 0.02);
+            /* Plain all-gathers are copies: exact. The NCCL bf16 sum may
+             * differ from the host's in rare double-rounding cases. */
+            int ok = err <= bound && gr.algo == hr.algo &&
+                     (quant || gath || odt == ZPP_FP32 ? mism == 0 : mism * 10000 <= n_out);
+            if (!ok)
+                fails++;
+            if (!ok || rank == 0)
+                printf("%s %-30s topo=%dx%d count=%llu rank=%d algo=%s cuda_vs_host_mismatch=%llu "
+                       "relerr=%.3g ms=%.2f%s\n",
+                       ok ? "PASS" : "FAIL", tc->name, N, G, (unsigned long long)count, rank,
+                       zpp_algo_name(gr.algo), (unsigned long long)mism, err, us / 1e3,
+                       use_legacy ? " (legacy IPC input)" : "");
+            fflush(stdout);
+        }
+    }
+    zpp_close(gc);
+    zpp_close(hc);
+    zpp_shm_destroy(hin);
+    zpp_shm_destroy(hout);
+    cut_vmm_free(&gin);
+    cut_vmm_free(&gout);
+    if (legacy)
+        cuMemFree(legacy);
+    free(gres);
+    free(exact);
+    return fails ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct opts o = {.world = 2, .nodes = 1, .max_bytes = 1ull << 30};
+    int c;
+    while ((c = getopt(argc, argv, "s:H:w:n:m:LK")) != -1) {
+        switch (c) {
+        case 's': o.sock = optarg; break;
+        case 'H': o.host_sock = optarg; break;
+        case 'w': o.world = atoi(optarg); break;
+        case 'n': o.nodes = atoi(optarg); break;
+        case 'm': o.max_bytes = (uint64_t)atoll(optarg) << 20; break;
+        case 'L': o.legacy = 1; break;
+        case 'K': o.kill = 1; break;
+        default:
+            fprintf(stderr, "usage: %s -s SOCK [-H HOST_SOCK] [-w W] [-n N] [-m MiB] [-L] [-K]\n",
+                    argv[0]);
+            return 2;
+        }
+    }
+    if (!o.sock || o.world < 1 || o.nodes < 1 || o.world % o.nodes) {
+        fprintf(stderr, "bad arguments\n");
+        return 2;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (o.kill)
+        return run_kill(&o);
+    if (!o.host_sock) {
+        fprintf(stderr, "-H HOST_SOCK is needed\n");
+        return 2;
+    }
+    int failed = cut_spawn(o.world, coll_child, &o, -1, 0);
+    printf("%s: %d of %d ranks failed (topology %dx%d)\n", failed ? "FAIL" : "PASS", failed,
+           o.world, o.nodes, o.world / o.nodes);
+    return failed ? 1 : 0;
+}
