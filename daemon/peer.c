@@ -60,13 +60,13 @@ typedef int peer_c_is_empty_without_grpc;
 
 #define CONTAINER(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
-#define PEER_MAX_CHANNELS 1024      /* distinct peer addresses cached */
-#define PEER_MAX_PEM (1u << 20)     /* TLS files */
-#define PEER_SWEEP_MS 1000          /* how often parked Joins are checked */
+#define PEER_MAX_CHANNELS 1024          /* distinct peer addresses cached */
+#define PEER_MAX_PEM (1u << 20)         /* TLS files */
+#define PEER_SWEEP_MS 1000              /* how often parked Joins are checked */
 #define PEER_HANDSHAKE_TIMEOUT_MS 10000 /* a connection that never finishes TLS */
 #define PEER_INITIAL_BACKOFF_MS 100
-#define PEER_MAX_STREAMS 64         /* per connection */
-#define UNPACK_OVERHEAD 64u         /* bytes charged per allocation on top of its size */
+#define PEER_MAX_STREAMS 64 /* per connection */
+#define UNPACK_OVERHEAD 64u /* bytes charged per allocation on top of its size */
 
 /* M_OTHER: calls to any method we do not serve, answered UNIMPLEMENTED at
  * once (unrequested, gRPC would keep them pending until their deadline). */
@@ -350,8 +350,7 @@ static int join_reply_check(const Zpp__Peer__JoinReply *r, uint32_t node_count, 
                             size_t len)
 {
     if (r->n_nccl_ids == 0 || r->n_nccl_ids > PEER_MAX_NCCL_IDS) {
-        snprintf(why, len, "nccl_ids: %zu ids, expected 1 to %d", r->n_nccl_ids,
-                 PEER_MAX_NCCL_IDS);
+        snprintf(why, len, "nccl_ids: %zu ids, expected 1 to %d", r->n_nccl_ids, PEER_MAX_NCCL_IDS);
         return ZPP_EPROTO;
     }
     for (size_t i = 0; i < r->n_nccl_ids; i++)
@@ -469,13 +468,12 @@ static int srv_request(struct peer *p, int method)
     sc->t_send.kind = T_SRV_SEND;
     grpc_metadata_array_init(&sc->md);
     grpc_call_details_init(&sc->details);
-    grpc_call_error e =
-        method == M_OTHER
-            ? grpc_server_request_call(p->server, &sc->call, &sc->details, &sc->md, p->cq, p->cq,
-                                       &sc->t_req)
-            : grpc_server_request_registered_call(p->server, p->methods[method], &sc->call,
-                                                  &sc->deadline, &sc->md, &sc->payload, p->cq,
-                                                  p->cq, &sc->t_req);
+    grpc_call_error e = method == M_OTHER
+                            ? grpc_server_request_call(p->server, &sc->call, &sc->details, &sc->md,
+                                                       p->cq, p->cq, &sc->t_req)
+                            : grpc_server_request_registered_call(
+                                  p->server, p->methods[method], &sc->call, &sc->deadline, &sc->md,
+                                  &sc->payload, p->cq, p->cq, &sc->t_req);
     if (e != GRPC_CALL_OK) {
         grpc_call_details_destroy(&sc->details);
         grpc_metadata_array_destroy(&sc->md);
@@ -604,8 +602,7 @@ static void srv_join(struct peer *p, struct peer_join_call *sc, const struct pee
     p->h.on_join(p->ctx, sc, req, from);
 }
 
-static void srv_heartbeat(struct peer *p, struct peer_join_call *sc,
-                          const struct peer_caller *from)
+static void srv_heartbeat(struct peer *p, struct peer_join_call *sc, const struct peer_caller *from)
 {
     Zpp__Peer__HeartbeatRequest *req = (Zpp__Peer__HeartbeatRequest *)bb_unpack(
         sc->payload, &zpp__peer__heartbeat_request__descriptor);
@@ -987,8 +984,8 @@ static int cli_status(struct cli_call *c, const char *head, char *msg, size_t le
             snprintf(msg, len, "%s: unreachable within %u ms (%s%s)", head, c->timeout_ms,
                      conn_state_name(st),
                      p->use_tls ? "; a refused TLS handshake looks the same: "
-                                                       "see the log of both daemons"
-                                                     : "");
+                                  "see the log of both daemons"
+                                : "");
             return ZPP_EIO;
         }
         snprintf(msg, len, "%s: no answer within %u ms", head, c->timeout_ms);
@@ -1055,10 +1052,10 @@ static void cli_done(struct peer *p, struct cli_call *c, int success)
     } else {
         /* code and message are fields 1 and 2 of every reply. */
         const Zpp__Peer__AbortReply *gen = (const Zpp__Peer__AbortReply *)m;
-        int32_t rcode = c->method == M_JOIN ? ((Zpp__Peer__JoinReply *)m)->code
+        int32_t rcode = c->method == M_JOIN        ? ((Zpp__Peer__JoinReply *)m)->code
                         : c->method == M_HEARTBEAT ? ((Zpp__Peer__HeartbeatReply *)m)->code
                                                    : gen->code;
-        const char *rmsg = c->method == M_JOIN ? ((Zpp__Peer__JoinReply *)m)->message
+        const char *rmsg = c->method == M_JOIN        ? ((Zpp__Peer__JoinReply *)m)->message
                            : c->method == M_HEARTBEAT ? ((Zpp__Peer__HeartbeatReply *)m)->message
                                                       : gen->message;
         if (rmsg && strnlen(rmsg, PEER_MAX_TEXT + 1) > PEER_MAX_TEXT) {
@@ -1142,8 +1139,7 @@ int peer_join(struct peer *p, const char *leader_addr, const Zpp__Peer__JoinRequ
     return 0;
 }
 
-static int fill_common(const char *job_id, const struct peer_tenant *tenant,
-                       Zpp__Peer__Tenant *t)
+static int fill_common(const char *job_id, const struct peer_tenant *tenant, Zpp__Peer__Tenant *t)
 {
     if (!tenant || !name_ok(job_id, PEER_MAX_JOB_ID, 0) ||
         !name_ok(tenant->label, PEER_MAX_LABEL, 1))
@@ -1291,7 +1287,10 @@ static char *read_pem(const char *path, char *why, size_t len)
     fclose(f);
     if (!buf || err || n == 0 || n > PEER_MAX_PEM) {
         snprintf(why, len, "cannot read %s: %s", path,
-                 !buf ? "out of memory" : err ? "read error" : n == 0 ? "empty" : "over 1 MiB");
+                 !buf     ? "out of memory"
+                 : err    ? "read error"
+                 : n == 0 ? "empty"
+                          : "over 1 MiB");
         free(buf);
         return NULL;
     }
@@ -1416,8 +1415,9 @@ int peer_start(uv_loop_t *loop, const struct peer_config *cfg, const struct peer
     }
     if (cfg->max_message > (1u << 30) || cfg->max_calls > 1000000 ||
         cfg->reconnect_max_ms > 3600000) {
-        snprintf(why, len, "peer limits out of range (max_message <= 1 GiB, max_calls <= 1e6, "
-                           "reconnect_max_ms <= 1 h)");
+        snprintf(why, len,
+                 "peer limits out of range (max_message <= 1 GiB, max_calls <= 1e6, "
+                 "reconnect_max_ms <= 1 h)");
         return ZPP_EINVAL;
     }
 
@@ -1434,10 +1434,10 @@ int peer_start(uv_loop_t *loop, const struct peer_config *cfg, const struct peer
         p->h = *handlers;
     p->max_message = cfg->max_message ? cfg->max_message : PEER_DEFAULT_MAX_MESSAGE;
     p->max_calls = cfg->max_calls ? cfg->max_calls : PEER_DEFAULT_MAX_CALLS;
-    p->max_join_wait_ms = cfg->max_join_wait_ms ? cfg->max_join_wait_ms
-                                                : PEER_DEFAULT_MAX_JOIN_WAIT_MS;
-    p->reconnect_max_ms = cfg->reconnect_max_ms ? cfg->reconnect_max_ms
-                                                : PEER_DEFAULT_RECONNECT_MAX_MS;
+    p->max_join_wait_ms =
+        cfg->max_join_wait_ms ? cfg->max_join_wait_ms : PEER_DEFAULT_MAX_JOIN_WAIT_MS;
+    p->reconnect_max_ms =
+        cfg->reconnect_max_ms ? cfg->reconnect_max_ms : PEER_DEFAULT_RECONNECT_MAX_MS;
     p->use_tls = cfg->use_tls;
     p->t_shutdown.kind = T_SHUTDOWN;
     const ProtobufCServiceDescriptor *sd = &zpp__peer__peer__descriptor;
@@ -1522,7 +1522,8 @@ int peer_start(uv_loop_t *loop, const struct peer_config *cfg, const struct peer
     grpc_server_credentials_release(screds);
     if (p->port <= 0) {
         rc = ZPP_EIO;
-        snprintf(why, len, "cannot listen on %s (in use, bad address or bad TLS files: see the log)",
+        snprintf(why, len,
+                 "cannot listen on %s (in use, bad address or bad TLS files: see the log)",
                  cfg->listen);
         goto fail_grpc;
     }

@@ -33,12 +33,12 @@
 
 #include "peer.pb-c.h"
 
-#define PEER_DEFAULT_PORT 7399             /* documented default peer port */
-#define PEER_DEFAULT_MAX_MESSAGE (1u << 20) /* bytes, each direction */
-#define PEER_DEFAULT_MAX_CALLS 256          /* incoming calls alive at once */
+#define PEER_DEFAULT_PORT 7399                /* documented default peer port */
+#define PEER_DEFAULT_MAX_MESSAGE (1u << 20)   /* bytes, each direction */
+#define PEER_DEFAULT_MAX_CALLS 256            /* incoming calls alive at once */
 #define PEER_DEFAULT_MAX_JOIN_WAIT_MS 600000u /* a parked Join ends after this */
-#define PEER_DEFAULT_RECONNECT_MAX_MS 1000u /* cap of the reconnect backoff */
-#define PEER_ABORT_TIMEOUT_MS 2000u         /* deadline of peer_abort_send */
+#define PEER_DEFAULT_RECONNECT_MAX_MS 1000u   /* cap of the reconnect backoff */
+#define PEER_ABORT_TIMEOUT_MS 2000u           /* deadline of peer_abort_send */
 
 /* Limits on what a peer may send (checked on every message). */
 #define PEER_MAX_JOB_ID 128
@@ -52,8 +52,8 @@
 #define PEER_NCCL_ID_BYTES 128
 #define PEER_MAX_NCCL_IDS (2 + PEER_MAX_RANKS_PER_NODE) /* global, intra, one inter per local */
 
-struct peer;                /* opaque: one per daemon */
-struct peer_join_call;      /* opaque: one parked incoming Join */
+struct peer;           /* opaque: one per daemon */
+struct peer_join_call; /* opaque: one parked incoming Join */
 
 /* Mutual TLS. The same certificate serves as server certificate (peers
  * dial us) and client certificate (we dial peers), so it needs both the

@@ -38,7 +38,7 @@ template <int DT> struct shape {
 /* The fused reduction reads codes: 16 codes per vector, 2 vectors a thread. */
 #define ZK_RQ_VE 16
 #ifndef ZK_RQ_NV
-#define ZK_RQ_NV 2
+#define ZK_RQ_NV 1
 #endif
 
 /* Blocks of stages [k0, k0 + nstages): one team per block; chunk c (the
@@ -73,7 +73,7 @@ __global__ void ZK_LB_TEAM
         bool slow[ZK_NV];
 #pragma unroll
         for (int j = 0; j < ZK_NV; j++) {
-            uint64_t first = jb * g.block + (uint64_t)(lane + j * team) * VE;
+            uint64_t first = jb * g.block + vec_pos<ZK_CONTIG, VE, ZK_NV>(lane, j, team);
             valid[j] = first < pv ? pv - first : 0;
             src[j] = base + (valid[j] ? first * es : 0);
             r[j] = load_elems_raw<DT, VE>(src[j], valid[j], &slow[j]);
@@ -86,7 +86,8 @@ __global__ void ZK_LB_TEAM
         d.scales = (float *)(d.payload + g.piece * BITS / 8);
         d.jb = jb;
         d.first = jb * g.block;
-        if (quant_team<BITS, VE, ZK_NV>(v, active, lane, team, tix, d, sm, parity) && d_poisoned)
+        if (quant_team<BITS, VE, ZK_NV, ZK_CONTIG>(v, active, lane, team, tix, d, sm, parity) &&
+            d_poisoned)
             atomicAdd(d_poisoned, 1ull);
     }
 }
@@ -113,32 +114,36 @@ __global__ void ZK_LB_TEAM
         uint64_t e[ZK_RQ_NV], valid[ZK_RQ_NV];
 #pragma unroll
         for (int j = 0; j < ZK_RQ_NV; j++) {
-            e[j] = b * block + (uint64_t)(lane + j * team) * ZK_RQ_VE;
+            e[j] = b * block + vec_pos<ZK_CONTIG, ZK_RQ_VE, ZK_RQ_NV>(lane, j, team);
             valid[j] = active && e[j] < piece ? piece - e[j] : 0;
         }
         float acc[ZK_RQ_NV][ZK_RQ_VE];
         sum_chunks<BITS, ZK_RQ_VE, ZK_RQ_NV>(in, in_stride, k, pay_bytes, block, e, valid, acc);
         d.jb = b;
         d.first = b * block;
-        if (quant_team<BITS, ZK_RQ_VE, ZK_RQ_NV>(acc, active, lane, team, tix, d, sm, parity) &&
+        if (quant_team<BITS, ZK_RQ_VE, ZK_RQ_NV, ZK_CONTIG>(acc, active, lane, team, tix, d, sm,
+                                                            parity) &&
             d_poisoned)
             atomicAdd(d_poisoned, 1ull);
     }
 }
 
+/* Flat: thread t owns the ZK_OUT_NV * 16 adjacent elements from
+ * t * ZK_OUT_NV * 16: 16-byte (int8) or 8-byte (int4) code loads and one
+ * scale load per chunk and vector. */
 template <int ODT, int BITS>
 __global__ void ZK_LB_FLAT
     reduce_out_kernel(const uint8_t *in, uint64_t in_stride, int k, uint64_t pay_bytes,
                       uint32_t block, uint64_t count, int mean, float divisor, void *y)
 {
-    constexpr int oes = shape<ODT>::es, VE = shape<ODT>::ve;
-    constexpr uint64_t tile_vecs = (uint64_t)ZK_CTA_THREADS * ZK_OUT_NV;
-    uint64_t nvec = (count + VE - 1) / VE, tiles = (nvec + tile_vecs - 1) / tile_vecs;
-    for (uint64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    constexpr int oes = shape<ODT>::es, VE = ZK_RQ_VE;
+    uint64_t nthr = (count + VE * ZK_OUT_NV - 1) / (VE * ZK_OUT_NV);
+    uint64_t stride = (uint64_t)gridDim.x * blockDim.x;
+    for (uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x; t < nthr; t += stride) {
         uint64_t e[ZK_OUT_NV], valid[ZK_OUT_NV];
 #pragma unroll
         for (int j = 0; j < ZK_OUT_NV; j++) {
-            e[j] = (tile * tile_vecs + (uint64_t)j * ZK_CTA_THREADS + threadIdx.x) * VE;
+            e[j] = (t * ZK_OUT_NV + j) * VE;
             valid[j] = e[j] < count ? count - e[j] : 0;
         }
         float acc[ZK_OUT_NV][VE];
@@ -266,9 +271,8 @@ extern "C" int zk_reduce_out_cuda(const uint8_t *in, uint64_t in_stride, int k, 
         return (int)cudaErrorInvalidValue;
     if (count == 0)
         return 0;
-    uint64_t ve = ZK_VEC_BYTES / zk_dtype_size(out_dtype);
-    uint64_t nvec = (count + ve - 1) / ve;
-    unsigned grid = grid_for((nvec + ZK_CTA_THREADS * ZK_OUT_NV - 1) / (ZK_CTA_THREADS * ZK_OUT_NV));
+    uint64_t nthr = (count + ZK_RQ_VE * ZK_OUT_NV - 1) / (ZK_RQ_VE * ZK_OUT_NV);
+    unsigned grid = grid_for((nthr + ZK_CTA_THREADS - 1) / ZK_CTA_THREADS);
     uint64_t pay = zk_payload_bytes(piece, bits);
     int mean = op == ZK_MEAN;
 #define ZK_O(ODT, B)                                                                               \

@@ -45,7 +45,7 @@ __global__ void ZK_LB_TEAM
         bool slow[ZK_NV];
 #pragma unroll
         for (int j = 0; j < ZK_NV; j++) {
-            uint64_t first = b * block + (uint64_t)(lane + j * team) * VE;
+            uint64_t first = b * block + vec_pos<ZK_CONTIG, VE, ZK_NV>(lane, j, team);
             valid[j] = active && first < n_valid ? n_valid - first : 0;
             src[j] = (const uint8_t *)x + (valid[j] ? first * es : 0);
             r[j] = load_elems_raw<DT, VE>(src[j], valid[j], &slow[j]);
@@ -56,12 +56,13 @@ __global__ void ZK_LB_TEAM
             widen_vec<DT, VE>(r[j], slow[j], src[j], valid[j], v[j]);
         d.jb = b;
         d.first = b * block;
-        if (quant_team<BITS, VE, ZK_NV>(v, active, lane, team, tix, d, sm, parity) && d_poisoned)
+        if (quant_team<BITS, VE, ZK_NV, ZK_CONTIG>(v, active, lane, team, tix, d, sm, parity) &&
+            d_poisoned)
             atomicAdd(d_poisoned, 1ull);
     }
 }
 
-/* Flat: a CTA owns tiles of ZK_CTA_THREADS * ZK_NV output vectors; thread t
+/* Flat: a CTA owns tiles of ZK_CTA_THREADS * ZK_DQ_NV output vectors; thread t
  * takes vectors t, t + 256, ... of a tile (coalesced). */
 template <int DT, int BITS>
 __global__ void ZK_LB_FLAT
@@ -69,15 +70,15 @@ __global__ void ZK_LB_FLAT
                       void *y)
 {
     constexpr int es = shape<DT>::es, VE = shape<DT>::ve;
-    constexpr uint64_t tile_vecs = (uint64_t)ZK_CTA_THREADS * ZK_NV;
+    constexpr uint64_t tile_vecs = (uint64_t)ZK_CTA_THREADS * ZK_DQ_NV;
     const float *scales = (const float *)(in + pay_bytes);
     uint64_t nvec = (n_out + VE - 1) / VE, tiles = (nvec + tile_vecs - 1) / tile_vecs;
     for (uint64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        raw16 r[ZK_NV];
-        float s[ZK_NV];
-        uint64_t e[ZK_NV];
+        raw16 r[ZK_DQ_NV];
+        float s[ZK_DQ_NV];
+        uint64_t e[ZK_DQ_NV];
 #pragma unroll
-        for (int j = 0; j < ZK_NV; j++) {
+        for (int j = 0; j < ZK_DQ_NV; j++) {
             e[j] = (tile * tile_vecs + (uint64_t)j * ZK_CTA_THREADS + threadIdx.x) * VE;
             if (e[j] < n_out) {
                 r[j] = load_codes<BITS, VE>(in, e[j]);
@@ -85,7 +86,7 @@ __global__ void ZK_LB_FLAT
             }
         }
 #pragma unroll
-        for (int j = 0; j < ZK_NV; j++) {
+        for (int j = 0; j < ZK_DQ_NV; j++) {
             if (e[j] < n_out) {
                 float v[VE];
 #pragma unroll
@@ -104,13 +105,13 @@ __global__ void ZK_LB_FLAT
 {
     constexpr int es = dt_traits<DT>::size, oes = dt_traits<ODT>::size;
     constexpr int VE = ZK_VEC_BYTES / (es > oes ? es : oes);
-    constexpr uint64_t tile_vecs = (uint64_t)ZK_CTA_THREADS * ZK_NV;
+    constexpr uint64_t tile_vecs = (uint64_t)ZK_CTA_THREADS * ZK_DQ_NV;
     uint64_t nvec = (count + VE - 1) / VE, tiles = (nvec + tile_vecs - 1) / tile_vecs;
     for (uint64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        uint64_t e[ZK_NV];
-        float acc[ZK_NV][VE];
+        uint64_t e[ZK_DQ_NV];
+        float acc[ZK_DQ_NV][VE];
 #pragma unroll
-        for (int j = 0; j < ZK_NV; j++) {
+        for (int j = 0; j < ZK_DQ_NV; j++) {
             e[j] = (tile * tile_vecs + (uint64_t)j * ZK_CTA_THREADS + threadIdx.x) * VE;
 #pragma unroll
             for (int i = 0; i < VE; i++)
@@ -118,15 +119,15 @@ __global__ void ZK_LB_FLAT
         }
         for (int c = 0; c < k; c++) {
             const uint8_t *base = (const uint8_t *)x + (uint64_t)c * stride_elems * es;
-            raw16 r[ZK_NV];
-            bool slow[ZK_NV];
+            raw16 r[ZK_DQ_NV];
+            bool slow[ZK_DQ_NV];
 #pragma unroll
-            for (int j = 0; j < ZK_NV; j++) {
+            for (int j = 0; j < ZK_DQ_NV; j++) {
                 uint64_t valid = e[j] < count ? count - e[j] : 0;
                 r[j] = load_elems_raw<DT, VE>(base + e[j] * es, valid, &slow[j]);
             }
 #pragma unroll
-            for (int j = 0; j < ZK_NV; j++) {
+            for (int j = 0; j < ZK_DQ_NV; j++) {
                 uint64_t valid = e[j] < count ? count - e[j] : 0;
                 float v[VE];
                 widen_vec<DT, VE>(r[j], slow[j], base + e[j] * es, valid, v);
@@ -136,7 +137,7 @@ __global__ void ZK_LB_FLAT
             }
         }
 #pragma unroll
-        for (int j = 0; j < ZK_NV; j++) {
+        for (int j = 0; j < ZK_DQ_NV; j++) {
             if (e[j] >= count)
                 continue;
             if (mean) {
@@ -178,7 +179,7 @@ void launch_dequantize(const uint8_t *in, uint64_t n, uint64_t n_out, uint32_t b
                        cudaStream_t stream)
 {
     uint64_t nvec = (n_out + shape<DT>::ve - 1) / shape<DT>::ve;
-    uint64_t ctas = (nvec + ZK_CTA_THREADS * ZK_NV - 1) / (ZK_CTA_THREADS * ZK_NV);
+    uint64_t ctas = (nvec + ZK_CTA_THREADS * ZK_DQ_NV - 1) / (ZK_CTA_THREADS * ZK_DQ_NV);
     dequantize_kernel<DT, BITS><<<grid_for(ctas), ZK_CTA_THREADS, 0, stream>>>(
         in, zk_payload_bytes(n, BITS), n_out, block, y);
 }
@@ -191,7 +192,7 @@ void launch_sum(const void *x, uint64_t stride_elems, int k, uint64_t count, int
                                            ? dt_traits<DT>::size
                                            : dt_traits<ODT>::size);
     uint64_t nvec = (count + ve - 1) / ve;
-    uint64_t ctas = (nvec + ZK_CTA_THREADS * ZK_NV - 1) / (ZK_CTA_THREADS * ZK_NV);
+    uint64_t ctas = (nvec + ZK_CTA_THREADS * ZK_DQ_NV - 1) / (ZK_CTA_THREADS * ZK_DQ_NV);
     sum_kernel<DT, ODT><<<grid_for(ctas), ZK_CTA_THREADS, 0, stream>>>(
         x, stride_elems, k, count, op == ZK_MEAN, divisor, y);
 }

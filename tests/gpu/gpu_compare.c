@@ -38,11 +38,14 @@
         }                                                                                          \
     } while (0)
 
-enum dist { D_NORMAL, D_UNIFORM, D_HEAVY, D_ZEROS, D_SPECIAL, D_TINY, D_COUNT };
-static const char *dist_name[D_COUNT] = {"normal", "uniform", "heavy", "zeros", "nan-inf", "tiny"};
+enum dist { D_NORMAL, D_UNIFORM, D_HEAVY, D_ZEROS, D_SPECIAL, D_TINY, D_WIDE, D_COUNT };
+static const char *dist_name[D_COUNT] = {"normal", "uniform", "heavy", "zeros",
+                                         "nan-inf", "tiny",    "wide"};
 
 static uint64_t g_seed = 0x5EEDull;
 static long g_checks, g_fail;
+static int g_quick; /* "quick": sizes <= QUICK_MAX only (for compute-sanitizer) */
+#define QUICK_MAX 70000
 
 static double gauss(void)
 {
@@ -75,6 +78,9 @@ static void fill(void *x, int dtype, uint64_t n, int d, uint32_t block)
         }
         case D_TINY:
             v = gauss() * ((i / block) % 2 ? 1e-41 : 1e-20); /* fp32 subnormal blocks */
+            break;
+        case D_WIDE: /* every binade from fp32 subnormals to near FLT_MAX, per block */
+            v = gauss() * pow(10.0, (double)((i / block * 7919) % 78) - 40.0);
             break;
         default:
             v = gauss();
@@ -357,6 +363,7 @@ int main(int argc, char **argv)
     }
     if (argc > 1)
         g_seed = strtoull(argv[1], NULL, 0);
+    g_quick = argc > 2 && strcmp(argv[2], "quick") == 0;
     struct cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     printf("gpu_compare: %s (sm_%d%d), seed 0x%llx\n", prop.name, prop.major, prop.minor,
@@ -373,11 +380,13 @@ int main(int argc, char **argv)
             for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++)
                 for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++, v++) {
                     uint64_t n = sizes[s];
+                    if (g_quick && n > QUICK_MAX)
+                        continue;
                     uint64_t nv = v % 4 == 3 ? n - n / 3 : n;
                     case_quant(dtypes[t], bw ? 4 : 8, blocks[b], n, nv, v % D_COUNT, v % 7 == 5);
                 }
     /* one large case per dtype: 2^24 + 5 elements */
-    for (int t = 0; t < 3; t++)
+    for (int t = 0; t < 3 && !g_quick; t++)
         case_quant(dtypes[t], t == 1 ? 4 : 8, 256, (1u << 24) + 5, (1u << 24) + 5, D_SPECIAL, 0);
     report("quant+dequant", c0, f0);
 
@@ -389,7 +398,8 @@ int main(int argc, char **argv)
     for (int bw = 0; bw < 2; bw++)
         for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++)
             for (size_t p = 0; p < sizeof pieces / sizeof pieces[0]; p++, v++)
-                case_reduce(bw ? 4 : 8, blocks[b], pieces[p], ks[v % 6], v % D_COUNT);
+                if (!g_quick || pieces[p] <= QUICK_MAX)
+                    case_reduce(bw ? 4 : 8, blocks[b], pieces[p], ks[v % 6], v % D_COUNT);
     report("reduce (2, 4)", c0, f0);
 
     c0 = g_checks;
@@ -401,7 +411,8 @@ int main(int argc, char **argv)
     for (int t = 0; t < 3; t++)
         for (int bw = 0; bw < 2; bw++)
             for (size_t s = 0; s < sizeof qn / sizeof qn[0]; s++, v++)
-                case_qgz(dtypes[t], bw ? 4 : 8, qb[v % 3], qn[s], geo[v % 6][0], geo[v % 6][1],
+                if (!g_quick || qn[s] <= QUICK_MAX)
+                    case_qgz(dtypes[t], bw ? 4 : 8, qb[v % 3], qn[s], geo[v % 6][0], geo[v % 6][1],
                          geo[v % 6][2], v % D_COUNT);
     report("qgz reorder (0)", c0, f0);
 

@@ -14,7 +14,7 @@
 #   ZK_ARCH       nvcc -gencode flags (default sm_90 machine code)
 # Writes OUTDIR/build.log (with the -Xptxas -v register report),
 # OUTDIR/registers.txt, OUTDIR/compare.log, OUTDIR/bench.log,
-# OUTDIR/variants.log, OUTDIR/summary.txt.
+# OUTDIR/variants.log, OUTDIR/sanitizer.log, OUTDIR/summary.txt.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -79,6 +79,14 @@ crc=${PIPESTATUS[0]}
 "$BUILD/default/kernel_bench" "$BENCH_MIB" 2>&1 | tee "$OUTDIR/bench.log"
 brc=${PIPESTATUS[0]}
 python3 "$ROOT/bench/kernels/torch_quant.py" "$BENCH_MIB" 2>&1 | tee -a "$OUTDIR/bench.log" | tail -6
+
+# memory checker over the small cases (no out-of-bounds reads or writes)
+if command -v compute-sanitizer >/dev/null; then
+    timeout 240 compute-sanitizer --tool memcheck --leak-check no --print-limit 20 \
+        "$BUILD/default/gpu_compare" 0x5EED quick >"$OUTDIR/sanitizer.log" 2>&1
+    echo "compute-sanitizer memcheck exit $?" | tee -a "$OUTDIR/sanitizer.log"
+    tail -3 "$OUTDIR/sanitizer.log"
+fi
 
 : >"$OUTDIR/variants.log"
 IFS=';' read -ra vlist <<<"$VARIANTS"

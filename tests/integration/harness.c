@@ -250,6 +250,45 @@ static int zh_daemon_answers(const zh_daemon *d)
     return rc == 0;
 }
 
+/* If extra sets `socket = PATH` (the last such line wins), copies PATH into
+ * d->socket so that the harness waits on the socket the daemon will use. */
+static void zh_socket_override(const char *extra, zh_daemon *d)
+{
+    for (const char *line = extra; line && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        char buf[ZH_PATH_MAX + 32];
+        if (len < sizeof buf) {
+            memcpy(buf, line, len);
+            buf[len] = '\0';
+            char *hash = strchr(buf, '#');
+            if (hash) {
+                *hash = '\0';
+            }
+            char *k = buf;
+            while (*k == ' ' || *k == '\t') {
+                k++;
+            }
+            char *eq = strchr(k, '=');
+            if (eq && strncmp(k, "socket", 6) == 0 &&
+                strspn(k + 6, " \t") == (size_t)(eq - k - 6)) {
+                char *v = eq + 1;
+                while (*v == ' ' || *v == '\t') {
+                    v++;
+                }
+                size_t vl = strlen(v);
+                while (vl > 0 && (v[vl - 1] == ' ' || v[vl - 1] == '\t' || v[vl - 1] == '\r')) {
+                    v[--vl] = '\0';
+                }
+                if (vl > 0 && vl < sizeof d->socket) {
+                    memcpy(d->socket, v, vl + 1);
+                }
+            }
+        }
+        line = end ? end + 1 : NULL;
+    }
+}
+
 int zh_daemon_start(const char *extra_conf_lines, zh_daemon *d)
 {
     zh_init();
@@ -272,6 +311,7 @@ int zh_daemon_start(const char *extra_conf_lines, zh_daemon *d)
         zh_rmdir(d->dir);
         return -1;
     }
+    zh_socket_override(extra_conf_lines, d);
 
     int logfd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (logfd < 0) {

@@ -36,7 +36,7 @@ typedef struct {
     pid_t pid;                /* 0 once reaped */
     int status;               /* waitpid status once reaped */
     char dir[ZH_DIR_MAX];     /* temporary directory, removed by stop/kill */
-    char socket[ZH_PATH_MAX]; /* <dir>/zppd.sock */
+    char socket[ZH_PATH_MAX]; /* <dir>/zppd.sock, or the extra lines' `socket` */
     char conf[ZH_PATH_MAX];   /* <dir>/zppd.conf */
     char log[ZH_PATH_MAX];    /* <dir>/zppd.log: the daemon's stderr and stdout */
 } zh_daemon;
@@ -44,7 +44,8 @@ typedef struct {
 /* Makes a temporary directory, writes a config there (socket in the
  * directory, backend = host, log_level = info, then extra_conf_lines
  * verbatim, e.g. "virtual_nodes = 2\nmax_frame = 4K\n"; NULL for none; a
- * later line overrides an earlier key), starts ZPPD_BIN -c <conf> with its
+ * later line overrides an earlier key, and a `socket` line there moves
+ * d->socket too), starts ZPPD_BIN -c <conf> with its
  * output in <dir>/zppd.log and waits (ZH_START_TIMEOUT_MS) until the socket
  * accepts a connection and answers a status query.
  * Returns 0 with *d filled, or -1 after printing why and the daemon log
@@ -79,7 +80,9 @@ int zh_daemon_log_contains(const zh_daemon *d, const char *needle);
 typedef int (*zh_rank_fn)(int rank, void *arg);
 
 /* Forks n children (each in its own process group, killed if the test
- * dies), child r runs exit(fn(r, arg)). Waits up to timeout_ms for all of
+ * dies), child r runs exit(fn(r, arg)) — exit, not _exit, so in sanitizer
+ * builds LeakSanitizer checks each rank: free what a rank allocates
+ * (zpp_close, zpp_shm_destroy). Waits up to timeout_ms for all of
  * them; children still running then are SIGKILLed.
  * codes[r] (when codes is not NULL, n entries) receives the exit code, 128 +
  * signal number if killed by a signal, or -1 if it timed out.

@@ -273,7 +273,7 @@ static void test_join_parked_until_all_nodes_joined(void)
     ASSERT_EQ(peer_join(a, aa, &ja, 5000, join_cb, &ra), 0); /* the leader joins itself */
     ASSERT_EQ(peer_join(b, aa, &jb, 5000, join_cb, &rb), 0);
     pump(300);
-    ASSERT_EQ(L.joins, 2); /* both arrived ... */
+    ASSERT_EQ(L.joins, 2);        /* both arrived ... */
     ASSERT(!ra.done && !rb.done); /* ... and are parked */
     ASSERT_EQ(peer_join(c, aa, &jc, 5000, join_cb, &rc), 0);
     int *all = &rc.done;
@@ -388,6 +388,28 @@ static void test_heartbeat_ok_and_to_dead_peer_fails(void)
     ASSERT_CONTAINS(rn.msg, "no job nojob here");
     ASSERT_CONTAINS(rn.msg, aa);
 
+    /* Round trip on loopback, for docs/peers.md (printed, not asserted). */
+    enum { N_RTT = 200 };
+    static uint64_t rtt[N_RTT];
+    for (int i = 0; i < N_RTT; i++) {
+        struct res rr = {0};
+        uint64_t t = uv_hrtime();
+        ASSERT_EQ(peer_heartbeat(b, aa, "job-5", &ptenant, 1, 2000, hb_cb, &rr), 0);
+        while (!rr.done)
+            uv_run(&loop, UV_RUN_ONCE);
+        rtt[i] = uv_hrtime() - t;
+        ASSERT_EQ(rr.code, 0);
+    }
+    for (int i = 1; i < N_RTT; i++) /* insertion sort: 200 values */
+        for (int k = i; k > 0 && rtt[k - 1] > rtt[k]; k--) {
+            uint64_t x = rtt[k];
+            rtt[k] = rtt[k - 1];
+            rtt[k - 1] = x;
+        }
+    fprintf(stderr, "  heartbeat round trip: median %llu us, p90 %llu us (%d calls)\n",
+            (unsigned long long)rtt[N_RTT / 2] / 1000,
+            (unsigned long long)rtt[N_RTT * 9 / 10] / 1000, N_RTT);
+
     stop_peer(a);
     struct res rd = {0};
     uv_update_time(&loop);
@@ -437,9 +459,11 @@ static grpc_status_code raw_call(const char *addr, const char *method, const uin
     grpc_completion_queue *cq = grpc_completion_queue_create_for_next(NULL);
     grpc_channel_credentials *cr = grpc_insecure_credentials_create();
     grpc_channel *ch = grpc_channel_create(addr, cr, NULL);
-    gpr_timespec dl = gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(3000, GPR_TIMESPAN));
-    grpc_call *call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
-                                               grpc_slice_from_static_string(method), NULL, dl, NULL);
+    gpr_timespec dl =
+        gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(3000, GPR_TIMESPAN));
+    grpc_call *call =
+        grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS, cq,
+                                 grpc_slice_from_static_string(method), NULL, dl, NULL);
     grpc_slice s = grpc_slice_from_copied_buffer((const char *)data, len);
     grpc_byte_buffer *send = grpc_raw_byte_buffer_create(&s, 1), *recv = NULL;
     grpc_slice_unref(s);
@@ -480,8 +504,8 @@ static grpc_status_code raw_call(const char *addr, const char *method, const uin
         ASSERT(grpc_byte_buffer_reader_init(&rd, recv));
         grpc_slice all = grpc_byte_buffer_reader_readall(&rd);
         grpc_byte_buffer_reader_destroy(&rd);
-        Zpp__Peer__AbortReply *r = zpp__peer__abort_reply__unpack(
-            NULL, GRPC_SLICE_LENGTH(all), GRPC_SLICE_START_PTR(all));
+        Zpp__Peer__AbortReply *r =
+            zpp__peer__abort_reply__unpack(NULL, GRPC_SLICE_LENGTH(all), GRPC_SLICE_START_PTR(all));
         ASSERT(r);
         *code = r->code;
         snprintf(msg, msglen, "%s", r->message);
