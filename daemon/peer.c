@@ -1306,6 +1306,14 @@ static void free_pem(char *s)
     }
 }
 
+/* Insecure mode is for loopback: say so loudly when it is not. */
+static int is_loopback(const char *listen)
+{
+    return !strncmp(listen, "127.", 4) || !strncmp(listen, "[::1]:", 6) ||
+           !strncmp(listen, "localhost:", 10) || !strncmp(listen, "ipv4:127.", 9) ||
+           !strncmp(listen, "unix:", 5);
+}
+
 static void close_cb(uv_handle_t *h)
 {
     struct peer *p = h->data;
@@ -1477,7 +1485,7 @@ int peer_start(uv_loop_t *loop, const struct peer_config *cfg, const struct peer
     grpc_init();
     p->cq = grpc_completion_queue_create_for_next(NULL);
 
-    grpc_arg sargs[4];
+    grpc_arg sargs[5];
     sargs[0].type = GRPC_ARG_INTEGER;
     sargs[0].key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
     sargs[0].value.integer = (int)p->max_message;
@@ -1490,7 +1498,12 @@ int peer_start(uv_loop_t *loop, const struct peer_config *cfg, const struct peer
     sargs[3].type = GRPC_ARG_INTEGER;
     sargs[3].key = (char *)GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS;
     sargs[3].value.integer = PEER_HANDSHAKE_TIMEOUT_MS;
-    grpc_channel_args sa = {.num_args = 4, .args = sargs};
+    /* gRPC sets SO_REUSEPORT by default: a second daemon would share the
+     * port silently and take half the calls. One daemon per port. */
+    sargs[4].type = GRPC_ARG_INTEGER;
+    sargs[4].key = (char *)GRPC_ARG_ALLOW_REUSEPORT;
+    sargs[4].value.integer = 0;
+    grpc_channel_args sa = {.num_args = 5, .args = sargs};
     p->server = grpc_server_create(&sa, NULL);
     grpc_server_register_completion_queue(p->server, p->cq, NULL);
     for (int m = 0; m < M_COUNT; m++)
@@ -1553,6 +1566,11 @@ int peer_start(uv_loop_t *loop, const struct peer_config *cfg, const struct peer
     uv_unref((uv_handle_t *)&p->sweep); /* the daemon's life is not ours to hold */
     plog(2, "peer: serving on %s (port %d, %s)", cfg->listen, p->port,
          cfg->use_tls ? "mutual TLS" : "insecure");
+    if (!cfg->use_tls && !is_loopback(cfg->listen))
+        plog(1,
+             "peer: insecure peer service on %s, not loopback: anyone who reaches it can join "
+             "or abort jobs; configure mutual TLS (docs/peers.md)",
+             cfg->listen);
     *out = p;
     return 0;
 

@@ -80,14 +80,6 @@ crc=${PIPESTATUS[0]}
 brc=${PIPESTATUS[0]}
 python3 "$ROOT/bench/kernels/torch_quant.py" "$BENCH_MIB" 2>&1 | tee -a "$OUTDIR/bench.log" | tail -6
 
-# memory checker over the small cases (no out-of-bounds reads or writes)
-if command -v compute-sanitizer >/dev/null; then
-    timeout 240 compute-sanitizer --tool memcheck --leak-check no --print-limit 20 \
-        "$BUILD/default/gpu_compare" 0x5EED quick >"$OUTDIR/sanitizer.log" 2>&1
-    echo "compute-sanitizer memcheck exit $?" | tee -a "$OUTDIR/sanitizer.log"
-    tail -3 "$OUTDIR/sanitizer.log"
-fi
-
 : >"$OUTDIR/variants.log"
 IFS=';' read -ra vlist <<<"$VARIANTS"
 for v in "${vlist[@]}"; do
@@ -106,6 +98,14 @@ for v in "${vlist[@]}"; do
 done
 [ -n "$VARIANTS" ] && grep -E "=== variant|gpu_compare:|quantize|dequantize|qgz|sum|Memcpy" "$OUTDIR/variants.log" |
     awk '/=== variant/{print; next} {printf "  %-22s %-24s %s\n", $1" "$2, $3" "$4" "$5, $0 ~ /%/ ? $NF : ""}' | tail -120
+
+# memory checker over the small cases (no out-of-bounds reads or writes)
+if command -v compute-sanitizer >/dev/null; then
+    timeout 150 compute-sanitizer --tool memcheck --leak-check no --print-limit 20 \
+        "$BUILD/default/gpu_compare" 0x5EED quick >"$OUTDIR/sanitizer.log" 2>&1
+    echo "compute-sanitizer memcheck exit $?" | tee -a "$OUTDIR/sanitizer.log"
+    tail -3 "$OUTDIR/sanitizer.log"
+fi
 
 {
     echo "gpu_compare exit $crc, kernel_bench exit $brc"

@@ -649,6 +649,49 @@ static void test_call_cap_refuses_extra_calls(void)
     pump(1);
 }
 
+static void test_join_parked_too_long_times_out(void)
+{
+    struct leader L = {.expect = 9};
+    struct peer_config cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.max_join_wait_ms = 200; /* checked by a 1 s sweep */
+    struct peer *a = start_peer(&L, "127.0.0.1:0", &cfg);
+    char aa[64];
+    addr_of(a, aa, sizeof(aa));
+    struct res r = {0};
+    Zpp__Peer__JoinRequest j = mkjoin("job-10", 1, 2, "127.0.0.1:9");
+    ASSERT_EQ(peer_join(a, aa, &j, 5000, join_cb, &r), 0);
+    run_until(&r.done, 3000);
+    ASSERT_EQ(r.code, ZPP_ETIMEDOUT);
+    ASSERT_CONTAINS(r.msg, "the job did not form within 200 ms");
+    ASSERT_EQ(L.cancelled, 1);
+    ASSERT_EQ(L.n, 0);
+    stop_peer(a);
+}
+
+static void test_start_refuses_bad_config_and_taken_port(void)
+{
+    struct leader L = {0};
+    struct peer *a = start_peer(&L, "127.0.0.1:0", NULL), *b = NULL;
+    char listen[64], why[256];
+    addr_of(a, listen, sizeof(listen));
+    struct peer_config cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.listen = listen; /* taken by a: no silent SO_REUSEPORT sharing */
+    ASSERT_EQ(peer_start(&loop, &cfg, &handlers, &L, &b, why, sizeof(why)), ZPP_EIO);
+    ASSERT(b == NULL);
+    ASSERT_CONTAINS(why, listen);
+    cfg.listen = "";
+    ASSERT_EQ(peer_start(&loop, &cfg, &handlers, &L, &b, why, sizeof(why)), ZPP_EINVAL);
+    cfg.listen = "127.0.0.1:0";
+    cfg.use_tls = 1; /* without files */
+    ASSERT_EQ(peer_start(&loop, &cfg, &handlers, &L, &b, why, sizeof(why)), ZPP_EINVAL);
+    ASSERT_CONTAINS(why, "ca_file");
+    ASSERT(b == NULL);
+    pump(1);
+    stop_peer(a);
+}
+
 /* ---- TLS -------------------------------------------------------------------------- */
 
 static char certdir[128];
@@ -837,6 +880,8 @@ int main(void)
     RUN(test_join_with_bad_fields_refused);
     RUN(test_bad_leader_reply_refused);
     RUN(test_call_cap_refuses_extra_calls);
+    RUN(test_join_parked_too_long_times_out);
+    RUN(test_start_refuses_bad_config_and_taken_port);
     RUN(test_mutual_tls_works_and_other_ca_refused);
     RUN(test_restart_same_port_then_join_works);
     uv_run(&loop, UV_RUN_NOWAIT);
