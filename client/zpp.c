@@ -870,7 +870,8 @@ int zpp__register_dev(zpp_conn *c, const int *fds, int nfds, const uint64_t *chu
 
 /* ---- admin -------------------------------------------------------------------- */
 
-/* Sends a StatusQuery or JobsQuery (no Hello needed) and waits for the
+/* Sends an admin query (Status, Jobs, Sessions, Store, Metrics; no Hello
+ * needed) and waits for the
  * reply; *out is freed with zpp_reply_free. */
 int zpp__admin_query(zpp_conn *c, int which, Zpp__Reply **out)
 {
@@ -878,20 +879,37 @@ int zpp__admin_query(zpp_conn *c, int which, Zpp__Reply **out)
         return ZPP_EINVAL;
     Zpp__StatusQuery sq = ZPP__STATUS_QUERY__INIT;
     Zpp__JobsQuery jq = ZPP__JOBS_QUERY__INIT;
+    Zpp__SessionsQuery sessq = ZPP__SESSIONS_QUERY__INIT;
+    Zpp__StoreQuery stq = ZPP__STORE_QUERY__INIT;
+    Zpp__MetricsQuery mq = ZPP__METRICS_QUERY__INIT;
     Zpp__Request req = ZPP__REQUEST__INIT;
     int want;
-    if (which == ZPP__REQUEST__BODY_STATUS) {
-        req.body_case = ZPP__REQUEST__BODY_STATUS;
-        req.status = &sq;
-        want = ZPP__REPLY__BODY_STATUS;
-    } else if (which == ZPP__REQUEST__BODY_JOBS) {
-        req.body_case = ZPP__REQUEST__BODY_JOBS;
-        req.jobs = &jq;
-        want = ZPP__REPLY__BODY_JOBS;
-    } else {
-        return set_err(c, ZPP_EINVAL, "unknown admin query");
+    switch (which) {
+    case ZPP__REQUEST__BODY_STATUS: req.status = &sq; want = ZPP__REPLY__BODY_STATUS; break;
+    case ZPP__REQUEST__BODY_JOBS: req.jobs = &jq; want = ZPP__REPLY__BODY_JOBS; break;
+    case ZPP__REQUEST__BODY_SESSIONS:
+        req.sessions = &sessq;
+        want = ZPP__REPLY__BODY_SESSIONS;
+        break;
+    case ZPP__REQUEST__BODY_STORE: req.store = &stq; want = ZPP__REPLY__BODY_STORE; break;
+    case ZPP__REQUEST__BODY_METRICS: req.metrics = &mq; want = ZPP__REPLY__BODY_METRICS; break;
+    default: return set_err(c, ZPP_EINVAL, "unknown admin query");
     }
+    req.body_case = (Zpp__Request__BodyCase)which;
     return conn_call(c, &req, -1, want, out);
+}
+
+/* Sends a DrainRequest (off: undo) and waits for the DrainReply. */
+int zpp__admin_drain(zpp_conn *c, int off, Zpp__Reply **out)
+{
+    if (!c)
+        return ZPP_EINVAL;
+    Zpp__DrainRequest dr = ZPP__DRAIN_REQUEST__INIT;
+    Zpp__Request req = ZPP__REQUEST__INIT;
+    dr.off = off != 0;
+    req.body_case = ZPP__REQUEST__BODY_DRAIN;
+    req.drain = &dr;
+    return conn_call(c, &req, -1, ZPP__REPLY__BODY_DRAIN, out);
 }
 
 static int admin_json(zpp_conn *c, int which, char *buf, size_t len)

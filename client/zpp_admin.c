@@ -1,6 +1,7 @@
 /*
- * zpp_admin.c — renders the daemon's admin replies (StatusReply, JobsReply)
- * as JSON, for zpp_admin_*_json and `zppctl --json`.
+ * zpp_admin.c — renders the daemon's admin replies (StatusReply, JobsReply,
+ * SessionsReply, StoreReply, DrainReply) as JSON, for zpp_admin_*_json and
+ * `zppctl --json`.
  *
  * Strings in those replies come from clients (job ids, tenant labels, call
  * messages), so they are escaped fully: quotes, backslashes and control
@@ -201,6 +202,7 @@ int zpp__status_json(const Zpp__StatusReply *st, char **out)
         jw_kstr(&w, &f, "daemon_version", st->daemon_version);
         jw_kstr(&w, &f, "backend", st->backend);
         jw_u64(&w, &f, "pid", st->pid);
+        jw_kstr(&w, &f, "peer_address", st->peer_address);
         jw_u64(&w, &f, "uptime_s", st->uptime_s);
         jw_u64(&w, &f, "sessions", st->sessions);
         jw_u64(&w, &f, "jobs", st->jobs);
@@ -212,6 +214,9 @@ int zpp__status_json(const Zpp__StatusReply *st, char **out)
         jw_u64(&w, &f, "bytes_inter", st->bytes_inter);
         jw_key(&w, &f, "draining");
         jw_raw(&w, st->draining ? "true" : "false");
+        jw_key(&w, &f, "stopping");
+        jw_raw(&w, st->stopping ? "true" : "false");
+        jw_u64(&w, &f, "running_jobs", st->running_jobs);
     }
     jw_raw(&w, "}");
     return jw_finish(&w, out);
@@ -266,5 +271,85 @@ int zpp__jobs_json(const Zpp__JobsReply *jr, char **out)
         job_json(&w, jr->jobs[i]);
     }
     jw_raw(&w, "]}");
+    return jw_finish(&w, out);
+}
+
+/* SessionsReply -> malloc'd {"sessions":[...]} (caller frees); 0 or ZPP_ENOMEM. */
+int zpp__sessions_json(const Zpp__SessionsReply *sr, char **out)
+{
+    jw_t w = {0};
+    jw_raw(&w, "{\"sessions\":[");
+    for (size_t i = 0; sr && i < sr->n_sessions; i++) {
+        const Zpp__SessionInfo *x = sr->sessions[i];
+        int f = 1;
+        jw_raw(&w, i ? ",{" : "{");
+        jw_u64(&w, &f, "session_id", x->session_id);
+        jw_u64(&w, &f, "uid", x->uid);
+        jw_u64(&w, &f, "gid", x->gid);
+        jw_u64(&w, &f, "pid", x->pid);
+        jw_kstr(&w, &f, "role", x->role);
+        jw_kstr(&w, &f, "tenant_label", x->tenant_label);
+        jw_kstr(&w, &f, "job_id", x->job_id);
+        jw_u64(&w, &f, "rank", x->rank);
+        jw_u64(&w, &f, "pending", x->pending);
+        jw_u64(&w, &f, "buffers", x->buffers);
+        jw_u64(&w, &f, "connected_s", x->connected_s);
+        jw_u64(&w, &f, "output_bytes", x->output_bytes);
+        jw_raw(&w, "}");
+    }
+    jw_raw(&w, "]}");
+    return jw_finish(&w, out);
+}
+
+/* StoreReply -> malloc'd JSON object (caller frees); 0 or ZPP_ENOMEM. */
+int zpp__store_json(const Zpp__StoreReply *sr, char **out)
+{
+    jw_t w = {0};
+    int f = 1;
+    jw_raw(&w, "{");
+    if (sr) {
+        jw_u64(&w, &f, "bytes", sr->bytes);
+        jw_u64(&w, &f, "entries", sr->entries);
+        jw_u64(&w, &f, "hits", sr->hits);
+        jw_u64(&w, &f, "misses", sr->misses);
+        jw_u64(&w, &f, "budget_per_device", sr->budget_per_device);
+        jw_u64(&w, &f, "budget_per_tenant", sr->budget_per_tenant);
+        jw_key(&w, &f, "tenants");
+        jw_raw(&w, "[");
+        for (size_t i = 0; i < sr->n_tenants; i++) {
+            int g = 1;
+            jw_raw(&w, i ? ",{" : "{");
+            jw_u64(&w, &g, "uid", sr->tenants[i]->uid);
+            jw_u64(&w, &g, "bytes", sr->tenants[i]->bytes);
+            jw_u64(&w, &g, "budget", sr->tenants[i]->budget);
+            jw_raw(&w, "}");
+        }
+        jw_raw(&w, "]");
+        jw_key(&w, &f, "jobs");
+        jw_raw(&w, "[");
+        for (size_t i = 0; i < sr->n_jobs; i++) {
+            int g = 1;
+            jw_raw(&w, i ? ",{" : "{");
+            jw_kstr(&w, &g, "job_id", sr->jobs[i]->job_id);
+            jw_u64(&w, &g, "tenant_uid", sr->jobs[i]->tenant_uid);
+            jw_u64(&w, &g, "bytes", sr->jobs[i]->bytes);
+            jw_raw(&w, "}");
+        }
+        jw_raw(&w, "]");
+    }
+    jw_raw(&w, "}");
+    return jw_finish(&w, out);
+}
+
+/* DrainReply -> malloc'd JSON object (caller frees); 0 or ZPP_ENOMEM. */
+int zpp__drain_json(const Zpp__DrainReply *dr, char **out)
+{
+    jw_t w = {0};
+    int f = 1;
+    jw_raw(&w, "{");
+    jw_key(&w, &f, "draining");
+    jw_raw(&w, dr && dr->draining ? "true" : "false");
+    jw_u64(&w, &f, "running_jobs", dr ? dr->running_jobs : 0);
+    jw_raw(&w, "}");
     return jw_finish(&w, out);
 }

@@ -11,16 +11,24 @@
 #include "frame.h"
 #include "zpp.h"
 
-/* Sends an admin query (which = ZPP__REQUEST__BODY_STATUS or _JOBS) and
- * waits for its reply. Returns 0 and *out (free with zpp_reply_free) whose
- * body is the matching StatusReply/JobsReply, or a negative code with the
- * message in zpp_last_error(c). Needs no Hello. */
+/* Sends an admin query (which = ZPP__REQUEST__BODY_STATUS, _JOBS,
+ * _SESSIONS, _STORE or _METRICS) and waits for its reply. Returns 0 and
+ * *out (free with zpp_reply_free) whose body is the matching reply, or a
+ * negative code with the message in zpp_last_error(c). Needs no Hello. */
 int zpp__admin_query(zpp_conn *c, int which, Zpp__Reply **out);
+
+/* Asks the daemon to drain (off = 0) or to take jobs again (off = 1).
+ * Returns 0 and *out (body: DrainReply), or a negative code (ZPP_EPERM
+ * unless the caller is root or the daemon's uid). */
+int zpp__admin_drain(zpp_conn *c, int off, Zpp__Reply **out);
 
 /* Render a StatusReply / JobsReply as a JSON object into a malloc'd,
  * NUL-terminated string the caller frees. Returns 0 or ZPP_ENOMEM. */
 int zpp__status_json(const Zpp__StatusReply *st, char **out);
 int zpp__jobs_json(const Zpp__JobsReply *jr, char **out);
+int zpp__sessions_json(const Zpp__SessionsReply *sr, char **out);
+int zpp__store_json(const Zpp__StoreReply *sr, char **out);
+int zpp__drain_json(const Zpp__DrainReply *dr, char **out);
 
 /* ---- hooks for the CUDA side (zpp_cuda.c; zpp.c stays CUDA-free) ---- */
 

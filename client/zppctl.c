@@ -1,11 +1,11 @@
 /*
- * zppctl.c — the admin CLI of zppd: `zppctl [-s SOCKET] [--json] COMMAND`.
+ * zppctl.c — the admin CLI of zppd:
+ * `zppctl [-s SOCKET] [--json] COMMAND [--json] [COMMAND OPTIONS]`.
  *
- * Each subcommand is a row of the command table below (name, help, handler);
- * a new one (sessions, store, health, drain, metrics) is a handler and a
- * row. Output is a human table by default and one JSON object with --json.
+ * Each subcommand is a row of the command table below (name, help, handler).
+ * Output is a human table by default and one JSON object with --json.
  * Exit codes: 0 ok, 1 the daemon returned an error, 2 usage, 3 cannot
- * connect.
+ * connect, 4 (health) the daemon is draining or stopping.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -13,21 +13,30 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "zpp.h"
 #include "zpp_int.h"
 
-enum { EXIT_OK = 0, EXIT_DAEMON = 1, EXIT_USAGE = 2, EXIT_CONNECT = 3 };
+enum { EXIT_OK = 0, EXIT_DAEMON = 1, EXIT_USAGE = 2, EXIT_CONNECT = 3, EXIT_NOT_READY = 4 };
+
+#define DRAIN_POLL_US 200000 /* drain --wait: status poll interval */
 
 typedef struct {
     const char *socket;
     int json;
+    int off;    /* drain --off */
+    int wait_s; /* drain --wait=SECONDS */
 } opts_t;
+
+/* Command options beyond --json. */
+enum { OPT_OFF = 1, OPT_WAIT = 2 };
 
 typedef struct {
     const char *name;
     const char *help;
     int (*run)(zpp_conn *c, const opts_t *o);
+    int opts; /* OPT_* the command accepts */
 } command_t;
 
 /* ---- output helpers ------------------------------------------------------- */
@@ -212,9 +221,154 @@ static int cmd_jobs(zpp_conn *c, const opts_t *o)
     return EXIT_OK;
 }
 
+/* Prints a reply rendered as JSON by fn, or reports out of memory. */
+#define PRINT_JSON(fn, body)                                                                       \
+    do {                                                                                           \
+        char *json_ = NULL;                                                                        \
+        int rc_ = fn(body, &json_);                                                                \
+        zpp_reply_free(rep);                                                                       \
+        if (rc_ < 0) {                                                                             \
+            fprintf(stderr, "zppctl: out of memory\n");                                            \
+            return EXIT_DAEMON;                                                                    \
+        }                                                                                          \
+        return print_json(json_);                                                                  \
+    } while (0)
+
+static int cmd_sessions(zpp_conn *c, const opts_t *o)
+{
+    Zpp__Reply *rep = NULL;
+    int rc = zpp__admin_query(c, ZPP__REQUEST__BODY_SESSIONS, &rep);
+    if (rc < 0)
+        return daemon_error(c, rc);
+    const Zpp__SessionsReply *sr = rep->sessions;
+    if (o->json)
+        PRINT_JSON(zpp__sessions_json, sr);
+    printf("%-8s %-7s %-8s %-6s %-24s %-5s %-8s %-8s %s\n", "SESSION", "UID", "PID", "ROLE", "JOB",
+           "RANK", "PENDING", "BUFFERS", "AGE_S");
+    for (size_t i = 0; i < sr->n_sessions; i++) {
+        const Zpp__SessionInfo *x = sr->sessions[i];
+        printf("%-8" PRIu64 " %-7" PRIu32 " %-8" PRIu32 " ", x->session_id, x->uid, x->pid);
+        put_safe(x->role, 6);
+        putchar(' ');
+        put_safe(x->job_id && x->job_id[0] ? x->job_id : "-", 24);
+        if (!strcmp(x->role ? x->role : "", "rank"))
+            printf(" %-5" PRIu32, x->rank);
+        else
+            printf(" %-5s", "-");
+        printf(" %-8" PRIu32 " %-8" PRIu32 " %" PRIu64 "\n", x->pending, x->buffers,
+               x->connected_s);
+    }
+    zpp_reply_free(rep);
+    return EXIT_OK;
+}
+
+static int cmd_store(zpp_conn *c, const opts_t *o)
+{
+    Zpp__Reply *rep = NULL;
+    int rc = zpp__admin_query(c, ZPP__REQUEST__BODY_STORE, &rep);
+    if (rc < 0)
+        return daemon_error(c, rc);
+    const Zpp__StoreReply *sr = rep->store;
+    if (o->json)
+        PRINT_JSON(zpp__store_json, sr);
+    char b1[32], b2[32];
+    printf("hpz store  %s in %" PRIu64 " entries; budget %s per device", 
+           human_bytes(sr->bytes, b1, sizeof b1), sr->entries,
+           sr->budget_per_device ? human_bytes(sr->budget_per_device, b2, sizeof b2) : "none");
+    printf(", %s per tenant\n",
+           sr->budget_per_tenant ? human_bytes(sr->budget_per_tenant, b2, sizeof b2) : "none");
+    printf("lookups    %" PRIu64 " hits, %" PRIu64 " misses\n", sr->hits, sr->misses);
+    if (sr->n_tenants) {
+        printf("%-10s %-12s %s\n", "TENANT", "BYTES", "BUDGET");
+        for (size_t i = 0; i < sr->n_tenants; i++)
+            printf("%-10" PRIu32 " %-12s %s\n", sr->tenants[i]->uid,
+                   human_bytes(sr->tenants[i]->bytes, b1, sizeof b1),
+                   sr->tenants[i]->budget ? human_bytes(sr->tenants[i]->budget, b2, sizeof b2)
+                                          : "none");
+    }
+    if (sr->n_jobs) {
+        printf("%-24s %-10s %s\n", "JOB", "TENANT", "BYTES");
+        for (size_t i = 0; i < sr->n_jobs; i++) {
+            put_safe(sr->jobs[i]->job_id, 24);
+            printf(" %-10" PRIu32 " %s\n", sr->jobs[i]->tenant_uid,
+                   human_bytes(sr->jobs[i]->bytes, b1, sizeof b1));
+        }
+    }
+    zpp_reply_free(rep);
+    return EXIT_OK;
+}
+
+/* The Prometheus text, as the metrics endpoint serves it (also with --json:
+ * the exposition format is already machine-readable). */
+static int cmd_metrics(zpp_conn *c, const opts_t *o)
+{
+    Zpp__Reply *rep = NULL;
+    int rc = zpp__admin_query(c, ZPP__REQUEST__BODY_METRICS, &rep);
+    if (rc < 0)
+        return daemon_error(c, rc);
+    fputs(rep->metrics->text ? rep->metrics->text : "", stdout);
+    zpp_reply_free(rep);
+    return EXIT_OK;
+}
+
+/* 0 healthy, 4 draining or stopping (3, unreachable, is main's). */
+static int cmd_health(zpp_conn *c, const opts_t *o)
+{
+    Zpp__Reply *rep = NULL;
+    int rc = zpp__admin_query(c, ZPP__REQUEST__BODY_STATUS, &rep);
+    if (rc < 0)
+        return daemon_error(c, rc);
+    const Zpp__StatusReply *st = rep->status;
+    const char *h = st->stopping ? "stopping" : st->draining ? "draining" : "ok";
+    if (o->json)
+        printf("{\"health\":\"%s\",\"running_jobs\":%" PRIu32 "}\n", h, st->running_jobs);
+    else
+        printf("%s\n", h);
+    zpp_reply_free(rep);
+    return strcmp(h, "ok") ? EXIT_NOT_READY : EXIT_OK;
+}
+
+static int cmd_drain(zpp_conn *c, const opts_t *o)
+{
+    Zpp__Reply *rep = NULL;
+    int rc = zpp__admin_drain(c, o->off, &rep);
+    if (rc < 0)
+        return daemon_error(c, rc);
+    uint32_t running = rep->drain->running_jobs;
+    int64_t left_us = (int64_t)o->wait_s * 1000000;
+    while (!o->off && o->wait_s && running && left_us > 0) {
+        zpp_reply_free(rep);
+        rep = NULL;
+        usleep(DRAIN_POLL_US);
+        left_us -= DRAIN_POLL_US;
+        if ((rc = zpp__admin_query(c, ZPP__REQUEST__BODY_STATUS, &rep)) < 0)
+            return daemon_error(c, rc);
+        running = rep->status->running_jobs;
+    }
+    zpp_reply_free(rep);
+    if (o->json)
+        printf("{\"draining\":%s,\"running_jobs\":%" PRIu32 "}\n", o->off ? "false" : "true",
+               running);
+    else if (o->off)
+        printf("zppd takes new jobs again\n");
+    else
+        printf("zppd is draining: no new jobs; %" PRIu32 " running\n", running);
+    if (!o->off && o->wait_s && running) {
+        fprintf(stderr, "zppctl: %" PRIu32 " jobs still running after %d s\n", running, o->wait_s);
+        return EXIT_NOT_READY;
+    }
+    return EXIT_OK;
+}
+
 static const command_t commands[] = {
-    {"status", "daemon version, uptime, sessions, traffic and store usage", cmd_status},
-    {"jobs", "jobs with members, the oldest pending call and recent calls", cmd_jobs},
+    {"status", "daemon version, uptime, sessions, traffic and store usage", cmd_status, 0},
+    {"jobs", "jobs with members, the oldest pending call and recent calls", cmd_jobs, 0},
+    {"sessions", "client connections: uid, pid, role, job, rank, pending calls", cmd_sessions, 0},
+    {"store", "hpZ store usage: totals, budgets, per tenant and per job", cmd_store, 0},
+    {"metrics", "the Prometheus metrics text (root or the daemon's uid)", cmd_metrics, 0},
+    {"health", "ok (exit 0), draining or stopping (exit 4), unreachable (exit 3)", cmd_health, 0},
+    {"drain", "take no new jobs, let running ones finish [--off] [--wait=SECONDS]", cmd_drain,
+     OPT_OFF | OPT_WAIT},
 };
 
 /* ---- main ---------------------------------------------------------------------- */
@@ -222,7 +376,7 @@ static const command_t commands[] = {
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: zppctl [-s SOCKET] [--json] COMMAND\n\n"
+            "usage: zppctl [-s SOCKET] [--json] COMMAND [--json] [OPTIONS]\n\n"
             "  -s, --socket PATH  zppd's socket (default $ZPP_SOCKET, else %s)\n"
             "  -j, --json         print one JSON object\n"
             "  -h, --help         this text\n"
@@ -230,8 +384,9 @@ static void usage(FILE *f)
             ZPP_DEFAULT_SOCKET);
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
-    fprintf(f, "\nexit status: 0 ok, 1 the daemon returned an error, 2 usage, "
-               "3 cannot connect\n");
+    fprintf(f, "\nexit status: 0 ok, 1 the daemon returned an error (ZPP_EPERM: drain and\n"
+               "metrics need root or the daemon's uid), 2 usage, 3 cannot connect,\n"
+               "4 health: draining or stopping (drain --wait: jobs still running)\n");
 }
 
 int main(int argc, char **argv)
@@ -243,7 +398,8 @@ int main(int argc, char **argv)
                                              {NULL, 0, NULL, 0}};
     opts_t o = {0};
     int ch;
-    while ((ch = getopt_long(argc, argv, "s:jhV", longopts, NULL)) != -1) {
+    /* "+": stop at the command; its own options are parsed below. */
+    while ((ch = getopt_long(argc, argv, "+s:jhV", longopts, NULL)) != -1) {
         switch (ch) {
         case 's':
             o.socket = optarg;
@@ -262,7 +418,7 @@ int main(int argc, char **argv)
             return EXIT_USAGE;
         }
     }
-    if (optind != argc - 1) {
+    if (optind >= argc) {
         usage(stderr);
         return EXIT_USAGE;
     }
@@ -275,6 +431,25 @@ int main(int argc, char **argv)
         usage(stderr);
         return EXIT_USAGE;
     }
+    for (int i = optind + 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--json") || !strcmp(a, "-j")) {
+            o.json = 1;
+        } else if ((cmd->opts & OPT_OFF) && !strcmp(a, "--off")) {
+            o.off = 1;
+        } else if ((cmd->opts & OPT_WAIT) && !strncmp(a, "--wait=", 7)) {
+            char *end;
+            long v = strtol(a + 7, &end, 10);
+            if (*end || end == a + 7 || v < 0 || v > 86400) {
+                fprintf(stderr, "zppctl: --wait takes seconds (0..86400)\n");
+                return EXIT_USAGE;
+            }
+            o.wait_s = (int)v;
+        } else {
+            fprintf(stderr, "zppctl: %s: unknown option '%s'\n", cmd->name, a);
+            return EXIT_USAGE;
+        }
+    }
 
     const char *path = o.socket;
     if (!path || !path[0])
@@ -286,6 +461,8 @@ int main(int argc, char **argv)
     if (rc < 0) {
         fprintf(stderr, "zppctl: cannot connect to %s: %s (%s)\n", path, strerror(errno),
                 zpp_err_name(rc));
+        if (cmd->run == cmd_health)
+            printf(o.json ? "{\"health\":\"unreachable\"}\n" : "unreachable\n");
         return EXIT_CONNECT;
     }
     int status = cmd->run(c, &o);

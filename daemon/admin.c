@@ -8,15 +8,27 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cluster.h"
 #include "daemon.h"
 #include "hpz_store.h"
 #include "job.h"
+#include "log.h"
+#include "metrics.h"
 #include "session.h"
 #include "zpp.h"
 
 static int sees_all(const struct session *s)
 {
     return s->uid == 0 || s->uid == s->d->uid;
+}
+
+static uint32_t running_jobs(const struct zppd *d)
+{
+    uint32_t n = 0;
+    for (const struct job *j = d->jobs; j; j = j->next)
+        if (j->state != JOB_ABORTED)
+            n++;
+    return n;
 }
 
 void admin_status(struct session *s, uint64_t req_id)
@@ -38,6 +50,9 @@ void admin_status(struct session *s, uint64_t req_id)
     st.bytes_inter = d->stats.bytes_inter;
     st.draining = d->draining;
     st.pid = (uint32_t)getpid();
+    st.peer_address = (char *)cluster_address(d);
+    st.stopping = d->stopping;
+    st.running_jobs = running_jobs(d);
     Zpp__Reply rep = ZPP__REPLY__INIT;
     rep.req_id = req_id;
     rep.body_case = ZPP__REPLY__BODY_STATUS;
@@ -94,7 +109,7 @@ void admin_jobs(struct session *s, uint64_t req_id)
             struct call *c = j->calls;
             ji->oldest_pending_seq = c->seq;
             ji->missing_ranks = missing + mpos;
-            for (uint32_t r = 0; r < j->world; r++)
+            for (uint32_t r = j->lo; r < j->lo + j->nlocal; r++)
                 if (!c->subs[r].submitted)
                     missing[mpos + ji->n_missing_ranks++] = r;
             mpos += j->world;
@@ -133,4 +148,164 @@ out:
     free(recp);
     free(ranks);
     free(missing);
+}
+
+static const char *role_name(enum sess_role r)
+{
+    return r == SESS_ROLE_RANK ? "rank" : r == SESS_ROLE_ADMIN ? "admin" : "none";
+}
+
+void admin_sessions(struct session *s, uint64_t req_id)
+{
+    struct zppd *d = s->d;
+    uint32_t n = 0;
+    for (struct session *x = d->sessions; x; x = x->next)
+        if (x->state == SESS_OPEN && (sees_all(s) || x->uid == s->uid))
+            n++;
+    Zpp__SessionInfo *infos = calloc(n ? n : 1, sizeof *infos);
+    Zpp__SessionInfo **ptrs = calloc(n ? n : 1, sizeof *ptrs);
+    if (!infos || !ptrs) {
+        sess_send_error(s, req_id, ZPP_ENOMEM, "out of memory listing sessions");
+        goto out;
+    }
+    uint64_t now = zppd_now_ms();
+    uint32_t i = 0;
+    for (struct session *x = d->sessions; x && i < n; x = x->next) {
+        if (x->state != SESS_OPEN || !(sees_all(s) || x->uid == s->uid))
+            continue;
+        Zpp__SessionInfo *si = &infos[i];
+        zpp__session_info__init(si);
+        ptrs[i++] = si;
+        si->session_id = x->id;
+        si->uid = x->uid;
+        si->gid = x->gid;
+        si->pid = x->pid;
+        si->role = (char *)role_name(x->role);
+        si->tenant_label = x->label;
+        si->job_id = x->job ? x->job->id : (char *)"";
+        si->rank = x->rank;
+        si->pending = x->pending;
+        si->buffers = x->nbufs;
+        si->connected_s = (now - x->connected_ms) / 1000;
+        si->output_bytes = x->out_bytes;
+    }
+    Zpp__SessionsReply sr = ZPP__SESSIONS_REPLY__INIT;
+    sr.n_sessions = i;
+    sr.sessions = ptrs;
+    Zpp__Reply rep = ZPP__REPLY__INIT;
+    rep.req_id = req_id;
+    rep.body_case = ZPP__REPLY__BODY_SESSIONS;
+    rep.sessions = &sr;
+    sess_send(s, &rep);
+out:
+    free(infos);
+    free(ptrs);
+}
+
+void admin_store(struct session *s, uint64_t req_id)
+{
+    struct zppd *d = s->d;
+    Zpp__StoreReply sr = ZPP__STORE_REPLY__INIT;
+    hpz_store_stats(d->store, &sr.bytes, &sr.entries, &sr.hits, &sr.misses);
+    sr.budget_per_device = d->cfg.store_budget;
+    sr.budget_per_tenant = d->cfg.store_budget_per_tenant;
+    uint32_t n = 0;
+    for (struct job *j = d->jobs; j; j = j->next)
+        if (sees_all(s) || j->uid == s->uid)
+            n++;
+    /* Tenants: the callers' uid, and every uid with a job that the caller
+     * may see (at most one row per job, plus one). */
+    Zpp__StoreJob *jobs = calloc(n ? n : 1, sizeof *jobs);
+    Zpp__StoreJob **jp = calloc(n ? n : 1, sizeof *jp);
+    Zpp__StoreTenant *ten = calloc(n + 1, sizeof *ten);
+    Zpp__StoreTenant **tp = calloc(n + 1, sizeof *tp);
+    if (!jobs || !jp || !ten || !tp) {
+        sess_send_error(s, req_id, ZPP_ENOMEM, "out of memory listing the store");
+        goto out;
+    }
+    uint32_t nj = 0, nt = 0;
+    for (struct job *j = d->jobs; j; j = j->next) {
+        if (!(sees_all(s) || j->uid == s->uid))
+            continue;
+        zpp__store_job__init(&jobs[nj]);
+        jobs[nj].job_id = j->id;
+        jobs[nj].tenant_uid = j->uid;
+        jobs[nj].bytes = hpz_store_job_bytes(d->store, j);
+        jp[nj] = &jobs[nj];
+        nj++;
+    }
+    for (uint32_t k = 0; k <= nj; k++) {
+        uint32_t uid = k < nj ? jobs[k].tenant_uid : s->uid;
+        int seen = 0;
+        for (uint32_t t = 0; t < nt; t++)
+            seen |= ten[t].uid == uid;
+        if (seen)
+            continue;
+        zpp__store_tenant__init(&ten[nt]);
+        ten[nt].uid = uid;
+        ten[nt].bytes = hpz_store_tenant_bytes(d->store, uid);
+        ten[nt].budget = d->cfg.store_budget_per_tenant;
+        tp[nt] = &ten[nt];
+        nt++;
+    }
+    sr.n_jobs = nj;
+    sr.jobs = jp;
+    sr.n_tenants = nt;
+    sr.tenants = tp;
+    Zpp__Reply rep = ZPP__REPLY__INIT;
+    rep.req_id = req_id;
+    rep.body_case = ZPP__REPLY__BODY_STORE;
+    rep.store = &sr;
+    sess_send(s, &rep);
+out:
+    free(jobs);
+    free(jp);
+    free(ten);
+    free(tp);
+}
+
+void admin_metrics(struct session *s, uint64_t req_id)
+{
+    if (!sees_all(s)) {
+        sess_send_error(s, req_id, ZPP_EPERM,
+                        "the metrics cover every tenant: only root or uid %u may read them",
+                        s->d->uid);
+        return;
+    }
+    size_t len = 0;
+    char *text = metrics_render(s->d, &len);
+    if (!text) {
+        sess_send_error(s, req_id, ZPP_ENOMEM, "out of memory rendering the metrics");
+        return;
+    }
+    Zpp__MetricsReply mr = ZPP__METRICS_REPLY__INIT;
+    mr.text = text;
+    Zpp__Reply rep = ZPP__REPLY__INIT;
+    rep.req_id = req_id;
+    rep.body_case = ZPP__REPLY__BODY_METRICS;
+    rep.metrics = &mr;
+    sess_send(s, &rep);
+    free(text);
+}
+
+void admin_drain(struct session *s, uint64_t req_id, const Zpp__DrainRequest *dr)
+{
+    struct zppd *d = s->d;
+    if (!sees_all(s)) {
+        sess_send_error(s, req_id, ZPP_EPERM, "only root or uid %u may drain zppd", d->uid);
+        return;
+    }
+    int want = !dr->off;
+    if (d->draining != want)
+        ZLOG_I("admin", want ? "draining: no new jobs" : "drain ended: taking new jobs",
+               "by_uid=%u by_pid=%u running_jobs=%u", s->uid, s->pid, running_jobs(d));
+    d->draining = want;
+    Zpp__DrainReply r = ZPP__DRAIN_REPLY__INIT;
+    r.draining = d->draining;
+    r.running_jobs = running_jobs(d);
+    Zpp__Reply rep = ZPP__REPLY__INIT;
+    rep.req_id = req_id;
+    rep.body_case = ZPP__REPLY__BODY_DRAIN;
+    rep.drain = &r;
+    sess_send(s, &rep);
 }

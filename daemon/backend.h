@@ -105,6 +105,15 @@ struct be_ops {
     void (*job_close)(void *backend, void *job, int abort);
     /* Polls a job's asynchronous errors (NCCL); 0 or a ZPP_E* code. */
     int (*job_poll)(void *backend, void *job, char *why, size_t why_len);
+    /* job_open for a job that spans daemons: the global and inter-node
+     * communicators come from the leader's ids (ids[0] global, ids[1 + i]
+     * the inter-node communicator of local index i); t->rank0/nslots say
+     * which ranks this daemon hosts. */
+    int (*job_open_ids)(void *backend, const struct be_topo *t, const int *devices,
+                        const uint8_t *ids, int nids, void **job, char *why, size_t why_len);
+    /* Makes n communicator ids (128 bytes each, ncclGetUniqueId) for a job
+     * that spans daemons; the leader sends them to the other nodes. */
+    int (*make_ids)(void *backend, int n, uint8_t *ids, char *why, size_t why_len);
     /* Device memory the job holds (communicators, staging). */
     uint64_t (*job_memory)(void *backend, void *job);
     /* Around coll_run: slot s's stream waits on the client's ready event
@@ -131,6 +140,11 @@ struct be_import {
 /* The host backend: C reference kernels and in-memory copies between the
  * ranks' shared-memory buffers (all ranks of a job in this daemon). */
 extern const struct be_ops be_host_ops;
+/* Host backend fault injection (config fault_inject, tests only): after
+ * `after_transfers` successful transfers, every transfer fails and
+ * be_host_fatal returns 1 with a message, like a sticky CUDA error. */
+void be_host_fault_inject(uint64_t after_transfers);
+int be_host_fatal(char *why, size_t why_len);
 
 /* The cuda backend (backend_cuda.c; only in builds with CUDA and NCCL).
  * be_cuda_open finds the GPUs; returns NULL with a message if none. */

@@ -14,9 +14,17 @@
  * ours. Scratch is malloc'd memory tracked in the be_call and freed by
  * be_call_end. The store's memory is calloc'd (the device is ignored).
  *
+ * Fault injection (config fault_inject, a test switch): after N successful
+ * transfers (allgather, alltoall, reduce_scatter) every later transfer and
+ * copy fails with ZPP_EBACKEND, and be_host_fatal reports it — the way a
+ * sticky CUDA error poisons a process, so the daemon's exit path for that
+ * (main.c) is tested without a GPU.
+ *
  * Threads: a be_call is used by one thread at a time; store_alloc/free are
- * called on the loop thread and touch no shared state.
+ * called on the loop thread and touch no shared state. The fault-injection
+ * counters are atomics (workers count, the loop reads).
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +38,41 @@ static int host_fail(struct be_call *c, int code, const char *what)
 {
     snprintf(c->err, sizeof c->err, "host backend: %s", what);
     return code;
+}
+
+/* ---- fault injection -------------------------------------------------- */
+
+static atomic_uint_fast64_t g_fault_after; /* 1 + N when armed; 0 off */
+static atomic_uint_fast64_t g_transfers;
+static atomic_int g_sticky;
+
+void be_host_fault_inject(uint64_t after_transfers)
+{
+    atomic_store(&g_transfers, 0);
+    atomic_store(&g_sticky, 0);
+    atomic_store(&g_fault_after, after_transfers + 1);
+}
+
+int be_host_fatal(char *why, size_t why_len)
+{
+    if (!atomic_load(&g_sticky))
+        return 0;
+    snprintf(why, why_len, "host backend: injected sticky device error after %llu transfers "
+             "(fault_inject)", (unsigned long long)(atomic_load(&g_fault_after) - 1));
+    return 1;
+}
+
+/* Counts a transfer (count = 1) or only checks; fails once sticky. */
+static int fault_check(struct be_call *c, int count)
+{
+    uint64_t after = atomic_load(&g_fault_after);
+    if (!after)
+        return 0;
+    if (count && atomic_fetch_add(&g_transfers, 1) + 1 >= after)
+        atomic_store(&g_sticky, 1);
+    if (atomic_load(&g_sticky))
+        return host_fail(c, ZPP_EBACKEND, "sticky device error (injected by fault_inject)");
+    return 0;
 }
 
 /* ---- communicators -------------------------------------------------- */
@@ -85,7 +128,10 @@ static int topo_ok(struct be_call *c)
 static int host_allgather(struct be_call *c, int comm, void *const *send, void *const *recv,
                           size_t bytes)
 {
-    int rc = topo_ok(c);
+    int rc = fault_check(c, 1);
+    if (rc)
+        return rc;
+    rc = topo_ok(c);
     int *slots = NULL;
     if (rc)
         return rc;
@@ -110,7 +156,10 @@ exit:
 static int host_alltoall(struct be_call *c, int comm, void *const *send, void *const *recv,
                          size_t bytes_per_peer)
 {
-    int rc = topo_ok(c);
+    int rc = fault_check(c, 1);
+    if (rc)
+        return rc;
+    rc = topo_ok(c);
     int *slots = NULL;
     if (rc)
         return rc;
@@ -208,6 +257,8 @@ static int host_reduce_out(struct be_call *c, int s, const void *in, uint64_t in
 
 static int host_copy(struct be_call *c, int s, void *dst, const void *src, size_t bytes)
 {
+    if (fault_check(c, 0))
+        return ZPP_EBACKEND;
     if (dst != src && bytes)
         memmove(dst, src, bytes);
     return 0;
@@ -225,7 +276,10 @@ static int host_zero(struct be_call *c, int s, void *dst, size_t bytes)
 static int host_reduce_scatter(struct be_call *c, int comm, void *const *send, void *const *recv,
                                uint64_t count, uint64_t shard, int dtype, int out_dtype, int op)
 {
-    int rc = topo_ok(c);
+    int rc = fault_check(c, 1);
+    if (rc)
+        return rc;
+    rc = topo_ok(c);
     int *slots = NULL;
     size_t esize = zk_dtype_size(dtype);
     if (rc)

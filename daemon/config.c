@@ -15,7 +15,7 @@
 
 #include "log.h"
 
-enum cfg_type { T_STR, T_U32, T_SIZE, T_MODE, T_BOOL, T_LEVEL, T_FORMAT, T_BACKEND };
+enum cfg_type { T_STR, T_U32, T_SIZE, T_MODE, T_BOOL, T_LEVEL, T_FORMAT, T_BACKEND, T_FAULT };
 
 struct cfg_key {
     const char *name;
@@ -51,6 +51,21 @@ static const struct cfg_key keys[] = {
     {"allow_legacy_ipc", T_BOOL, F(allow_legacy_ipc), 0, 0, 1, 0},
     {"host_threads", T_U32, F(host_threads), 0, 1, 128, 0},
     {"metrics_listen", T_STR, F(metrics_listen), SZ(metrics_listen), 0, 0, 0},
+    {"tenant_max_jobs", T_U32, F(tenant_max_jobs), 0, 0, 1000000, 1},
+    {"tenant_max_sessions", T_U32, F(tenant_max_sessions), 0, 0, 1000000, 1},
+    {"tenant_max_device_memory", T_SIZE, F(tenant_max_device_memory), 0, 0, UINT64_MAX, 1},
+    {"fault_inject", T_FAULT, F(fault_inject), SZ(fault_inject), 0, 0, 0},
+    {"peer_listen", T_STR, F(peer_listen), SZ(peer_listen), 0, 0, 0},
+    {"peer_advertise", T_STR, F(peer_advertise), SZ(peer_advertise), 0, 0, 0},
+    {"peer_tls", T_BOOL, F(peer_tls), 0, 0, 1, 0},
+    {"peer_tls_ca", T_STR, F(peer_tls_ca), SZ(peer_tls_ca), 0, 0, 0},
+    {"peer_tls_cert", T_STR, F(peer_tls_cert), SZ(peer_tls_cert), 0, 0, 0},
+    {"peer_tls_key", T_STR, F(peer_tls_key), SZ(peer_tls_key), 0, 0, 0},
+    {"peer_tls_target_override", T_STR, F(peer_tls_target_override),
+     SZ(peer_tls_target_override), 0, 0, 0},
+    {"peer_heartbeat_ms", T_U32, F(peer_heartbeat_ms), 0, 50, 600000, 1},
+    {"peer_timeout_ms", T_U32, F(peer_timeout_ms), 0, 100, 3600000, 1},
+    {"join_timeout_ms", T_U32, F(join_timeout_ms), 0, 100, 86400000, 1},
 };
 #undef F
 #undef SZ
@@ -74,6 +89,10 @@ void cfg_defaults(struct zpp_config *c)
     c->default_block = 256;
     c->default_stages = 2;
     c->host_threads = 4;
+    snprintf(c->peer_listen, sizeof c->peer_listen, "%s", "127.0.0.1:7399");
+    c->peer_heartbeat_ms = 1000;
+    c->peer_timeout_ms = 5000;
+    c->join_timeout_ms = 60000;
 }
 
 /* Parses an unsigned integer with an optional K/M/G suffix. */
@@ -119,6 +138,14 @@ static int parse_bool(const char *s, int *out)
     return 0;
 }
 
+int cfg_fault_after_calls(const char *value, uint64_t *n)
+{
+    static const char prefix[] = "sticky_error_after_calls:";
+    if (strncmp(value, prefix, sizeof prefix - 1))
+        return -1;
+    return parse_size(value + sizeof prefix - 1, 0, n);
+}
+
 int cfg_set(struct zpp_config *c, const char *key, const char *value, char *why, size_t why_len)
 {
     const struct cfg_key *k = NULL;
@@ -136,6 +163,14 @@ int cfg_set(struct zpp_config *c, const char *key, const char *value, char *why,
     case T_STR:
         if (strlen(value) >= k->len) {
             snprintf(why, why_len, "%s: value longer than %zu bytes", key, k->len - 1);
+            return -1;
+        }
+        snprintf(p, k->len, "%s", value);
+        return 0;
+    case T_FAULT:
+        if (*value && cfg_fault_after_calls(value, &v)) {
+            snprintf(why, why_len, "%s: '%s' is not empty or sticky_error_after_calls:N", key,
+                     value);
             return -1;
         }
         snprintf(p, k->len, "%s", value);
@@ -260,7 +295,7 @@ void cfg_apply_reloadable(struct zpp_config *dst, const struct zpp_config *src)
         const struct cfg_key *k = &keys[i];
         if (!k->reloadable)
             continue;
-        size_t len = k->type == T_STR || k->type == T_BACKEND ? k->len
+        size_t len = k->type == T_STR || k->type == T_BACKEND || k->type == T_FAULT ? k->len
                      : k->type == T_SIZE                      ? sizeof(uint64_t)
                      : k->type == T_U32 || k->type == T_MODE  ? sizeof(uint32_t)
                                                               : sizeof(int);
@@ -275,6 +310,7 @@ void cfg_print(const struct zpp_config *c, FILE *f)
         const char *p = (const char *)c + k->off;
         switch (k->type) {
         case T_STR:
+        case T_FAULT:
         case T_BACKEND: fprintf(f, "%s = %s\n", k->name, p); break;
         case T_LEVEL: fprintf(f, "%s = %s\n", k->name, zlog_level_name(*(const int *)p)); break;
         case T_FORMAT: fprintf(f, "%s = %s\n", k->name, *(const int *)p ? "json" : "text"); break;

@@ -39,6 +39,22 @@ struct zpp_config {
     int allow_legacy_ipc;
     uint32_t host_threads;
     char metrics_listen[128]; /* host:port of the Prometheus endpoint; empty = off */
+    /* Per-tenant (uid) quotas; 0 = none. */
+    uint32_t tenant_max_jobs;
+    uint32_t tenant_max_sessions;      /* rank sessions (connections in a job) */
+    uint64_t tenant_max_device_memory; /* bytes the backend holds for the tenant's jobs */
+    /* Test switch, host backend only: "" or "sticky_error_after_calls:N". */
+    char fault_inject[64];
+    char peer_listen[128];    /* host:port of the peer (gRPC) service; empty = off */
+    char peer_advertise[256]; /* how other daemons reach this one; empty = derived */
+    int peer_tls;
+    char peer_tls_ca[CFG_PATH_MAX];
+    char peer_tls_cert[CFG_PATH_MAX];
+    char peer_tls_key[CFG_PATH_MAX];
+    char peer_tls_target_override[128]; /* tests only */
+    uint32_t peer_heartbeat_ms;
+    uint32_t peer_timeout_ms;
+    uint32_t join_timeout_ms;
 };
 
 /* Fills c with the defaults. */
@@ -56,6 +72,10 @@ int cfg_load(struct zpp_config *c, const char *path, int *nbad, char *why, size_
 
 /* Copies the reloadable keys of src into dst (SIGHUP). */
 void cfg_apply_reloadable(struct zpp_config *dst, const struct zpp_config *src);
+
+/* Parses a fault_inject value "sticky_error_after_calls:N" into *n.
+ * Returns 0, or -1 if it is anything else. */
+int cfg_fault_after_calls(const char *value, uint64_t *n);
 
 /* Writes every key = value to f, in the file format. */
 void cfg_print(const struct zpp_config *c, FILE *f);

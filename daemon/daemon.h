@@ -51,6 +51,7 @@ struct zppd {
 
     struct hpz_store *store;
     void *metrics; /* metrics.c */
+    void *cluster; /* cluster.c: the peer service and jobs across daemons */
 
     uv_timer_t tick;
     uv_signal_t sig_term, sig_int, sig_hup;

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "daemon.h"
 #include "frame.h"
 #include "hpz_store.h"
@@ -78,6 +79,7 @@ static void job_free(struct job *j)
 {
     struct zppd *d = j->d;
     hpz_store_drop_job(d->store, j);
+    cluster_job_free(j);
     if (j->be_job)
         d->be->job_close(d->be_state, j->be_job, j->state == JOB_ABORTED);
     free(j->devices);
@@ -91,6 +93,36 @@ static void job_free(struct job *j)
     ZLOG_I("job", "job freed", "job=%s uid=%u", j->id, j->uid);
     free(j->members);
     free(j);
+}
+
+/* ---- tenant quotas (tenant_max_*; 0 = none) ------------------------------ */
+
+static uint32_t tenant_jobs(const struct zppd *d, uint32_t uid)
+{
+    uint32_t n = 0;
+    for (const struct job *j = d->jobs; j; j = j->next)
+        n += j->uid == uid;
+    return n;
+}
+
+static uint32_t tenant_rank_sessions(const struct zppd *d, uint32_t uid)
+{
+    uint32_t n = 0;
+    for (const struct session *s = d->sessions; s; s = s->next)
+        n += s->uid == uid && s->role == SESS_ROLE_RANK && s->state == SESS_OPEN;
+    return n;
+}
+
+/* Device memory the backend holds for the tenant's jobs (host: 0). */
+static uint64_t tenant_device_memory(const struct zppd *d, uint32_t uid)
+{
+    uint64_t sum = 0;
+    if (!d->be->job_memory)
+        return 0;
+    for (const struct job *j = d->jobs; j; j = j->next)
+        if (j->uid == uid && j->be_job)
+            sum += d->be->job_memory(d->be_state, j->be_job);
+    return sum;
 }
 
 static void job_unref(struct job *j)
@@ -135,8 +167,9 @@ static void reply_hello(struct session *s, uint64_t req_id, struct job *j,
     sess_send(s, &rep);
 }
 
-/* All ranks joined: opens the backend's communicators, then runs. */
-static void job_form(struct job *j)
+/* Opens the backend's communicators for the hosted ranks (ids from the
+ * leader for a job across daemons), then runs. */
+static void job_open_backend(struct job *j, const uint8_t *ids, int nids)
 {
     struct zppd *d = j->d;
     if (d->be->job_open) {
@@ -145,23 +178,63 @@ static void job_form(struct job *j)
             job_abort(j, MET_ABORT_OTHER, "out of memory forming the job");
             return;
         }
-        for (uint32_t r = 0; r < j->world; r++)
+        for (uint32_t r = j->lo; r < j->lo + j->nlocal; r++)
             j->devices[r] = j->members[r]->device;
         struct be_topo t = {.world = (int)j->world, .nodes = (int)j->nodes,
-                            .local = (int)j->local, .nslots = (int)j->world, .rank0 = 0};
-        char why[256];
+                            .local = (int)j->local, .nslots = (int)j->nlocal,
+                            .rank0 = (int)j->lo};
+        char why[256] = "";
         uint64_t t0 = zppd_now_us();
-        if (d->be->job_open(d->be_state, &t, j->devices, &j->be_job, why, sizeof why)) {
+        int rc;
+        if (j->multi && !d->be->job_open_ids) {
+            snprintf(why, sizeof why, "the %s backend cannot join communicators across daemons",
+                     d->backend_name);
+            rc = ZPP_EUNSUPPORTED;
+        } else if (j->multi) {
+            rc = d->be->job_open_ids(d->be_state, &t, j->devices + j->lo, ids, nids, &j->be_job,
+                                     why, sizeof why);
+        } else {
+            rc = d->be->job_open(d->be_state, &t, j->devices, &j->be_job, why, sizeof why);
+        }
+        if (rc) {
             j->be_job = NULL;
             job_abort(j, MET_ABORT_DEVICE, "cannot create the job's communicators: %s", why);
             return;
         }
         ZLOG_I("job", "communicators ready", "job=%s ms=%" PRIu64, j->id,
                (zppd_now_us() - t0) / 1000);
+        uint64_t quota = d->cfg.tenant_max_device_memory;
+        uint64_t held = tenant_device_memory(d, j->uid);
+        if (quota && held > quota) {
+            job_abort(j, MET_ABORT_OTHER,
+                      "tenant uid %u would hold %" PRIu64 " bytes of device memory "
+                      "(tenant_max_device_memory = %" PRIu64 ")",
+                      j->uid, held, quota);
+            return;
+        }
     }
     j->state = JOB_RUNNING;
-    ZLOG_I("job", "job formed", "job=%s uid=%u world=%u nodes=%u", j->id, j->uid, j->world,
-           j->nodes);
+    ZLOG_I("job", "job formed", "job=%s uid=%u world=%u nodes=%u node=%u", j->id, j->uid,
+           j->world, j->nodes, j->node);
+}
+
+void job_cluster_ready(struct job *j, const uint8_t *ids, int nids)
+{
+    if (j->state != JOB_FORMING)
+        return;
+    job_open_backend(j, ids, nids);
+    job_pump(j);
+}
+
+/* The hosted ranks have all joined: a job of this daemon alone runs now;
+ * a job across daemons first forms through its leader (cluster.c). */
+static void job_form(struct job *j)
+{
+    if (j->multi) {
+        cluster_form(j);
+        return;
+    }
+    job_open_backend(j, NULL, 0);
 }
 
 void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h)
@@ -176,8 +249,8 @@ void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h)
         reply_hello(s, req_id, NULL, NULL, 0);
         return;
     }
-    if (d->draining || d->stopping) {
-        sess_send_error(s, req_id, ZPP_EDRAINING, "zppd is draining: it takes no new jobs");
+    if (d->stopping) {
+        sess_send_error(s, req_id, ZPP_EDRAINING, "zppd is stopping: it takes no new jobs");
         return;
     }
     if (!name_ok(h->job_id, ZPP_MAX_JOB_ID)) {
@@ -254,6 +327,8 @@ void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h)
         }
     }
 
+    int multi = h->leader_addr[0] != 0 && nodes > 1;
+    uint32_t node = multi ? h->rank / local : 0;
     struct job *j = job_find(d, s->uid, h->tenant_label, h->job_id);
     if (j && j->state == JOB_ABORTED) {
         sess_send_error(s, req_id, ZPP_EABORTED,
@@ -268,14 +343,50 @@ void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h)
                         j->id, j->world, j->nodes, h->rank, world, nodes);
         return;
     }
+    if (j && (j->multi != multi || (multi && (j->node != node || strcmp(j->leader, h->leader_addr))))) {
+        sess_send_error(s, req_id, ZPP_EMISMATCH,
+                        "rank %u of job %s: this zppd hosts node %u of the job (leader %s); rank "
+                        "%u is on node %u (leader %s)",
+                        h->rank, j->id, j->node, j->multi ? j->leader : "none", h->rank, node,
+                        multi ? h->leader_addr : "none");
+        return;
+    }
     if (j && j->members[h->rank]) {
         sess_send_error(s, req_id, ZPP_EEXIST, "rank %u of job %s has already joined (pid %u)",
                         h->rank, j->id, j->members[h->rank]->pid);
         return;
     }
+    uint32_t qs = d->cfg.tenant_max_sessions;
+    if (qs && tenant_rank_sessions(d, s->uid) >= qs) {
+        sess_send_error(s, req_id, ZPP_ELIMIT,
+                        "tenant uid %u has %u rank sessions (tenant_max_sessions = %u)", s->uid,
+                        tenant_rank_sessions(d, s->uid), qs);
+        return;
+    }
     if (!j) {
+        /* A drain refuses new jobs; ranks of a job already forming still
+         * join it, so that it can run to its end. */
+        if (d->draining) {
+            sess_send_error(s, req_id, ZPP_EDRAINING, "zppd is draining: it takes no new jobs");
+            return;
+        }
         if (d->njobs >= d->cfg.max_jobs) {
             sess_send_error(s, req_id, ZPP_ELIMIT, "this zppd runs %u jobs (max_jobs)", d->njobs);
+            return;
+        }
+        uint32_t qj = d->cfg.tenant_max_jobs;
+        if (qj && tenant_jobs(d, s->uid) >= qj) {
+            sess_send_error(s, req_id, ZPP_ELIMIT, "tenant uid %u runs %u jobs (tenant_max_jobs = %u)",
+                            s->uid, tenant_jobs(d, s->uid), qj);
+            return;
+        }
+        uint64_t qm = d->cfg.tenant_max_device_memory;
+        uint64_t held = qm ? tenant_device_memory(d, s->uid) : 0;
+        if (qm && held >= qm) {
+            sess_send_error(s, req_id, ZPP_ELIMIT,
+                            "tenant uid %u holds %" PRIu64 " bytes of device memory "
+                            "(tenant_max_device_memory = %" PRIu64 ")",
+                            s->uid, held, qm);
             return;
         }
         j = calloc(1, sizeof *j);
@@ -295,6 +406,13 @@ void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h)
         j->local = local;
         j->members = m;
         j->next_seq = 1;
+        static uint64_t generation;
+        j->gen = ++generation;
+        j->multi = multi;
+        j->node = node;
+        j->lo = multi ? node * local : 0;
+        j->nlocal = multi ? local : world;
+        snprintf(j->leader, sizeof j->leader, "%s", multi ? h->leader_addr : "");
         j->created_ms = zppd_now_ms();
         j->next = d->jobs;
         if (d->jobs)
@@ -312,7 +430,7 @@ void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h)
     s->role = SESS_ROLE_RANK;
     snprintf(s->label, sizeof s->label, "%s", h->tenant_label);
     reply_hello(s, req_id, j, done, ndone);
-    if (j->njoined == j->world)
+    if (j->njoined == j->nlocal)
         job_form(j);
     job_pump(j);
 }
@@ -587,7 +705,8 @@ void job_submit(struct session *s, uint64_t req_id, const Zpp__Collective *w)
         c->first_rank = s->rank;
     }
     struct be_topo topo = {.world = (int)j->world, .nodes = (int)j->nodes,
-                           .local = (int)j->local, .nslots = (int)j->world, .rank0 = 0};
+                           .local = (int)j->local, .nslots = (int)j->nlocal,
+                           .rank0 = (int)j->lo};
     size_t in_need = 0, out_need = 0;
     char why[300];
     int rc = coll_buffer_needs(&a, &topo, &in_need, &out_need, why, sizeof why);
@@ -689,19 +808,19 @@ static void call_enqueue(struct job *j, struct call *c)
     struct zppd *d = j->d;
     struct coll_exec *x = &c->x;
     int rc = 0;
-    for (uint32_t r = 0; r < j->world && !rc; r++) {
-        struct call_sub *sub = &c->subs[r];
+    for (uint32_t s = 0; s < j->nlocal && !rc; s++) {
+        struct call_sub *sub = &c->subs[j->lo + s];
         if (sub->event_slot)
-            rc = d->be->call_wait(&x->call, (int)r, sub->s->events, (int)sub->event_slot - 1);
+            rc = d->be->call_wait(&x->call, (int)s, sub->s->events, (int)sub->event_slot - 1);
     }
     if (!rc)
         rc = coll_run(x);
     else
         snprintf(x->msg, sizeof x->msg, "cannot wait on the client's event: %s", x->call.err);
-    for (uint32_t r = 0; r < j->world && !rc; r++) {
-        struct call_sub *sub = &c->subs[r];
+    for (uint32_t s = 0; s < j->nlocal && !rc; s++) {
+        struct call_sub *sub = &c->subs[j->lo + s];
         if (sub->event_slot)
-            rc = d->be->call_record(&x->call, (int)r, sub->s->events, (int)sub->event_slot - 1);
+            rc = d->be->call_record(&x->call, (int)s, sub->s->events, (int)sub->event_slot - 1);
         if (rc)
             snprintf(x->msg, sizeof x->msg, "cannot record the done event: %s", x->call.err);
     }
@@ -713,32 +832,40 @@ static void call_enqueue(struct job *j, struct call *c)
 static void call_start(struct job *j, struct call *c)
 {
     struct zppd *d = j->d;
-    c->slots = calloc(j->world, sizeof *c->slots);
+    if (j->multi && !d->be->job_open_ids && c->args.op != ZPP_OP_HPZ_INVALIDATE) {
+        call_fail(j, c, ZPP_EUNSUPPORTED,
+                  "call %" PRIu64 " (%s): the %s backend moves data inside one daemon only; jobs "
+                  "across daemons need the cuda backend",
+                  c->seq, job_op_name(c->args.op), d->backend_name);
+        return;
+    }
+    c->slots = calloc(j->nlocal, sizeof *c->slots);
     if (!c->slots) {
         call_fail(j, c, ZPP_ENOMEM, "out of memory starting call %" PRIu64, c->seq);
         return;
     }
-    for (uint32_t r = 0; r < j->world; r++) {
-        struct call_sub *sub = &c->subs[r];
+    for (uint32_t s = 0; s < j->nlocal; s++) {
+        struct call_sub *sub = &c->subs[j->lo + s];
         if (sub->in) {
-            c->slots[r].in = sub->in->ptr + sub->in_off;
-            c->slots[r].in_len = sub->in->len - sub->in_off;
+            c->slots[s].in = sub->in->ptr + sub->in_off;
+            c->slots[s].in_len = sub->in->len - sub->in_off;
         }
         if (sub->out) {
-            c->slots[r].out = sub->out->ptr + sub->out_off;
-            c->slots[r].out_len = sub->out->len - sub->out_off;
+            c->slots[s].out = sub->out->ptr + sub->out_off;
+            c->slots[s].out_len = sub->out->len - sub->out_off;
         }
     }
     struct coll_exec *x = &c->x;
     memset(x, 0, sizeof *x);
     x->args = c->args;
     x->topo = (struct be_topo){.world = (int)j->world, .nodes = (int)j->nodes,
-                               .local = (int)j->local, .nslots = (int)j->world, .rank0 = 0};
+                               .local = (int)j->local, .nslots = (int)j->nlocal,
+                               .rank0 = (int)j->lo};
     x->slots = c->slots;
     x->owner.tenant_uid = j->uid;
     x->owner.job_id = j->id;
     x->owner.job = j;
-    x->devices = j->devices;
+    x->devices = j->devices ? j->devices + j->lo : NULL;
     x->store = d->store;
     x->call.ops = d->be;
     x->call.topo = x->topo;
@@ -777,14 +904,14 @@ static void job_pump(struct job *j)
     while (j->calls && j->calls->seq == j->next_seq && !j->calls->running) {
         struct call *c = j->calls;
         if (c->failed) {
-            if (c->nsub < j->world)
+            if (c->nsub < j->nlocal)
                 return; /* the others still have to submit (and get the error) */
             j->calls = c->next;
             call_free(c);
             j->next_seq++;
             continue;
         }
-        if (j->state != JOB_RUNNING || c->nsub < j->world)
+        if (j->state != JOB_RUNNING || c->nsub < j->nlocal)
             return;
         uint64_t seq = c->seq;
         call_start(j, c); /* may complete and free c */
@@ -807,6 +934,8 @@ void job_abort(struct job *j, int cause, const char *fmt, ...)
     va_end(ap);
     d->stats.aborts++;
     metrics_abort(d, j->uid, cause);
+    if (j->multi)
+        cluster_abort(j);
     ZLOG_W("job", "job aborted", "job=%s uid=%u reason=\"%s\"", j->id, j->uid, j->abort_reason);
     char msg[512];
     snprintf(msg, sizeof msg, "job %s was aborted: %s", j->id, j->abort_reason);
@@ -871,7 +1000,7 @@ void job_tick(struct zppd *d)
                 continue;
             char missing[256] = "";
             size_t o = 0;
-            for (uint32_t r = 0; r < j->world && o + 12 < sizeof missing; r++)
+            for (uint32_t r = j->lo; r < j->lo + j->nlocal && o + 12 < sizeof missing; r++)
                 if (!c->subs[r].submitted)
                     o += (size_t)snprintf(missing + o, sizeof missing - o, "%s%u", o ? "," : "", r);
             if (!missing[0])

@@ -89,6 +89,13 @@ struct job {
     uint32_t ring_pos;
     uint64_t created_ms;
     void *be_job;  /* the backend's communicators and streams (cuda) */
+    /* Jobs across daemons (Hello.leader_addr set): this daemon hosts node
+     * `node`, ranks [lo, lo + nlocal); otherwise node 0 and all ranks. */
+    int multi;
+    uint32_t node, lo, nlocal;
+    char leader[256];
+    uint64_t gen; /* daemon-unique, for answers that arrive later */
+    struct cluster_job *cl;
     int *devices;  /* rank -> daemon device index */
     struct job *next, *prev;
 };

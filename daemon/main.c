@@ -7,6 +7,10 @@
  *   SIGTERM/SIGINT  stop accepting, finish in-flight calls, abort the
  *                   remaining jobs, remove the socket, exit 0.
  *   SIGHUP          re-read the config file and apply the reloadable keys.
+ *
+ * A sticky device error (CUDA, or the host backend's fault injection) ends
+ * every job with an error and exits EXIT_FATAL_DEVICE, so that systemd
+ * (Restart=on-failure) starts a fresh process.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -21,6 +25,7 @@
 #include <systemd/sd-daemon.h>
 #endif
 
+#include "cluster.h"
 #include "daemon.h"
 #include "hpz_store.h"
 #include "job.h"
@@ -30,6 +35,8 @@
 #include "zpp.h"
 
 #define TICK_MS 100
+#define EXIT_FATAL_DEVICE 3       /* a sticky device error: restart me */
+#define FATAL_GRACE_US 2000000u   /* time for in-flight calls to fail and reply */
 #define STOP_DEADLINE_MS 30000
 #define MAX_OVERRIDES 64
 
@@ -122,6 +129,7 @@ void zppd_maybe_exit(struct zppd *d)
         sess_close(s, "zppd is shutting down");
         s = next;
     }
+    cluster_stop(d);
     uv_walk(d->loop, close_handle, NULL);
 }
 
@@ -160,21 +168,52 @@ static void on_signal(uv_signal_t *h, int signum)
 
 static uint64_t g_watchdog_us;
 
+/* 1 (with a message) once the backend is poisoned by a sticky error. */
+static int backend_fatal(struct zppd *d, char *why, size_t why_len)
+{
+#ifdef ZPP_HAVE_CUDA
+    if (d->be == &be_cuda_ops)
+        return be_cuda_fatal(d->be_state, why, why_len);
+#endif
+    if (d->be == &be_host_ops)
+        return be_host_fatal(why, why_len);
+    return 0;
+}
+
+/* DESIGN.md: a sticky device error poisons the process; a daemon that
+ * stays up serving errors is worse than one that exits. Fails every job
+ * (clients get an error, not a hang), stops accepting, gives the calls in
+ * flight a moment to fail and reply, then exits non-zero for systemd. */
+static void check_fatal(struct zppd *d, uint64_t now)
+{
+    static uint64_t fatal_since;
+    char why[256];
+    if (!fatal_since) {
+        if (!backend_fatal(d, why, sizeof why))
+            return;
+        fatal_since = now;
+        ZLOG_E("main", "sticky device error: failing every job and exiting",
+               "why=\"%s\" exit=%d", why, EXIT_FATAL_DEVICE);
+        notify("STOPPING=1");
+        server_stop_listening(d);
+        for (struct job *j = d->jobs; j; j = j->next)
+            job_abort(j, MET_ABORT_DEVICE, "zppd is exiting after a sticky device error: %s", why);
+    }
+    if (d->inflight == 0 || now - fatal_since > FATAL_GRACE_US) {
+        ZLOG_E("main", "exiting after a sticky device error", "inflight=%u exit=%d", d->inflight,
+               EXIT_FATAL_DEVICE);
+        _exit(EXIT_FATAL_DEVICE);
+    }
+}
+
 static void on_tick(uv_timer_t *t)
 {
     struct zppd *d = t->data;
     static uint64_t last_wd, stop_started;
     job_tick(d);
-#ifdef ZPP_HAVE_CUDA
-    char fatal_why[256];
-    if (d->be == &be_cuda_ops && be_cuda_fatal(d->be_state, fatal_why, sizeof fatal_why)) {
-        /* DESIGN.md: a sticky CUDA error poisons the process; let systemd
-         * restart us rather than serve errors. */
-        ZLOG_E("main", "sticky CUDA error: exiting", "why=\"%s\"", fatal_why);
-        _exit(2);
-    }
-#endif
+    cluster_tick(d);
     uint64_t now = zppd_now_us();
+    check_fatal(d, now);
     if (g_watchdog_us && now - last_wd >= g_watchdog_us / 2) {
         notify("WATCHDOG=1");
         last_wd = now;
@@ -194,6 +233,11 @@ static void on_tick(uv_timer_t *t)
 static int pick_backend(struct zppd *d)
 {
     const char *want = d->cfg.backend;
+    if (d->cfg.fault_inject[0] && strcmp(want, "host")) {
+        ZLOG_E("main", "fault_inject is a test switch of the host backend: set backend = host",
+               "backend=%s", want);
+        return -1;
+    }
     if (strcmp(want, "host")) {
 #ifdef ZPP_HAVE_CUDA
         char why[256];
@@ -219,6 +263,13 @@ static int pick_backend(struct zppd *d)
     d->be = &be_host_ops;
     d->be_state = NULL;
     d->backend_name = "host";
+    if (d->cfg.fault_inject[0]) {
+        uint64_t n = 0;
+        cfg_fault_after_calls(d->cfg.fault_inject, &n); /* checked by cfg_set */
+        be_host_fault_inject(n);
+        ZLOG_W("main", "fault injection armed (test switch)", "fault_inject=%s",
+               d->cfg.fault_inject);
+    }
     return 0;
 }
 
@@ -302,7 +353,7 @@ int main(int argc, char **argv)
     }
     if (server_listen(d) || server_start_accepting(d))
         return 1;
-    if (metrics_start(d)) {
+    if (metrics_start(d) || cluster_start(d)) {
         server_stop_listening(d);
         return 1;
     }
@@ -330,6 +381,7 @@ int main(int argc, char **argv)
     int rc = uv_loop_close(d->loop);
     hpz_store_free(d->store);
     metrics_free(d);
+    cluster_free(d);
 #ifdef ZPP_HAVE_CUDA
     if (d->be_state)
         be_cuda_close(d->be_state);

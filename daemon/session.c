@@ -257,6 +257,18 @@ void sess_dispatch(struct session *s, const Zpp__Request *req)
     case ZPP__REQUEST__BODY_JOBS:
         admin_jobs(s, req->req_id);
         break;
+    case ZPP__REQUEST__BODY_SESSIONS:
+        admin_sessions(s, req->req_id);
+        break;
+    case ZPP__REQUEST__BODY_STORE:
+        admin_store(s, req->req_id);
+        break;
+    case ZPP__REQUEST__BODY_METRICS:
+        admin_metrics(s, req->req_id);
+        break;
+    case ZPP__REQUEST__BODY_DRAIN:
+        admin_drain(s, req->req_id, req->drain);
+        break;
     default:
         sess_send_error(s, req->req_id, ZPP_EUNSUPPORTED, "unknown request");
         break;

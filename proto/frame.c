@@ -302,6 +302,12 @@ int zpp_request_validate(const Zpp__Request *req, const char **why)
         return validate_collective(req->collective, why);
     case ZPP__REQUEST__BODY_STATUS:
     case ZPP__REQUEST__BODY_JOBS:
+    case ZPP__REQUEST__BODY_SESSIONS:
+    case ZPP__REQUEST__BODY_STORE:
+    case ZPP__REQUEST__BODY_METRICS:
+        return 0;
+    case ZPP__REQUEST__BODY_DRAIN:
+        CHECK(req->drain != NULL, ZPP_EPROTO, "request.drain: missing");
         return 0;
     default:
         *why = "request.body: not set or unknown";

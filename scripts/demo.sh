@@ -49,6 +49,7 @@ socket = $sock
 socket_mode = 0600
 backend = host
 log_level = info
+peer_listen = 127.0.0.1:0
 CONF
 
 echo "demo: starting $zppd -c $conf"

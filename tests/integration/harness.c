@@ -221,7 +221,8 @@ static int zh_write_config(const zh_daemon *d, const char *extra)
             "socket = %s\n"
             "socket_mode = 0600\n"
             "backend = host\n"
-            "log_level = info\n",
+            "log_level = info\n"
+            "peer_listen = 127.0.0.1:0\n",
             d->socket);
     if (extra && *extra) {
         fputs(extra, f);

@@ -40,7 +40,7 @@ static void rewrite_conf(const zh_daemon *d, const char *extra)
 {
     FILE *f = fopen(d->conf, "w");
     ASSERT(f != NULL);
-    fprintf(f, "socket = %s\nsocket_mode = 0600\nbackend = host\n%s", d->socket, extra);
+    fprintf(f, "socket = %s\nsocket_mode = 0600\nbackend = host\npeer_listen = 127.0.0.1:0\n%s", d->socket, extra);
     ASSERT_EQ(fclose(f), 0);
 }
 

@@ -61,7 +61,7 @@ class Daemon:
         self.log = os.path.join(self.dir, "zppd.log")
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(
-                [binary, "-s", self.socket, "-b", "host"],
+                [binary, "-s", self.socket, "-b", "host", "-o", "peer_listen=127.0.0.1:0"],
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
         deadline = time.monotonic() + START_TIMEOUT_S

@@ -1,0 +1,620 @@
+/*
+ * cluster.c — see cluster.h. Loop thread only. Asynchronous answers find
+ * their job again by its generation number (a job can be freed, and a new
+ * one of the same name created, while an RPC is in flight).
+ */
+#include "cluster.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+#include "job.h"
+#include "log.h"
+#include "metrics.h"
+#include "peer.h"
+#include "session.h"
+#include "zpp.h"
+
+struct cl_member {
+    char addr[PEER_MAX_ADDRESS + 1];
+    uint64_t last_ok_ms;
+    uint64_t last_sent_ms;
+    int hb_inflight;
+    struct peer_join_call *parked; /* leader: this node's Join, until answered */
+};
+
+struct cluster_job {
+    uint32_t nodes;
+    struct cl_member *m; /* one per node */
+    int formed;
+    int join_inflight;
+    int abort_sent;
+    uint64_t form_start_ms;
+};
+
+/* A Join that arrived before its job formed here. */
+struct orphan {
+    struct peer_join_call *call;
+    uint32_t uid;
+    char label[PEER_MAX_LABEL + 1];
+    char job_id[PEER_MAX_JOB_ID + 1];
+    uint32_t node, nodes, per_node, world;
+    char addr[PEER_MAX_ADDRESS + 1];
+    struct orphan *next;
+};
+
+struct cl_state {
+    struct peer *peer;
+    char addr[PEER_MAX_ADDRESS + 1];
+    struct orphan *orphans;
+};
+
+/* An RPC's way back to its job. */
+struct cl_ref {
+    struct zppd *d;
+    uint64_t gen;
+    uint32_t node;
+};
+
+static struct cl_state *cls(const struct zppd *d)
+{
+    return d->cluster;
+}
+
+static struct job *job_by_gen(struct zppd *d, uint64_t gen)
+{
+    for (struct job *j = d->jobs; j; j = j->next)
+        if (j->gen == gen)
+            return j;
+    return NULL;
+}
+
+static struct job *job_by_name(struct zppd *d, uint32_t uid, const char *label, const char *id)
+{
+    for (struct job *j = d->jobs; j; j = j->next)
+        if (j->multi && j->uid == uid && !strcmp(j->label, label) && !strcmp(j->id, id))
+            return j;
+    return NULL;
+}
+
+static struct cl_ref *ref_new(struct job *j, uint32_t node)
+{
+    struct cl_ref *r = malloc(sizeof *r);
+    if (r) {
+        r->d = j->d;
+        r->gen = j->gen;
+        r->node = node;
+    }
+    return r;
+}
+
+static struct cluster_job *cj_get(struct job *j)
+{
+    if (j->cl)
+        return j->cl;
+    struct cluster_job *c = calloc(1, sizeof *c);
+    struct cl_member *m = calloc(j->nodes, sizeof *m);
+    if (!c || !m) {
+        free(c);
+        free(m);
+        return NULL;
+    }
+    c->nodes = j->nodes;
+    c->m = m;
+    c->form_start_ms = zppd_now_ms();
+    snprintf(m[0].addr, sizeof m[0].addr, "%s", j->leader);
+    if (j->node != 0)
+        snprintf(m[j->node].addr, sizeof m[j->node].addr, "%s", cls(j->d)->addr);
+    j->cl = c;
+    return c;
+}
+
+/* ---- leader ---------------------------------------------------------------- */
+
+/* Answers every parked Join and forms the job here, once all nodes are in. */
+static void leader_try(struct job *j)
+{
+    struct zppd *d = j->d;
+    struct cluster_job *c = j->cl;
+    if (!c || c->formed || j->state == JOB_ABORTED)
+        return;
+    for (uint32_t n = 1; n < c->nodes; n++)
+        if (!c->m[n].parked)
+            return;
+    /* Communicator ids: the global one and one per local index (the
+     * inter-node communicators); each daemon makes its intra id itself. */
+    int nids = d->be->make_ids ? 1 + (int)j->local : 0;
+    uint8_t *ids = nids ? calloc((size_t)nids, CLUSTER_NCCL_ID_BYTES) : NULL;
+    char why[256] = "";
+    if (nids && (!ids || d->be->make_ids(d->be_state, nids, ids, why, sizeof why))) {
+        free(ids);
+        job_abort(j, MET_ABORT_DEVICE, "cannot make communicator ids: %s", why);
+        return;
+    }
+    ProtobufCBinaryData *bin = calloc((size_t)(nids ? nids : 1), sizeof *bin);
+    Zpp__Peer__Member *mem = calloc(c->nodes, sizeof *mem);
+    Zpp__Peer__Member **memp = calloc(c->nodes, sizeof *memp);
+    if (!bin || !mem || !memp) {
+        free(ids);
+        free(bin);
+        free(mem);
+        free(memp);
+        job_abort(j, MET_ABORT_OTHER, "out of memory forming the job");
+        return;
+    }
+    for (int i = 0; i < nids; i++) {
+        bin[i].data = ids + (size_t)i * CLUSTER_NCCL_ID_BYTES;
+        bin[i].len = CLUSTER_NCCL_ID_BYTES;
+    }
+    for (uint32_t n = 0; n < c->nodes; n++) {
+        zpp__peer__member__init(&mem[n]);
+        mem[n].node_rank = n;
+        mem[n].address = c->m[n].addr;
+        memp[n] = &mem[n];
+    }
+    Zpp__Peer__JoinReply rep = ZPP__PEER__JOIN_REPLY__INIT;
+    rep.n_nccl_ids = (size_t)nids;
+    rep.nccl_ids = bin;
+    rep.n_members = c->nodes;
+    rep.members = memp;
+    uint64_t now = zppd_now_ms();
+    for (uint32_t n = 1; n < c->nodes; n++) {
+        struct peer_join_call *call = c->m[n].parked;
+        c->m[n].parked = NULL;
+        c->m[n].last_ok_ms = now;
+        peer_join_answer(call, 0, NULL, &rep);
+    }
+    free(bin);
+    free(mem);
+    free(memp);
+    c->formed = 1;
+    ZLOG_I("cluster", "all nodes joined", "job=%s nodes=%u ms=%" PRIu64, j->id, c->nodes,
+           now - c->form_start_ms);
+    job_cluster_ready(j, ids, nids);
+    free(ids);
+}
+
+/* Checks an orphan Join against the leader's job; answers errors. Returns 1
+ * if it was taken (parked on the job or refused), 0 if it stays orphan. */
+static int adopt(struct job *j, struct orphan *o)
+{
+    struct cluster_job *c = j->cl;
+    if (!c || j->node != 0)
+        return 0;
+    char msg[384];
+    if (j->state == JOB_ABORTED) {
+        snprintf(msg, sizeof msg, "job %s was aborted on the leader: %s", j->id, j->abort_reason);
+        peer_join_answer(o->call, ZPP_EABORTED, msg, NULL);
+        return 1;
+    }
+    if (o->world != j->world || o->nodes != j->nodes || o->per_node != j->local) {
+        snprintf(msg, sizeof msg,
+                 "job %s on the leader has %u nodes x %u ranks (world %u); node %u says %u x %u "
+                 "(world %u)",
+                 j->id, j->nodes, j->local, j->world, o->node, o->nodes, o->per_node, o->world);
+        peer_join_answer(o->call, ZPP_EMISMATCH, msg, NULL);
+        ZLOG_W("cluster", "join refused", "job=%s node=%u why=\"%s\"", j->id, o->node, msg);
+        return 1;
+    }
+    if (o->node == 0 || o->node >= c->nodes || c->m[o->node].parked || c->formed) {
+        snprintf(msg, sizeof msg, "node %u of job %s has already joined (or is the leader)",
+                 o->node, j->id);
+        peer_join_answer(o->call, ZPP_EEXIST, msg, NULL);
+        return 1;
+    }
+    c->m[o->node].parked = o->call;
+    snprintf(c->m[o->node].addr, sizeof c->m[o->node].addr, "%s", o->addr);
+    ZLOG_I("cluster", "node joined", "job=%s node=%u addr=%s", j->id, o->node, o->addr);
+    return 1;
+}
+
+/* Moves the orphan Joins of j onto it. */
+static void adopt_orphans(struct job *j)
+{
+    struct cl_state *st = cls(j->d);
+    struct orphan **pp = &st->orphans;
+    while (*pp) {
+        struct orphan *o = *pp;
+        if (o->uid == j->uid && !strcmp(o->label, j->label) && !strcmp(o->job_id, j->id) &&
+            adopt(j, o)) {
+            *pp = o->next;
+            free(o);
+            continue;
+        }
+        pp = &o->next;
+    }
+    leader_try(j);
+}
+
+static void on_join(void *ctx, struct peer_join_call *call, const Zpp__Peer__JoinRequest *req,
+                    const struct peer_caller *from)
+{
+    struct zppd *d = ctx;
+    struct orphan *o = calloc(1, sizeof *o);
+    if (!o) {
+        peer_join_answer(call, ZPP_ENOMEM, "leader out of memory", NULL);
+        return;
+    }
+    o->call = call;
+    o->uid = req->tenant ? req->tenant->uid : 0;
+    snprintf(o->label, sizeof o->label, "%s", req->tenant && req->tenant->label ? req->tenant->label : "");
+    snprintf(o->job_id, sizeof o->job_id, "%s", req->job_id);
+    o->node = req->node_rank;
+    o->nodes = req->node_count;
+    o->per_node = req->ranks_per_node;
+    o->world = req->world_size;
+    snprintf(o->addr, sizeof o->addr, "%s", req->address);
+    ZLOG_D("cluster", "join arrived", "job=%s node=%u from=%s", o->job_id, o->node, from->peer);
+    struct job *j = job_by_name(d, o->uid, o->label, o->job_id);
+    if (j && j->node != 0) {
+        peer_join_answer(call, ZPP_EINVAL, "this daemon is not the job's leader (node 0)", NULL);
+        free(o);
+        return;
+    }
+    o->next = cls(d)->orphans;
+    cls(d)->orphans = o;
+    if (j && j->cl)
+        adopt_orphans(j);
+}
+
+static void on_join_cancelled(void *ctx, struct peer_join_call *call)
+{
+    struct zppd *d = ctx;
+    for (struct orphan **pp = &cls(d)->orphans; *pp; pp = &(*pp)->next) {
+        if ((*pp)->call == call) {
+            struct orphan *o = *pp;
+            *pp = o->next;
+            free(o);
+            return;
+        }
+    }
+    for (struct job *j = d->jobs; j; j = j->next) {
+        if (!j->cl)
+            continue;
+        for (uint32_t n = 0; n < j->cl->nodes; n++) {
+            if (j->cl->m[n].parked == call) {
+                j->cl->m[n].parked = NULL;
+                ZLOG_W("cluster", "a node gave up joining", "job=%s node=%u", j->id, n);
+            }
+        }
+    }
+}
+
+/* ---- member ---------------------------------------------------------------- */
+
+static void on_join_reply(void *arg, int code, const char *msg, const Zpp__Peer__JoinReply *rep)
+{
+    struct cl_ref *r = arg;
+    struct job *j = job_by_gen(r->d, r->gen);
+    free(r);
+    if (!j || !j->cl || j->state == JOB_ABORTED)
+        return;
+    j->cl->join_inflight = 0;
+    if (code) {
+        job_abort(j, MET_ABORT_PEER, "joining the leader (node 0, %s) failed: %s", j->leader, msg);
+        return;
+    }
+    struct cluster_job *c = j->cl;
+    if (rep->n_members != c->nodes) {
+        job_abort(j, MET_ABORT_PEER, "the leader answered with %zu members for %u nodes",
+                  rep->n_members, c->nodes);
+        return;
+    }
+    uint64_t now = zppd_now_ms();
+    for (size_t i = 0; i < rep->n_members; i++) {
+        uint32_t n = rep->members[i]->node_rank;
+        if (n >= c->nodes)
+            continue;
+        if (n != j->node)
+            snprintf(c->m[n].addr, sizeof c->m[n].addr, "%s", rep->members[i]->address);
+        c->m[n].last_ok_ms = now;
+    }
+    uint8_t *ids = NULL;
+    int nids = (int)rep->n_nccl_ids;
+    if (nids) {
+        ids = calloc((size_t)nids, CLUSTER_NCCL_ID_BYTES);
+        if (!ids) {
+            job_abort(j, MET_ABORT_OTHER, "out of memory");
+            return;
+        }
+        for (int i = 0; i < nids; i++) {
+            if (rep->nccl_ids[i].len != CLUSTER_NCCL_ID_BYTES) {
+                free(ids);
+                job_abort(j, MET_ABORT_PEER, "the leader sent a malformed communicator id");
+                return;
+            }
+            memcpy(ids + (size_t)i * CLUSTER_NCCL_ID_BYTES, rep->nccl_ids[i].data,
+                   CLUSTER_NCCL_ID_BYTES);
+        }
+    }
+    c->formed = 1;
+    ZLOG_I("cluster", "joined the leader", "job=%s node=%u leader=%s", j->id, j->node, j->leader);
+    job_cluster_ready(j, ids, nids);
+    free(ids);
+}
+
+void cluster_form(struct job *j)
+{
+    struct zppd *d = j->d;
+    struct cl_state *st = cls(d);
+    if (!st || !st->peer) {
+        job_abort(j, MET_ABORT_PEER,
+                  "this zppd has no peer service (peer_listen is empty): it cannot join jobs "
+                  "across nodes");
+        return;
+    }
+    struct cluster_job *c = cj_get(j);
+    if (!c) {
+        job_abort(j, MET_ABORT_OTHER, "out of memory forming the job");
+        return;
+    }
+    if (j->node == 0) {
+        ZLOG_I("cluster", "leading the job: waiting for the other nodes", "job=%s nodes=%u",
+               j->id, j->nodes);
+        adopt_orphans(j);
+        return;
+    }
+    Zpp__Peer__JoinRequest req = ZPP__PEER__JOIN_REQUEST__INIT;
+    Zpp__Peer__Tenant ten = ZPP__PEER__TENANT__INIT;
+    char topo[64];
+    snprintf(topo, sizeof topo, "%ux%u %s", j->nodes, j->local, d->backend_name);
+    ten.uid = j->uid;
+    ten.label = j->label;
+    req.version = ZPP__PEER__PEER_VERSION__PEER_VERSION;
+    req.job_id = j->id;
+    req.tenant = &ten;
+    req.node_rank = j->node;
+    req.node_count = j->nodes;
+    req.ranks_per_node = j->local;
+    req.world_size = j->world;
+    req.topology = topo;
+    req.address = st->addr;
+    struct cl_ref *r = ref_new(j, 0);
+    if (!r) {
+        job_abort(j, MET_ABORT_OTHER, "out of memory");
+        return;
+    }
+    int rc = peer_join(st->peer, j->leader, &req, d->cfg.join_timeout_ms, on_join_reply, r);
+    if (rc) {
+        free(r);
+        job_abort(j, MET_ABORT_PEER, "cannot send Join to the leader %s (code %d)", j->leader, rc);
+        return;
+    }
+    c->join_inflight = 1;
+    ZLOG_I("cluster", "joining the leader", "job=%s node=%u leader=%s", j->id, j->node, j->leader);
+}
+
+/* ---- heartbeats and aborts ------------------------------------------------- */
+
+static void on_hb_reply(void *arg, int code, const char *msg, int state)
+{
+    struct cl_ref *r = arg;
+    struct job *j = job_by_gen(r->d, r->gen);
+    uint32_t n = r->node;
+    free(r);
+    if (!j || !j->cl || n >= j->cl->nodes)
+        return;
+    struct cl_member *m = &j->cl->m[n];
+    m->hb_inflight = 0;
+    if (j->state == JOB_ABORTED || code)
+        return; /* silence: the timeout decides */
+    if (state == ZPP__PEER__JOB_STATE__JOB_STATE_ABORTED ||
+        state == ZPP__PEER__JOB_STATE__JOB_STATE_UNKNOWN) {
+        job_abort(j, MET_ABORT_PEER, "node %u (%s) %s", n, m->addr,
+                  state == ZPP__PEER__JOB_STATE__JOB_STATE_ABORTED
+                      ? "has aborted the job"
+                      : "no longer knows the job (its zppd restarted?)");
+        return;
+    }
+    m->last_ok_ms = zppd_now_ms();
+}
+
+static int on_heartbeat(void *ctx, const Zpp__Peer__HeartbeatRequest *req,
+                        const struct peer_caller *from, int *state, char *msg, size_t len)
+{
+    struct zppd *d = ctx;
+    struct job *j = job_by_name(d, req->tenant ? req->tenant->uid : 0,
+                                req->tenant && req->tenant->label ? req->tenant->label : "",
+                                req->job_id);
+    if (!j) {
+        *state = ZPP__PEER__JOB_STATE__JOB_STATE_UNKNOWN;
+        return 0;
+    }
+    *state = j->state == JOB_ABORTED   ? ZPP__PEER__JOB_STATE__JOB_STATE_ABORTED
+             : j->state == JOB_RUNNING ? ZPP__PEER__JOB_STATE__JOB_STATE_RUNNING
+                                       : ZPP__PEER__JOB_STATE__JOB_STATE_FORMING;
+    if (j->cl && req->node_rank < j->cl->nodes)
+        j->cl->m[req->node_rank].last_ok_ms = zppd_now_ms();
+    return 0;
+}
+
+static int on_abort(void *ctx, const Zpp__Peer__AbortRequest *req, const struct peer_caller *from,
+                    char *msg, size_t len)
+{
+    struct zppd *d = ctx;
+    struct job *j = job_by_name(d, req->tenant ? req->tenant->uid : 0,
+                                req->tenant && req->tenant->label ? req->tenant->label : "",
+                                req->job_id);
+    if (!j) {
+        snprintf(msg, len, "no such job here");
+        return ZPP_ENOENT;
+    }
+    if (j->state != JOB_ABORTED) {
+        if (j->cl)
+            j->cl->abort_sent = 1; /* the sender tells the others */
+        job_abort(j, MET_ABORT_PEER, "node %u: %s", req->from_node, req->reason);
+    }
+    return 0;
+}
+
+void cluster_abort(struct job *j)
+{
+    struct cl_state *st = cls(j->d);
+    struct cluster_job *c = j->cl;
+    if (!st || !st->peer || !c)
+        return;
+    char msg[512];
+    snprintf(msg, sizeof msg, "job %s was aborted on node %u: %s", j->id, j->node, j->abort_reason);
+    for (uint32_t n = 0; n < c->nodes; n++) {
+        if (c->m[n].parked) { /* leader: Joins still parked learn it now */
+            peer_join_answer(c->m[n].parked, ZPP_EABORTED, msg, NULL);
+            c->m[n].parked = NULL;
+        }
+    }
+    if (c->abort_sent)
+        return;
+    c->abort_sent = 1;
+    struct peer_tenant ten = {.uid = j->uid, .label = j->label};
+    for (uint32_t n = 0; n < c->nodes; n++)
+        if (n != j->node && c->m[n].addr[0])
+            peer_abort_send(st->peer, c->m[n].addr, j->id, &ten, j->abort_reason, j->node, NULL,
+                            NULL);
+}
+
+void cluster_tick(struct zppd *d)
+{
+    struct cl_state *st = cls(d);
+    if (!st || !st->peer)
+        return;
+    uint64_t now = zppd_now_ms();
+    for (struct job *j = d->jobs; j; j = j->next) {
+        struct cluster_job *c = j->cl;
+        if (!c || j->state == JOB_ABORTED)
+            continue;
+        if (!c->formed) {
+            if (now - c->form_start_ms <= d->cfg.join_timeout_ms)
+                continue;
+            char missing[256] = "";
+            size_t o = 0;
+            for (uint32_t n = 1; n < c->nodes && o + 12 < sizeof missing; n++)
+                if (!c->m[n].parked)
+                    o += (size_t)snprintf(missing + o, sizeof missing - o, "%s%u", o ? "," : "", n);
+            if (j->node == 0)
+                job_abort(j, MET_ABORT_PEER, "nodes %s did not join within %u ms (join_timeout_ms)",
+                          missing, d->cfg.join_timeout_ms);
+            else if (!c->join_inflight)
+                job_abort(j, MET_ABORT_PEER, "the leader %s did not answer within %u ms", j->leader,
+                          d->cfg.join_timeout_ms);
+            continue;
+        }
+        struct peer_tenant ten = {.uid = j->uid, .label = j->label};
+        for (uint32_t n = 0; n < c->nodes; n++) {
+            struct cl_member *m = &c->m[n];
+            if (n == j->node || !m->addr[0])
+                continue;
+            if (now - m->last_ok_ms > d->cfg.peer_timeout_ms) {
+                job_abort(j, MET_ABORT_PEER, "node %u (%s) stopped answering heartbeats for %" PRIu64
+                          " ms", n, m->addr, now - m->last_ok_ms);
+                break;
+            }
+            if (!m->hb_inflight && now - m->last_sent_ms >= d->cfg.peer_heartbeat_ms) {
+                struct cl_ref *r = ref_new(j, n);
+                if (!r)
+                    continue;
+                if (peer_heartbeat(st->peer, m->addr, j->id, &ten, j->node,
+                                   d->cfg.peer_heartbeat_ms, on_hb_reply, r)) {
+                    free(r);
+                    continue;
+                }
+                m->hb_inflight = 1;
+                m->last_sent_ms = now;
+            }
+        }
+    }
+}
+
+void cluster_job_free(struct job *j)
+{
+    struct cluster_job *c = j->cl;
+    if (!c)
+        return;
+    for (uint32_t n = 0; n < c->nodes; n++)
+        if (c->m[n].parked)
+            peer_join_answer(c->m[n].parked, ZPP_EABORTED, "the job ended on the leader", NULL);
+    free(c->m);
+    free(c);
+    j->cl = NULL;
+}
+
+/* ---- service --------------------------------------------------------------- */
+
+static void peer_log(void *arg, int level, const char *msg)
+{
+    (void)arg;
+    zlog(level, "peer", msg, NULL);
+}
+
+int cluster_start(struct zppd *d)
+{
+    struct cl_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return ZPP_ENOMEM;
+    d->cluster = st;
+    if (!d->cfg.peer_listen[0]) {
+        ZLOG_I("cluster", "peer service off (peer_listen empty): single-node jobs only", NULL);
+        return 0;
+    }
+    peer_set_log(peer_log, NULL);
+    struct peer_config pc = {.listen = d->cfg.peer_listen,
+                             .use_tls = d->cfg.peer_tls,
+                             .tls = {.ca_file = d->cfg.peer_tls_ca,
+                                     .cert_file = d->cfg.peer_tls_cert,
+                                     .key_file = d->cfg.peer_tls_key,
+                                     .target_name_override = d->cfg.peer_tls_target_override[0]
+                                                                 ? d->cfg.peer_tls_target_override
+                                                                 : NULL},
+                             .max_join_wait_ms = d->cfg.join_timeout_ms};
+    static const struct peer_handlers handlers = {.on_join = on_join,
+                                                  .on_join_cancelled = on_join_cancelled,
+                                                  .on_heartbeat = on_heartbeat,
+                                                  .on_abort = on_abort};
+    char why[256];
+    int rc = peer_start(d->loop, &pc, &handlers, d, &st->peer, why, sizeof why);
+    if (rc) {
+        ZLOG_E("cluster", "cannot start the peer service", "listen=%s why=\"%s\"",
+               d->cfg.peer_listen, why);
+        return rc;
+    }
+    if (d->cfg.peer_advertise[0]) {
+        snprintf(st->addr, sizeof st->addr, "%s", d->cfg.peer_advertise);
+    } else {
+        char host[200];
+        snprintf(host, sizeof host, "%s", d->cfg.peer_listen);
+        char *colon = strrchr(host, ':');
+        if (colon)
+            *colon = 0;
+        snprintf(st->addr, sizeof st->addr, "%s:%d", host, peer_port(st->peer));
+    }
+    ZLOG_I("cluster", "peer service listening", "listen=%s address=%s tls=%d", d->cfg.peer_listen,
+           st->addr, d->cfg.peer_tls);
+    return 0;
+}
+
+void cluster_stop(struct zppd *d)
+{
+    struct cl_state *st = cls(d);
+    if (!st)
+        return;
+    while (st->orphans) {
+        struct orphan *o = st->orphans;
+        st->orphans = o->next;
+        peer_join_answer(o->call, ZPP_EABORTED, "the leader's zppd is stopping", NULL);
+        free(o);
+    }
+    peer_stop(st->peer);
+    st->peer = NULL;
+}
+
+void cluster_free(struct zppd *d)
+{
+    free(d->cluster);
+    d->cluster = NULL;
+}
+
+const char *cluster_address(const struct zppd *d)
+{
+    return cls(d) ? cls(d)->addr : "";
+}
