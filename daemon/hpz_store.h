@@ -22,16 +22,32 @@
  *             gather in flight is unlinked at once and freed at its last
  *             unpin.
  * Entries are reference counted (the store's link is one reference, every
- * pin another), and the owner fields are kept apart from the data so that a
- * later issue can add read-only replicas shared by content key across jobs
- * (several readers pinning one entry, none of them able to write it).
+ * pin another), and the owner fields are kept apart from the data.
+ *
+ * Shared replicas (docs/hpz-sharing.md). An entry reserved with
+ * spec.shared = 1 is keyed by a content key ("sha256:" + the hex SHA-256 of
+ * the tensor it holds), owned by a tenant rather than a job, and read-only
+ * once committed: nothing in the store hands out a shared entry for
+ * writing, and coll.c writes only into a PENDING entry it reserved. Jobs
+ * attach to a shared replica (the publishing job at commit, a reader at
+ * its first gather) and detach at invalidate or when they end; a replica
+ * that no job is attached to stays cached until a reserve needs its room,
+ * and is then evicted least-recently-used first — never while attached or
+ * pinned. A tenant reads its own replicas and those of the tenants the
+ * share rules (config `hpz_share`) open to it. The same content may be
+ * held twice when two tenants who cannot read each other's replicas
+ * publish it, or when one tenant publishes it in two layouts (devices,
+ * ranks per node); a replica is found by key and layout.
  *
  * Budgets: the bytes of every entry (pending, live, or unlinked but still
  * pinned) count against the budget of each device it occupies and of its
  * tenant; a reserve that would exceed either fails with ZPP_ELIMIT before
  * anything is allocated. A key re-stored while its previous entry is live
  * needs room for both until the commit (both exist in memory then).
- * 0 means "no budget" for either limit.
+ * 0 means "no budget" for either limit. A shared replica counts against its
+ * owner tenant (readers are not charged) and against no job. A reserve that
+ * does not fit first evicts idle shared replicas (LRU) when that makes it
+ * fit; it evicts nothing when it would fail anyway.
  *
  * Threads: every function runs on the loop thread. The buffers of a pinned
  * or pending entry may be read/written by the worker running the call.
@@ -46,6 +62,9 @@
 
 #define HPZ_KEY_MAX 256     /* longest key, bytes, without the NUL */
 #define HPZ_MAX_DEVICES 256 /* device indices 0 .. HPZ_MAX_DEVICES-1 */
+#define HPZ_CONTENT_PREFIX "sha256:"
+#define HPZ_CONTENT_KEY_LEN 71 /* "sha256:" + 64 lowercase hex digits */
+#define HPZ_SHARE_MAX 64       /* share rules (owner, reader) */
 
 struct hpz_store;
 struct hpz_entry;
@@ -75,7 +94,9 @@ void hpz_store_stats(const struct hpz_store *st, uint64_t *bytes_used, uint64_t 
                      uint64_t *hits, uint64_t *misses);
 
 /* Bytes held by the entries of one job (pending, live, and unlinked but
- * still pinned by a gather in flight). */
+ * still pinned by a gather in flight). A live shared replica belongs to no
+ * job (hpz_store_share_stats counts those); a pending one to its
+ * publishing job. */
 uint64_t hpz_store_job_bytes(const struct hpz_store *st, const void *job);
 
 /* Bytes held on one device, and by one tenant. */
@@ -94,6 +115,12 @@ struct hpz_spec {
     uint64_t slice;     /* elements kept per slot */
     int nslots;
     const int *devices;
+    /* Shared replicas only (0 otherwise): key is a content key, job is the
+     * publishing (or reading) job; local (ranks per node) and rank0 (the
+     * rank of slot 0) complete the layout a reader must match. */
+    int shared;
+    int local;
+    int rank0;
 };
 
 /* Reserves a pending entry: checks the budgets, then allocates nslots
@@ -106,7 +133,13 @@ int hpz_store_reserve(struct hpz_store *st, const struct hpz_spec *spec, struct 
 
 /* Makes a pending entry the live entry of its key, releasing the entry it
  * replaces. Returns 0, or ZPP_EABORTED if its job was dropped meanwhile (the
- * entry is freed either way). */
+ * entry is freed either way).
+ * A shared entry is never replaced: it becomes a live read-only replica
+ * with its publishing job attached, unless a replica of the same key and
+ * layout that its tenant may read went live meanwhile (two publishes of
+ * the same bytes at once) — then the job attaches to that one and e is
+ * freed. ZPP_ENOMEM if the attachment cannot be recorded (e freed, or
+ * kept as an idle replica). */
 int hpz_store_commit(struct hpz_store *st, struct hpz_entry *e);
 
 /* Frees a pending entry. Accepts NULL. */
@@ -125,6 +158,78 @@ void hpz_store_unpin(struct hpz_store *st, struct hpz_entry *e);
  * entry of the job. Returns the number of entries removed (0 is no error:
  * invalidating an absent key is idempotent). */
 int hpz_store_invalidate(struct hpz_store *st, uint32_t tenant, const void *job, const char *key);
+
+/* ---- shared replicas (docs/hpz-sharing.md) ------------------------- */
+
+/* 1 if key is a well-formed content key: "sha256:" and 64 lowercase hex
+ * digits. */
+int hpz_content_key_ok(const char *key);
+
+/* Replaces the share rules: pairs[i] = {owner uid, reader uid} lets the
+ * reader's jobs read (and reuse when publishing) the owner's replicas. At
+ * most HPZ_SHARE_MAX rules are kept. Attachments made under old rules
+ * stay until their jobs detach. */
+void hpz_store_set_share(struct hpz_store *st, const uint32_t (*pairs)[2], uint32_t n);
+
+/* 1 if tenant reader may read replicas owned by tenant owner (itself, or a
+ * share rule). */
+int hpz_store_may_read(const struct hpz_store *st, uint32_t reader, uint32_t owner);
+
+/* Finds the live shared replica sp->key in sp's layout (count, dtype,
+ * slice, nslots, devices, local, rank0 % local) that sp->tenant may read,
+ * and pins it (release with hpz_store_unpin); with attach also attaches
+ * sp->job (a reader; idempotent). Counts a read or a refusal.
+ * Errors, with a sentence in msg: ZPP_ENOENT (no replica of that key),
+ * ZPP_EPERM (only replicas of tenants not shared with sp->tenant),
+ * ZPP_EINVAL (readable, but in another layout), ZPP_ENOMEM. */
+int hpz_store_find_shared(struct hpz_store *st, const struct hpz_spec *sp, int attach,
+                          struct hpz_entry **out, char *msg, size_t msg_len);
+
+/* Attaches job to a live shared entry the caller has pinned (a publish
+ * whose bytes were already there); idempotent. Returns 0, ZPP_ENOENT if
+ * the entry is no longer live, or ZPP_ENOMEM. */
+int hpz_store_attach(struct hpz_store *st, struct hpz_entry *e, const void *job);
+
+/* Detaches job from the shared replica `key` (every key with NULL). The
+ * replicas stay, idle if no job is attached. Returns the number of
+ * attachments removed. */
+int hpz_store_detach(struct hpz_store *st, const void *job, const char *key);
+
+/* Counters of the shared replicas (for metrics and zppctl). */
+struct hpz_share_stats {
+    uint64_t replicas;     /* live shared replicas */
+    uint64_t bytes;        /* their bytes, all slots */
+    uint64_t attachments;  /* (job, replica) attachments */
+    uint64_t idle;         /* replicas no job is attached to (evictable) */
+    uint64_t published;    /* replicas stored by a publish, ever */
+    uint64_t deduplicated; /* publishes served by a replica already there */
+    uint64_t reads;        /* hpZ gathers served from a replica */
+    uint64_t refused;      /* lookups refused with ZPP_EPERM */
+    uint64_t evicted;      /* idle replicas evicted to make room */
+};
+void hpz_store_share_stats(const struct hpz_store *st, struct hpz_share_stats *out);
+
+/* One live shared replica, as hpz_store_shared_foreach shows it. */
+struct hpz_shared_info {
+    const char *key; /* valid during the callback */
+    uint32_t owner;  /* tenant uid */
+    uint64_t count;
+    int dtype;
+    int nslots;
+    uint64_t bytes;
+    int attachments; /* jobs attached */
+    int pins;        /* calls in flight reading it */
+    uint64_t idle_for; /* store operations since its last use (LRU age) */
+};
+
+/* Calls fn for every live shared replica, newest first. fn must not
+ * change the store. */
+void hpz_store_shared_foreach(const struct hpz_store *st,
+                              void (*fn)(const struct hpz_shared_info *info, void *arg),
+                              void *arg);
+
+/* 1 if e is a shared replica (pending or live). */
+int hpz_entry_shared(const struct hpz_entry *e);
 
 /* Read-only views of an entry (pending or pinned). */
 uint64_t hpz_entry_count(const struct hpz_entry *e);
