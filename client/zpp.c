@@ -661,6 +661,7 @@ int zpp__submit_ev(zpp_conn *c, const zpp_coll *call, uint32_t event_slot, uint6
     co.block = call->block;
     co.stages = call->stages;
     co.hpz_key = nz(call->hpz_key);
+    co.content_key = nz(call->content_key);
     co.reduce = (Zpp__ReduceOp)call->reduce;
     co.out_dtype = (Zpp__DType)call->out_dtype;
     co.input = has_in ? &in : NULL;

@@ -120,6 +120,14 @@ struct be_ops {
      * `slot_ev`, and afterwards records the daemon's done event. */
     int (*call_wait)(struct be_call *c, int s, void *events, int slot_ev);
     int (*call_record)(struct be_call *c, int s, void *events, int slot_ev);
+    /* Copies `bytes` of slot s's device memory at src into host memory dst
+     * and waits for the copy (ordered after the work already enqueued on
+     * the slot's stream). Used to verify the content key of a shared hpZ
+     * replica before it is published (coll.c, docs/hpz-sharing.md): the
+     * cost is one device-to-host copy of the tensor plus a CPU SHA-256
+     * pass, on the loop thread. NULL on the host backend, whose memory is
+     * host memory; a device backend without it refuses to publish. */
+    int (*to_host)(struct be_call *c, int s, void *dst, const void *src, size_t bytes);
 };
 
 /* A client buffer to import (cuda backend). */

@@ -31,6 +31,11 @@
  *
  * Sticky CUDA errors (illegal address and the like) make the whole process
  * unusable: they set b->fatal; be_cuda_fatal() tells main, which exits.
+ *
+ * Releases never wait for the GPU on the loop thread: memory that queued
+ * work may still touch is freed once events recorded on every live job's
+ * streams have completed (cu_defer; reaped from be_cuda_fatal, which main
+ * calls every tick).
  */
 #include <dlfcn.h>
 #include <inttypes.h>
@@ -38,9 +43,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "backend_cuda_int.h"
+#include "log.h"
 #include "zpp.h"
 
 #define CU_IPC_HANDLE_LEN 64 /* sizeof(CUipcMemHandle) == sizeof(CUipcEventHandle) */
@@ -129,10 +136,15 @@ void cu_mark_fatal(struct cu_backend *b, const char *what, cudaError_t r)
              cudaGetErrorName(r));
 }
 
+/* Called by main on every tick: also the place where deferred releases
+ * are reaped (the loop never waits for the GPU). */
 int be_cuda_fatal(void *backend, char *why, size_t why_len)
 {
     struct cu_backend *b = backend;
-    if (!b || !b->fatal)
+    if (!b)
+        return 0;
+    cu_reap(b);
+    if (!b->fatal)
         return 0;
     if (why && why_len)
         snprintf(why, why_len, "%s", b->fatal_why);
@@ -144,6 +156,144 @@ int cu_use(const struct cu_backend *b, int device)
     if (device < 0 || device >= b->ndev)
         return ZPP_EINVAL;
     return cudaSetDevice(b->devs[device].ordinal) == cudaSuccess ? 0 : ZPP_EBACKEND;
+}
+
+/* ---- daemon-owned memory and deferred releases ------------------------- */
+
+int cu_vmm_alloc(struct cu_backend *b, int device, size_t bytes, void **out)
+{
+    const struct cu_dev *d = &b->devs[device];
+    CUmemAllocationProp p = {0};
+    CUmemGenericAllocationHandle h;
+    CUdeviceptr va = 0;
+    size_t g = d->granularity ? d->granularity : (2u << 20);
+    size_t size = (bytes + g - 1) / g * g;
+    if (!size)
+        size = g;
+    p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p.location.id = d->dev;
+    CUresult r = ZCU(cuMemCreate)(&h, size, &p, 0);
+    if (r != CUDA_SUCCESS)
+        return r == CUDA_ERROR_OUT_OF_MEMORY ? ZPP_ENOMEM : ZPP_EBACKEND;
+    if ((r = ZCU(cuMemAddressReserve)(&va, size, 0, 0, 0)) != CUDA_SUCCESS) {
+        ZCU(cuMemRelease)(h);
+        return ZPP_ENOMEM;
+    }
+    r = ZCU(cuMemMap)(va, size, 0, h, 0);
+    ZCU(cuMemRelease)(h); /* the mapping keeps the memory */
+    if (r != CUDA_SUCCESS) {
+        ZCU(cuMemAddressFree)(va, size);
+        return ZPP_EBACKEND;
+    }
+    CUmemAccessDesc acc = {0};
+    acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    acc.location.id = d->dev;
+    acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    if (ZCU(cuMemSetAccess)(va, size, &acc, 1) != CUDA_SUCCESS) {
+        ZCU(cuMemUnmap)(va, size);
+        ZCU(cuMemAddressFree)(va, size);
+        return ZPP_EBACKEND;
+    }
+    *out = (void *)(uintptr_t)va;
+    return 0;
+}
+
+void cu_vmm_free(void *p)
+{
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    if (!p || ZCU(cuMemGetAddressRange)(&base, &size, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS)
+        return;
+    ZCU(cuMemUnmap)(base, size);
+    ZCU(cuMemAddressFree)(base, size);
+}
+
+struct cu_grave *cu_grave_add(struct cu_backend *b, cudaEvent_t *ev, int nev,
+                              void (*fn)(struct cu_backend *, void *), void *arg)
+{
+    struct cu_grave *g = calloc(1, sizeof *g);
+    if (!g) { /* out of memory: better late than never, and never unsafe */
+        for (int i = 0; i < nev; i++)
+            cudaEventSynchronize(ev[i]);
+        fn(b, arg);
+        for (int i = 0; i < nev; i++)
+            cudaEventDestroy(ev[i]);
+        free(ev);
+        return NULL;
+    }
+    g->ev = ev;
+    g->nev = nev;
+    g->fn = fn;
+    g->arg = arg;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    g->since_ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    g->next = b->graves;
+    b->graves = g;
+    return g;
+}
+
+void cu_defer(struct cu_backend *b, int device, void (*fn)(struct cu_backend *, void *), void *arg)
+{
+    cudaEvent_t *ev = NULL;
+    int nev = 0;
+    if (cu_jobs_fence(b, device, &ev, &nev) || nev == 0) {
+        free(ev);
+        if (nev == 0) {
+            fn(b, arg);
+            return;
+        }
+        /* no memory for the fence: wait on the GPU (rare) */
+        cudaDeviceSynchronize();
+        fn(b, arg);
+        return;
+    }
+    cu_grave_add(b, ev, nev, fn, arg);
+}
+
+void cu_reap(struct cu_backend *b)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    struct cu_grave **pp = &b->graves;
+    while (*pp) {
+        struct cu_grave *g = *pp;
+        int done = 1;
+        for (int i = 0; i < g->nev && done; i++) {
+            cudaError_t e = cudaEventQuery(g->ev[i]);
+            if (e == cudaErrorNotReady) {
+                done = 0;
+            } else if (e != cudaSuccess && cu_rt_sticky(e)) {
+                cu_mark_fatal(b, "waiting for a deferred release", e);
+                return;
+            }
+        }
+        if (!done) {
+            if (g->stuck && !g->stuck_done && now - g->since_ms > 10000) {
+                g->stuck_done = 1;
+                ZLOG_W("cuda", "a closing job's streams have not drained for 10 s: aborting its "
+                               "communicators",
+                       "events=%d", g->nev);
+                g->stuck(b, g->arg);
+            }
+            if (!g->warned && now - g->since_ms > 60000) {
+                g->warned = 1;
+                ZLOG_W("cuda", "device memory still held: a stream has not drained for 60 s "
+                               "(blocked on a dead client's event?)",
+                       "events=%d", g->nev);
+            }
+            pp = &g->next;
+            continue;
+        }
+        *pp = g->next;
+        g->fn(b, g->arg);
+        for (int i = 0; i < g->nev; i++)
+            cudaEventDestroy(g->ev[i]);
+        free(g->ev);
+        free(g);
+    }
 }
 
 /* ---- open / close ----------------------------------------------------- */
@@ -214,6 +364,30 @@ void *be_cuda_open(int allow_legacy_ipc, char *why, size_t why_len)
                 d->granularity = 0;
         }
     }
+    b->unblock = calloc((size_t)n, sizeof *b->unblock);
+    b->counter_used = calloc(CU_MAX_COUNTERS, 1);
+    if (!b->unblock || !b->counter_used) {
+        snprintf(why, why_len, "out of memory");
+        be_cuda_close(b);
+        return NULL;
+    }
+    for (int i = 0; i < n; i++) {
+        cudaError_t e;
+        if (cu_use(b, i) ||
+            (e = cudaStreamCreateWithFlags(&b->unblock[i], cudaStreamNonBlocking)) != cudaSuccess) {
+            snprintf(why, why_len, "cannot create a stream on GPU %d", i);
+            be_cuda_close(b);
+            return NULL;
+        }
+    }
+    cu_use(b, 0);
+    if (cudaHostAlloc((void **)&b->counters, sizeof *b->counters * CU_MAX_COUNTERS,
+                      cudaHostAllocPortable) != cudaSuccess) {
+        b->counters = NULL;
+        snprintf(why, why_len, "cannot allocate pinned host memory");
+        be_cuda_close(b);
+        return NULL;
+    }
     return b;
 }
 
@@ -222,8 +396,26 @@ void be_cuda_close(void *backend)
     struct cu_backend *b = backend;
     if (!b)
         return;
+    /* At exit: what is still deferred goes with the process (waiting could
+     * hang on a stream blocked for good). */
+    cu_reap(b);
+    while (b->graves) {
+        struct cu_grave *g = b->graves;
+        b->graves = g->next;
+        free(g->ev);
+        free(g);
+    }
+    for (int i = 0; i < b->ndev; i++)
+        if (b->unblock && b->unblock[i]) {
+            cu_use(b, i);
+            cudaStreamDestroy(b->unblock[i]);
+        }
+    if (b->counters)
+        cudaFreeHost(b->counters);
     for (int i = 0; i < b->ndev; i++)
         ZCU(cuDevicePrimaryCtxRelease)(b->devs[i].dev);
+    free(b->unblock);
+    free(b->counter_used);
     free(b->devs);
     free(b);
 }
@@ -430,22 +622,25 @@ static void legacy_unref(struct cu_legacy *l)
     free(l);
 }
 
-static void cuda_buf_release(void *backend, void *handle)
+static void import_free(struct cu_backend *b, void *arg)
 {
-    struct cu_import *im = handle;
-    if (!im)
-        return;
-    if (cu_use(im->b, im->device) == 0) {
-        /* Work already enqueued may still read or write this memory. */
-        cudaError_t e = cudaDeviceSynchronize();
-        if (cu_rt_sticky(e))
-            cu_mark_fatal(im->b, "cudaDeviceSynchronize before releasing a buffer", e);
-    }
+    struct cu_import *im = arg;
+    cu_use(b, im->device);
     if (im->kind == IMP_VMM)
         vmm_release(im);
     else if (im->leg)
         legacy_unref(im->leg);
     free(im);
+}
+
+/* Work already enqueued may still read or write this memory: unmap once
+ * every live job's streams on the device have passed this point. */
+static void cuda_buf_release(void *backend, void *handle)
+{
+    struct cu_import *im = handle;
+    if (!im)
+        return;
+    cu_defer(im->b, im->device, import_free, im);
 }
 
 static int cuda_buf_import(void *backend, const struct be_import *d, void **handle, uint8_t **ptr,
@@ -506,9 +701,17 @@ struct cu_events {
 static void cuda_events_close(void *backend, void *state)
 {
     struct cu_events *ev = state;
+    struct cu_backend *b = backend;
     if (!ev)
         return;
-    cu_use(backend, ev->device);
+    cu_use(b, ev->device);
+    /* A client that died between recording a ready event and its
+     * completion leaves our streams waiting on it forever. Recording the
+     * event here completes it: those waits end, the queued calls drain,
+     * and their memory can be released (docs/cuda.md, "Failure"). */
+    for (int i = 0; i < ev->n && b->unblock; i++)
+        if (ev->ready && ev->ready[i])
+            ZCU(cuEventRecord)(ev->ready[i], (CUstream)b->unblock[ev->device]);
     for (int i = 0; i < ev->n; i++) {
         if (ev->ready && ev->ready[i])
             ZCU(cuEventDestroy)(ev->ready[i]);
@@ -605,23 +808,23 @@ static int cuda_call_record(struct be_call *c, int s, void *events, int slot_ev)
 
 static int cuda_store_alloc(void *backend, int device, size_t bytes, void **out)
 {
-    void *p = NULL;
     if (cu_use(backend, device))
         return ZPP_EINVAL;
-    cudaError_t e = cudaMalloc(&p, bytes ? bytes : 1);
-    if (e != cudaSuccess) {
-        cudaGetLastError();
-        return e == cudaErrorMemoryAllocation ? ZPP_ENOMEM : ZPP_EBACKEND;
-    }
-    *out = p;
-    return 0;
+    return cu_vmm_alloc(backend, device, bytes, out);
 }
 
+static void store_free_now(struct cu_backend *b, void *p)
+{
+    cu_vmm_free(p);
+}
+
+/* A queued call may still read the slice: free it once the device's job
+ * streams have passed this point. */
 static void cuda_store_free(void *backend, int device, void *p)
 {
     if (!p || cu_use(backend, device))
         return;
-    cudaFree(p); /* synchronises the device: no enqueued call still reads it */
+    cu_defer(backend, device, store_free_now, p);
 }
 
 const struct be_ops be_cuda_ops = {
@@ -651,4 +854,7 @@ const struct be_ops be_cuda_ops = {
     .job_memory = cu_job_memory,
     .call_wait = cuda_call_wait,
     .call_record = cuda_call_record,
+    .job_open_ids = cu_job_open_ids,
+    .make_ids = cu_make_ids,
+    .to_host = cu_to_host,
 };

@@ -29,7 +29,7 @@
     X(cuIpcOpenMemHandle) X(cuIpcCloseMemHandle) X(cuIpcOpenEventHandle) X(cuIpcGetEventHandle)   \
     X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemGetAddressRange)                            \
     X(cuMemGetAllocationGranularity) X(cuMemImportFromShareableHandle) X(cuMemMap) X(cuMemUnmap)  \
-    X(cuMemRelease) X(cuMemSetAccess)
+    X(cuMemRelease) X(cuMemSetAccess) X(cuMemCreate)
 
 struct zcu_table {
 #define ZCU_MEMBER(f) __typeof__(&f) p_##f;
@@ -53,13 +53,59 @@ struct cu_dev {
     size_t granularity; /* VMM minimum granularity (0: no VMM fd support) */
 };
 
+#define CU_MAX_COUNTERS 4096 /* poisoned-block counters (one per hosted rank of a live job) */
+
+struct cu_job;
+struct cu_backend;
+
+/* A release waiting for the GPU: fn(b, arg) runs once every event has
+ * completed (see cu_defer). */
+struct cu_grave {
+    struct cu_grave *next;
+    int nev;
+    cudaEvent_t *ev;
+    void (*fn)(struct cu_backend *b, void *arg);
+    void *arg;
+    uint64_t since_ms;
+    int warned;
+    /* optional: runs once when not drained after CU_STUCK_MS */
+    void (*stuck)(struct cu_backend *b, void *arg);
+    int stuck_done;
+};
+
 struct cu_backend {
     int ndev;
     struct cu_dev *devs;
     int allow_legacy;
     int fatal; /* a sticky CUDA error was seen: the process must exit */
     char fatal_why[256];
+    struct cu_grave *graves;   /* deferred releases, reaped by be_cuda_tick */
+    struct cu_job *jobs;       /* live jobs (their streams are fenced on release) */
+    cudaStream_t *unblock;     /* per device: where sessions' ready events are
+                                  re-recorded when a session closes */
+    unsigned long long *counters; /* pinned host memory, CU_MAX_COUNTERS */
+    unsigned char *counter_used;
 };
+
+/* Daemon-owned device memory (staging, store, counters): cuMemCreate +
+ * map, so that freeing it (cuMemUnmap) never synchronises the device: a
+ * stream blocked on a dead client's event must not block the loop. */
+int cu_vmm_alloc(struct cu_backend *b, int device, size_t bytes, void **out);
+void cu_vmm_free(void *p);
+
+/* Runs fn(b, arg) once the GPU has finished everything enqueued so far on
+ * the streams of every live job on `device` (device -1: every device), now
+ * if there is nothing to wait for. The loop never waits for the GPU. */
+void cu_defer(struct cu_backend *b, int device, void (*fn)(struct cu_backend *, void *), void *arg);
+/* Records one event on each stream of every live job on device (-1: all)
+ * into *ev (malloc'd, *nev entries). 0 or -1 (out of memory). */
+int cu_jobs_fence(struct cu_backend *b, int device, cudaEvent_t **ev, int *nev);
+/* Adds a grave waiting on ev[0..nev) (takes ownership of ev); returns it,
+ * or NULL when it ran fn at once (out of memory: it waited). */
+struct cu_grave *cu_grave_add(struct cu_backend *b, cudaEvent_t *ev, int nev,
+                  void (*fn)(struct cu_backend *, void *), void *arg);
+/* Reaps completed graves; logs (once) graves older than a minute. */
+void cu_reap(struct cu_backend *b);
 
 /* Makes device `device`'s primary context current on this thread. */
 int cu_use(const struct cu_backend *b, int device);
@@ -76,6 +122,10 @@ void cu_mark_fatal(struct cu_backend *b, const char *what, cudaError_t r);
 int cu_job_open(void *backend, const struct be_topo *t, const int *devices, void **job, char *why,
                 size_t why_len);
 void cu_job_close(void *backend, void *job, int abort);
+int cu_job_open_ids(void *backend, const struct be_topo *t, const int *devices, const uint8_t *ids,
+                    int nids, void **job, char *why, size_t why_len);
+int cu_make_ids(void *backend, int n, uint8_t *ids, char *why, size_t why_len);
+int cu_to_host(struct be_call *c, int s, void *dst, const void *src, size_t bytes);
 int cu_job_poll(void *backend, void *job, char *why, size_t why_len);
 uint64_t cu_job_memory(void *backend, void *job);
 /* The stream of slot s of the call's job (NULL if none) and its device. */

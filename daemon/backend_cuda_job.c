@@ -24,6 +24,17 @@
  * streams before the state leaves ncclInProgress, so we poll (a few
  * microseconds in the steady state; the first call of a job connects).
  *
+ * Closing never waits for the GPU on the loop thread: job_close records an
+ * event on each slot stream and the job stays on the backend's list (its
+ * streams keep being fenced by later releases) until those events
+ * complete; then the communicators are finalized and destroyed (aborted
+ * if the job was), the streams destroyed and the staging unmapped. A job
+ * whose streams have not drained after CU_STUCK_MS (a peer that never
+ * arrives) gets ncclCommAbort, which makes NCCL's kernels return.
+ * Queued calls of an aborted job still run (on garbage) rather than being
+ * cut short: a kernel launched after ncclCommAbort freed the communicator
+ * would fault, and a fault is fatal to the whole daemon.
+ *
  * Staging: scratch requests of one call are bump-allocated from a per-slot
  * list of device blocks; the list only grows (a request that fits no block
  * adds one of max(request, total so far)), and is rewound when the next
@@ -61,6 +72,7 @@
 #define CU_STAGING_ALIGN 256u  /* staging allocations start on this boundary */
 #define CU_STAGING_MIN (4u << 20)
 #define CU_FINALIZE_MS 10000
+#define CU_STUCK_MS 10000      /* a closing job's streams not drained: abort NCCL */
 
 struct cu_block {
     void *p;
@@ -69,6 +81,7 @@ struct cu_block {
 
 struct cu_slot {
     int device;
+    int counter; /* index into the backend's pinned counters, or -1 */
     cudaStream_t stream;
     ncclComm_t comm[CU_NCOMM];
     int crank[CU_NCOMM], csize[CU_NCOMM];
@@ -81,9 +94,13 @@ struct cu_slot {
 
 struct cu_job {
     struct cu_backend *b;
+    struct cu_job *next; /* the backend's list: live and closing jobs */
     struct be_topo t;
     struct cu_slot *slots;
     uint64_t comm_bytes; /* device memory NCCL took at creation (estimate) */
+    int closing;         /* job_close ran: waiting for the streams to drain */
+    int abort;           /* close by ncclCommAbort (else finalize + destroy) */
+    int comms_gone;      /* communicators already aborted */
 };
 
 static uint64_t now_ms(void)
@@ -197,11 +214,12 @@ static int comm_ngroups(const struct be_topo *t, int k)
     return k == BE_COMM_GLOBAL ? 1 : k == BE_COMM_INTRA ? t->nodes : t->local;
 }
 
-static void free_slots(struct cu_job *j, int abort)
+static void comms_end(struct cu_job *j)
 {
-    int ns = j->t.nslots;
+    int ns = j->t.nslots, n = 0, abort = j->abort;
     ncclComm_t *all = calloc((size_t)ns * CU_NCOMM, sizeof *all);
-    int n = 0;
+    if (j->comms_gone)
+        goto exit;
     for (int s = 0; s < ns; s++)
         for (int k = 0; k < CU_NCOMM; k++)
             if (j->slots[s].comm[k]) {
@@ -210,68 +228,161 @@ static void free_slots(struct cu_job *j, int abort)
                 else
                     ncclCommAbort(j->slots[s].comm[k]);
             }
-    if (all && n) {
+    if (!abort) {
+        /* Finalize all before any destroy: each waits for the others. */
         char why[256];
-        if (!abort) {
-            /* Finalize all of them before any destroy: each waits for the
-             * others' in-flight operations. */
-            for (int i = 0; i < n; i++) {
-                ncclResult_t r = ncclCommFinalize(all[i]);
-                if (r != ncclSuccess && r != ncclInProgress)
-                    abort = 1;
-            }
-            if (!abort && wait_comms(all, n, CU_FINALIZE_MS, "ncclCommFinalize", why, sizeof why))
+        for (int i = 0; i < n; i++) {
+            ncclResult_t r = ncclCommFinalize(all[i]);
+            if (r != ncclSuccess && r != ncclInProgress)
                 abort = 1;
         }
-        for (int i = 0; i < n; i++) {
-            if (abort)
-                ncclCommAbort(all[i]);
-            else
-                ncclCommDestroy(all[i]);
-        }
+        if (!abort && wait_comms(all, n, CU_FINALIZE_MS, "ncclCommFinalize", why, sizeof why))
+            abort = 1;
     }
+    for (int i = 0; i < n; i++) {
+        if (abort)
+            ncclCommAbort(all[i]);
+        else
+            ncclCommDestroy(all[i]);
+    }
+    j->comms_gone = 1;
+exit:
     free(all);
-    for (int s = 0; s < ns; s++) {
-        struct cu_slot *sl = &j->slots[s];
-        if (cu_use(j->b, sl->device))
-            continue;
-        if (sl->stream) {
-            cudaError_t e = cudaStreamSynchronize(sl->stream);
-            if (cu_rt_sticky(e))
-                cu_mark_fatal(j->b, "closing a job's stream", e);
-            cudaStreamDestroy(sl->stream);
+    for (int s = 0; s < ns; s++)
+        for (int k = 0; k < CU_NCOMM; k++)
+            j->slots[s].comm[k] = NULL;
+}
+
+/* Frees what is left of j once its streams have drained (or at once when
+ * nothing was ever enqueued). */
+static void job_reap(struct cu_backend *b, void *arg)
+{
+    struct cu_job *j = arg;
+    comms_end(j);
+    for (struct cu_job **pp = &b->jobs; *pp; pp = &(*pp)->next)
+        if (*pp == j) {
+            *pp = j->next;
+            break;
         }
+    for (int s = 0; s < j->t.nslots; s++) {
+        struct cu_slot *sl = &j->slots[s];
+        if (cu_use(b, sl->device))
+            continue;
+        if (sl->stream)
+            cudaStreamDestroy(sl->stream);
         for (int i = 0; i < sl->nblocks; i++)
-            cudaFree(sl->blocks[i].p);
+            cu_vmm_free(sl->blocks[i].p);
         free(sl->blocks);
-        if (sl->d_poison)
-            cudaFree(sl->d_poison);
-        if (sl->h_poison)
-            cudaFreeHost((void *)sl->h_poison);
+        cu_vmm_free(sl->d_poison);
+        if (sl->counter >= 0)
+            b->counter_used[sl->counter] = 0;
     }
     free(j->slots);
+    free(j);
+}
+
+int cu_jobs_fence(struct cu_backend *b, int device, cudaEvent_t **ev, int *nev)
+{
+    int n = 0, cap = 0;
+    *ev = NULL;
+    *nev = 0;
+    for (struct cu_job *j = b->jobs; j; j = j->next)
+        cap += j->t.nslots;
+    if (!cap)
+        return 0;
+    cudaEvent_t *e = calloc((size_t)cap, sizeof *e);
+    if (!e)
+        return -1;
+    for (struct cu_job *j = b->jobs; j; j = j->next)
+        for (int s = 0; s < j->t.nslots; s++) {
+            struct cu_slot *sl = &j->slots[s];
+            if (!sl->stream || (device >= 0 && sl->device != device) || cu_use(b, sl->device))
+                continue;
+            if (cudaEventCreateWithFlags(&e[n], cudaEventDisableTiming) != cudaSuccess)
+                continue;
+            if (cudaEventRecord(e[n], sl->stream) != cudaSuccess) {
+                cudaEventDestroy(e[n]);
+                continue;
+            }
+            n++;
+        }
+    *ev = e;
+    *nev = n;
+    return 0;
+}
+
+/* After CU_STUCK_MS without draining: NCCL kernels waiting for a peer that
+ * will never come return once their communicator is aborted. */
+static void cu_job_stuck(struct cu_backend *b, void *arg)
+{
+    struct cu_job *j = arg;
+    if (j->comms_gone)
+        return;
+    j->abort = 1;
+    comms_end(j);
 }
 
 void cu_job_close(void *backend, void *job, int abort)
 {
+    struct cu_backend *b = backend;
     struct cu_job *j = job;
-    if (!j)
+    if (!j || j->closing)
         return;
-    free_slots(j, abort);
-    free(j);
+    j->closing = 1;
+    j->abort = abort;
+    int nev = 0;
+    cudaEvent_t *ev = calloc((size_t)j->t.nslots, sizeof *ev);
+    for (int s = 0; ev && s < j->t.nslots; s++) {
+        struct cu_slot *sl = &j->slots[s];
+        if (!sl->stream || cu_use(b, sl->device))
+            continue;
+        if (cudaEventCreateWithFlags(&ev[nev], cudaEventDisableTiming) == cudaSuccess &&
+            cudaEventRecord(ev[nev], sl->stream) == cudaSuccess)
+            nev++;
+    }
+    if (!ev || nev == 0) {
+        free(ev);
+        job_reap(b, j);
+        return;
+    }
+    struct cu_grave *g = cu_grave_add(b, ev, nev, job_reap, j);
+    if (g)
+        g->stuck = cu_job_stuck;
 }
 
-static int create_comms(struct cu_job *j, int k, char *why, size_t why_len)
+/* Creates the communicators of kind k for the hosted slots. ids (NULL: one
+ * daemon hosts every member) gives the leader's ids: ids[0] global,
+ * ids[1 + i] the inter-node communicator of local index i; intra-node
+ * communicators are always local to this daemon. */
+static int create_comms(struct cu_job *j, int k, const uint8_t *ids, int nids, char *why,
+                        size_t why_len)
 {
     const struct be_topo *t = &j->t;
     int n = comm_size_of(t, k), ng = comm_ngroups(t, k);
     for (int g = 0; g < ng; g++) {
         ncclUniqueId id;
-        ncclResult_t r = ncclGetUniqueId(&id);
+        ncclResult_t r = ncclSuccess;
         ncclComm_t made[t->nslots > 0 ? t->nslots : 1];
-        int nm = 0;
-        if (r != ncclSuccess)
+        int nm = 0, hosted = 0;
+        for (int s = 0; s < t->nslots; s++)
+            hosted += comm_group_of(t, k, be_rank(t, s)) == g;
+        if (!hosted)
+            continue;
+        if (ids && k != BE_COMM_INTRA) {
+            int at = k == BE_COMM_GLOBAL ? 0 : 1 + g;
+            if (at >= nids) {
+                snprintf(why, why_len, "the leader sent %d communicator ids, %d needed", nids,
+                         at + 1);
+                return ZPP_EINVAL;
+            }
+            memcpy(&id, ids + (size_t)at * NCCL_UNIQUE_ID_BYTES, sizeof id);
+        } else if (hosted != n) {
+            snprintf(why, why_len, "a %s communicator has members on other daemons but no id",
+                     k == BE_COMM_INTRA ? "intra-node" : "job");
+            return ZPP_EUNSUPPORTED;
+        } else if ((r = ncclGetUniqueId(&id)) != ncclSuccess) {
             return nccl_fail(r, NULL, "ncclGetUniqueId", why, why_len);
+        }
         ncclGroupStart();
         for (int s = 0; s < t->nslots; s++) {
             int rk = be_rank(t, s);
@@ -301,17 +412,16 @@ static int create_comms(struct cu_job *j, int k, char *why, size_t why_len)
     return 0;
 }
 
-int cu_job_open(void *backend, const struct be_topo *t, const int *devices, void **job, char *why,
-                size_t why_len)
+static int job_open_common(struct cu_backend *b, const struct be_topo *t, const int *devices,
+                           const uint8_t *ids, int nids, void **job, char *why, size_t why_len)
 {
-    struct cu_backend *b = backend;
     struct cu_job *j = NULL;
     int rc = 0;
-    if (t->nodes < 1 || t->local < 1 || t->world != t->nodes * t->local || t->rank0 != 0 ||
-        t->nslots != t->world) {
-        snprintf(why, why_len, "the cuda backend hosts every rank of a job in one daemon (for "
-                               "now): nslots must equal world");
-        return ZPP_EUNSUPPORTED;
+    if (t->nodes < 1 || t->local < 1 || t->world != t->nodes * t->local || t->rank0 < 0 ||
+        t->nslots < 1 || t->rank0 > t->world - t->nslots || (!ids && t->nslots != t->world)) {
+        snprintf(why, why_len, "bad topology for this daemon (rank0 %d, %d ranks hosted of %d)",
+                 t->rank0, t->nslots, t->world);
+        return ZPP_EINVAL;
     }
     for (int s = 0; s < t->nslots; s++) {
         if (devices[s] < 0 || devices[s] >= b->ndev) {
@@ -334,6 +444,12 @@ int cu_job_open(void *backend, const struct be_topo *t, const int *devices, void
     }
     j->b = b;
     j->t = *t;
+    for (int s = 0; s < t->nslots; s++)
+        j->slots[s].counter = -1;
+    /* On the list from now on: cu_job_close (also on failure below) unlinks
+     * it only once its streams have drained. */
+    j->next = b->jobs;
+    b->jobs = j;
     size_t *free0 = calloc((size_t)b->ndev, sizeof *free0);
     if (!free0) {
         free(j->slots);
@@ -352,18 +468,35 @@ int cu_job_open(void *backend, const struct be_topo *t, const int *devices, void
         size_t fr = 0, tot = 0;
         cudaMemGetInfo(&fr, &tot);
         free0[sl->device] = fr;
-        if ((e = cudaStreamCreateWithFlags(&sl->stream, cudaStreamNonBlocking)) != cudaSuccess ||
-            (e = cudaMalloc((void **)&sl->d_poison, sizeof *sl->d_poison)) != cudaSuccess ||
-            (e = cudaMemset(sl->d_poison, 0, sizeof *sl->d_poison)) != cudaSuccess ||
-            (e = cudaHostAlloc((void **)&sl->h_poison, sizeof *sl->h_poison,
-                               cudaHostAllocDefault)) != cudaSuccess) {
-            rc = cu_rt_fail(e, "creating a slot's stream and counters", why, why_len);
+        if ((e = cudaStreamCreateWithFlags(&sl->stream, cudaStreamNonBlocking)) != cudaSuccess) {
+            rc = cu_rt_fail(e, "creating a slot's stream", why, why_len);
             goto fail;
         }
+        if ((rc = cu_vmm_alloc(b, sl->device, sizeof *sl->d_poison, (void **)&sl->d_poison))) {
+            snprintf(why, why_len, "cannot allocate device memory for the counters");
+            goto fail;
+        }
+        if ((e = cudaMemsetAsync(sl->d_poison, 0, sizeof *sl->d_poison, sl->stream)) !=
+            cudaSuccess) {
+            rc = cu_rt_fail(e, "clearing a counter", why, why_len);
+            goto fail;
+        }
+        for (int i = 0; i < CU_MAX_COUNTERS; i++)
+            if (!b->counter_used[i]) {
+                b->counter_used[i] = 1;
+                sl->counter = i;
+                break;
+            }
+        if (sl->counter < 0) {
+            snprintf(why, why_len, "more than %d ranks in live jobs", CU_MAX_COUNTERS);
+            rc = ZPP_ELIMIT;
+            goto fail;
+        }
+        sl->h_poison = &b->counters[sl->counter];
         *sl->h_poison = 0;
     }
     for (int k = 0; k < CU_NCOMM; k++)
-        if ((rc = create_comms(j, k, why, why_len)))
+        if ((rc = create_comms(j, k, ids, nids, why, why_len)))
             goto fail;
     for (int s = 0; s < t->nslots; s++) {
         size_t fr = 0, tot = 0;
@@ -382,10 +515,50 @@ fail:
     return rc ? rc : ZPP_EBACKEND;
 }
 
+int cu_job_open(void *backend, const struct be_topo *t, const int *devices, void **job, char *why,
+                size_t why_len)
+{
+    return job_open_common(backend, t, devices, NULL, 0, job, why, why_len);
+}
+
+int cu_job_open_ids(void *backend, const struct be_topo *t, const int *devices, const uint8_t *ids,
+                    int nids, void **job, char *why, size_t why_len)
+{
+    if (!ids || nids < 1) {
+        snprintf(why, why_len, "no communicator ids");
+        return ZPP_EINVAL;
+    }
+    return job_open_common(backend, t, devices, ids, nids, job, why, why_len);
+}
+
+int cu_make_ids(void *backend, int n, uint8_t *ids, char *why, size_t why_len)
+{
+    for (int i = 0; i < n; i++) {
+        ncclUniqueId id;
+        ncclResult_t r = ncclGetUniqueId(&id);
+        if (r != ncclSuccess)
+            return nccl_fail(r, NULL, "ncclGetUniqueId", why, why_len);
+        memcpy(ids + (size_t)i * NCCL_UNIQUE_ID_BYTES, &id, NCCL_UNIQUE_ID_BYTES);
+    }
+    return 0;
+}
+
+int cu_to_host(struct be_call *c, int s, void *dst, const void *src, size_t bytes)
+{
+    struct cu_slot *sl;
+    int rc = slot_use(c, s, &sl);
+    if (rc || !bytes)
+        return rc;
+    if ((rc = rt_check(c, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, sl->stream),
+                       "cudaMemcpyAsync (to host)")))
+        return rc;
+    return rt_check(c, cudaStreamSynchronize(sl->stream), "cudaStreamSynchronize (to host)");
+}
+
 int cu_job_poll(void *backend, void *job, char *why, size_t why_len)
 {
     struct cu_job *j = job;
-    if (!j)
+    if (!j || j->closing)
         return 0;
     for (int s = 0; s < j->t.nslots; s++) {
         struct cu_slot *sl = &j->slots[s];
@@ -417,6 +590,14 @@ uint64_t cu_job_memory(void *backend, void *job)
     if (!j)
         return 0;
     uint64_t m = j->comm_bytes;
+    for (int s = 0; s < j->t.nslots; s++) {
+        CUdeviceptr base;
+        size_t sz = 0;
+        if (j->slots[s].d_poison &&
+            ZCU(cuMemGetAddressRange)(&base, &sz, (CUdeviceptr)(uintptr_t)j->slots[s].d_poison) ==
+                CUDA_SUCCESS)
+            m += sz;
+    }
     for (int s = 0; s < j->t.nslots; s++)
         for (int i = 0; i < j->slots[s].nblocks; i++)
             m += j->slots[s].blocks[i].size;
@@ -462,10 +643,9 @@ int cu_scratch(struct be_call *c, int s, size_t bytes, void **out)
     }
     sl->blocks = nb;
     void *p = NULL;
-    cudaError_t e = cudaMalloc(&p, sz);
-    if (e != cudaSuccess) {
-        cudaGetLastError();
-        return cu_rt_fail(e, "staging cudaMalloc", c->err, sizeof c->err);
+    if ((rc = cu_vmm_alloc(j->b, sl->device, sz, &p))) {
+        snprintf(c->err, sizeof c->err, "cuda backend: cannot allocate %zu bytes of staging", sz);
+        return rc;
     }
     nb[sl->nblocks++] = (struct cu_block){.p = p, .size = sz, .used = need};
     *out = p;

@@ -127,14 +127,20 @@ static void leader_try(struct job *j)
     /* Communicator ids: the global one and one per local index (the
      * inter-node communicators); each daemon makes its intra id itself. */
     int nids = d->be->make_ids ? 1 + (int)j->local : 0;
-    uint8_t *ids = nids ? calloc((size_t)nids, CLUSTER_NCCL_ID_BYTES) : NULL;
+    /* The wire needs 1..258 ids (peer.c join_reply_check): a backend that
+     * makes none (host) sends one all-zero placeholder, which no backend
+     * without make_ids reads. */
+    int nwire = nids ? nids : 1;
+    uint8_t *ids = calloc((size_t)nwire, CLUSTER_NCCL_ID_BYTES);
     char why[256] = "";
-    if (nids && (!ids || d->be->make_ids(d->be_state, nids, ids, why, sizeof why))) {
+    if (!ids)
+        snprintf(why, sizeof why, "out of memory");
+    if (!ids || (nids && d->be->make_ids(d->be_state, nids, ids, why, sizeof why))) {
         free(ids);
         job_abort(j, MET_ABORT_DEVICE, "cannot make communicator ids: %s", why);
         return;
     }
-    ProtobufCBinaryData *bin = calloc((size_t)(nids ? nids : 1), sizeof *bin);
+    ProtobufCBinaryData *bin = calloc((size_t)nwire, sizeof *bin);
     Zpp__Peer__Member *mem = calloc(c->nodes, sizeof *mem);
     Zpp__Peer__Member **memp = calloc(c->nodes, sizeof *memp);
     if (!bin || !mem || !memp) {
@@ -145,7 +151,7 @@ static void leader_try(struct job *j)
         job_abort(j, MET_ABORT_OTHER, "out of memory forming the job");
         return;
     }
-    for (int i = 0; i < nids; i++) {
+    for (int i = 0; i < nwire; i++) {
         bin[i].data = ids + (size_t)i * CLUSTER_NCCL_ID_BYTES;
         bin[i].len = CLUSTER_NCCL_ID_BYTES;
     }
@@ -156,7 +162,7 @@ static void leader_try(struct job *j)
         memp[n] = &mem[n];
     }
     Zpp__Peer__JoinReply rep = ZPP__PEER__JOIN_REPLY__INIT;
-    rep.n_nccl_ids = (size_t)nids;
+    rep.n_nccl_ids = (size_t)nwire;
     rep.nccl_ids = bin;
     rep.n_members = c->nodes;
     rep.members = memp;

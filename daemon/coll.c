@@ -36,6 +36,15 @@
  *
  * Non-finite inputs: result.nonfinite_blocks sums the blocks poisoned at
  * every quantization step of the call, on every rank (zpp_kernels.h).
+ *
+ * Shared replicas (docs/hpz-sharing.md): a publish keeps the same slices,
+ * in a shared entry, and before the commit checks, for every node this
+ * daemon hosts, that the SHA-256 of its G slices in local order cut to
+ * count elements (= the gathered tensor) is the content key. When a
+ * replica of the key is already there, nothing is stored: the call's own
+ * slices are hashed the same way, and equal bytes attach the job to the
+ * replica, different bytes are refused. Nothing writes into a shared entry
+ * after its commit: keep_slices writes only the entry this call reserved.
  */
 #include "coll.h"
 
@@ -45,9 +54,21 @@
 
 #include "coll_internal.h"
 #include "hpz_store.h"
+#include "sha256.h"
 #include "zpp.h"
 
 #define COLL_MAX_STAGES 64u
+#define COLL_HASH_STAGING (4u << 20) /* bytes per device-to-host copy when hashing */
+
+/* What coll_exec.store_ref is. */
+enum coll_store {
+    COLL_STORE_NONE = 0,
+    COLL_STORE_PRIVATE, /* qwZ with hpz_key: a pending private entry */
+    COLL_STORE_PIN,     /* hpZ gather of hpz_key: a pinned private entry */
+    COLL_STORE_PUBLISH, /* publish: a pending shared entry */
+    COLL_STORE_DEDUP,   /* publish of a key already there: the pinned replica */
+    COLL_STORE_READ     /* hpZ gather of a content key: the pinned replica */
+};
 
 /* ---- errors --------------------------------------------------------- */
 
@@ -94,6 +115,36 @@ static size_t key_len(const struct coll_args *a)
     return nul ? (size_t)(nul - a->hpz_key) : sizeof a->hpz_key;
 }
 
+/* The content key and ZPP_FLAG_PUBLISH: a publish is an all-gather with a
+ * content key and no hpz_key; otherwise a content key names a replica to
+ * read (hpZ gather) or detach from (hpZ invalidate), in place of hpz_key. */
+static int check_content_key(const struct coll_args *a, char *why, size_t why_len)
+{
+    int has = a->content_key[0] != '\0';
+    if (has && !hpz_content_key_ok(a->content_key))
+        return bad(why, why_len,
+                   "content_key must be \"sha256:\" and 64 lowercase hex digits (the SHA-256 "
+                   "of the tensor)");
+    if (a->flags & ZPP_FLAG_PUBLISH) {
+        if (!op_is_gather(a->op))
+            return bad(why, why_len, "ZPP_FLAG_PUBLISH applies to qwZ and plain all-gathers");
+        if (!has)
+            return bad(why, why_len, "ZPP_FLAG_PUBLISH needs a content_key");
+        if (key_len(a))
+            return bad(why, why_len, "a publish takes content_key, not hpz_key");
+        return 0;
+    }
+    if (!has)
+        return 0;
+    if (a->op != ZPP_OP_HPZ_GATHER && a->op != ZPP_OP_HPZ_INVALIDATE)
+        return bad(why, why_len,
+                   "content_key applies to hpZ gathers and invalidates, and to all-gathers with "
+                   "ZPP_FLAG_PUBLISH");
+    if (key_len(a))
+        return bad(why, why_len, "give hpz_key or content_key, not both");
+    return 0;
+}
+
 /* Checks everything about args and topology; fills the buffer sizes. */
 static int check_args(const struct coll_args *a, const struct be_topo *t, uint64_t *in_b,
                       uint64_t *out_b, char *why, size_t why_len)
@@ -106,11 +157,15 @@ static int check_args(const struct coll_args *a, const struct be_topo *t, uint64
         return bad(why, why_len, "unknown operation");
     if (key_len(a) >= sizeof a->hpz_key)
         return bad(why, why_len, "hpZ key too long (at most 256 bytes)");
+    int ck = check_content_key(a, why, why_len);
+    if (ck)
+        return ck;
     if (a->op == ZPP_OP_BARRIER)
         return 0;
     if (a->op == ZPP_OP_HPZ_INVALIDATE) {
-        if (key_len(a) == 0 && !(a->flags & ZPP_FLAG_INVALIDATE_ALL))
-            return bad(why, why_len, "hpZ invalidate needs a key or the invalidate-all flag");
+        if (key_len(a) == 0 && !a->content_key[0] && !(a->flags & ZPP_FLAG_INVALIDATE_ALL))
+            return bad(why, why_len,
+                       "hpZ invalidate needs a key, a content key or the invalidate-all flag");
         return 0;
     }
     size_t esize = zk_dtype_size(a->dtype);
@@ -132,8 +187,8 @@ static int check_args(const struct coll_args *a, const struct be_topo *t, uint64
         if (a->reduce != ZPP_SUM && a->reduce != ZPP_MEAN)
             return bad(why, why_len, "unknown reduction (sum or mean)");
     }
-    if (a->op == ZPP_OP_HPZ_GATHER && key_len(a) == 0)
-        return bad(why, why_len, "hpZ gather needs a key");
+    if (a->op == ZPP_OP_HPZ_GATHER && key_len(a) == 0 && !a->content_key[0])
+        return bad(why, why_len, "hpZ gather needs a key or a content key");
 
     uint64_t W = (uint64_t)t->world, shard = (a->count + W - 1) / W, total, sb, tmp;
     /* Every size the algorithms form, checked once here. */
@@ -244,8 +299,10 @@ static int prepare_store(struct coll_exec *x)
         };
         struct hpz_entry *e = NULL;
         rc = hpz_store_reserve(x->store, &sp, &e, x->msg, sizeof x->msg);
-        if (rc == 0)
+        if (rc == 0) {
             x->store_ref = e;
+            x->store_kind = COLL_STORE_PRIVATE;
+        }
         return rc;
     }
     if (a->op == ZPP_OP_HPZ_GATHER) {
@@ -267,11 +324,100 @@ static int prepare_store(struct coll_exec *x)
             return ZPP_EINVAL;
         }
         x->store_ref = e;
+        x->store_kind = COLL_STORE_PIN;
         return 0;
     }
-    /* invalidate: idempotent, done here (no data work follows). */
+    /* invalidate: idempotent, done here (no data work follows). A content
+     * key detaches the job from that replica; invalidate-all detaches it
+     * from every replica too. The replicas stay, for other jobs. */
+    if (a->content_key[0]) {
+        hpz_store_detach(x->store, x->owner.job, a->content_key);
+        return 0;
+    }
     hpz_store_invalidate(x->store, x->owner.tenant_uid, x->owner.job,
                          (a->flags & ZPP_FLAG_INVALIDATE_ALL) ? NULL : key);
+    if (a->flags & ZPP_FLAG_INVALIDATE_ALL)
+        hpz_store_detach(x->store, x->owner.job, NULL);
+    return 0;
+}
+
+/* The store spec of the shared replica this call publishes or reads. */
+static struct hpz_spec shared_spec(const struct coll_exec *x)
+{
+    uint64_t G = (uint64_t)x->topo.local;
+    struct hpz_spec sp = {
+        .tenant = x->owner.tenant_uid,
+        .job = x->owner.job,
+        .job_id = x->owner.job_id ? x->owner.job_id : "?",
+        .key = x->args.content_key,
+        .count = x->args.count,
+        .dtype = x->args.dtype,
+        .slice = (x->args.count + G - 1) / G,
+        .nslots = x->topo.nslots,
+        .devices = x->devices,
+        .shared = 1,
+        .local = x->topo.local,
+        .rank0 = x->topo.rank0,
+    };
+    return sp;
+}
+
+/* A publish: attaches to the replica already there (its bytes are checked
+ * after the gather), or reserves a new shared entry. */
+static int prepare_publish(struct coll_exec *x)
+{
+    const struct be_ops *ops = x->call.ops;
+    struct hpz_entry *e = NULL;
+    char why[256];
+    int rc;
+
+    if (!x->store) {
+        snprintf(x->msg, sizeof x->msg, "hpZ store not available in this daemon");
+        return ZPP_EUNSUPPORTED;
+    }
+    if (ops->enqueue_only && !ops->to_host) {
+        snprintf(x->msg, sizeof x->msg,
+                 "the %.16s backend cannot read device memory back to verify a content key "
+                 "(no to_host hook): publishing is not supported there",
+                 ops->name ? ops->name : "?");
+        return ZPP_EUNSUPPORTED;
+    }
+    if (x->topo.rank0 % x->topo.local || x->topo.nslots % x->topo.local) {
+        snprintf(x->msg, sizeof x->msg,
+                 "publishing needs every rank of a node on this daemon (ranks %d..%d of %d per "
+                 "node)",
+                 x->topo.rank0, x->topo.rank0 + x->topo.nslots - 1, x->topo.local);
+        return ZPP_EUNSUPPORTED;
+    }
+    struct hpz_spec sp = shared_spec(x);
+    if (hpz_store_find_shared(x->store, &sp, 0, &e, why, sizeof why) == 0) {
+        x->store_ref = e;
+        x->store_kind = COLL_STORE_DEDUP;
+        return 0;
+    }
+    /* Not there, or only where this tenant may not read it: a new copy. */
+    rc = hpz_store_reserve(x->store, &sp, &e, x->msg, sizeof x->msg);
+    if (rc == 0) {
+        x->store_ref = e;
+        x->store_kind = COLL_STORE_PUBLISH;
+    }
+    return rc;
+}
+
+/* An hpZ gather of a content key: pins the replica and attaches the job. */
+static int prepare_read(struct coll_exec *x)
+{
+    struct hpz_entry *e = NULL;
+    if (!x->store) {
+        snprintf(x->msg, sizeof x->msg, "hpZ store not available in this daemon");
+        return ZPP_EUNSUPPORTED;
+    }
+    struct hpz_spec sp = shared_spec(x);
+    int rc = hpz_store_find_shared(x->store, &sp, 1, &e, x->msg, sizeof x->msg);
+    if (rc)
+        return rc;
+    x->store_ref = e;
+    x->store_kind = COLL_STORE_READ;
     return 0;
 }
 
@@ -283,6 +429,7 @@ int coll_prepare(struct coll_exec *x)
     int rc;
 
     x->store_ref = NULL;
+    x->store_kind = COLL_STORE_NONE;
     x->ran = 0;
     x->status = 0;
     x->msg[0] = '\0';
@@ -313,12 +460,14 @@ int coll_prepare(struct coll_exec *x)
     switch (a->op) {
     case ZPP_OP_QWZ_ALLGATHER:
         x->result.algo = ZPP_ALGO_QWZ;
-        if (a->hpz_key[0])
+        if (a->flags & ZPP_FLAG_PUBLISH)
+            rc = prepare_publish(x);
+        else if (a->hpz_key[0])
             rc = prepare_store(x);
         break;
     case ZPP_OP_HPZ_GATHER:
         x->result.algo = ZPP_ALGO_HPZ;
-        rc = prepare_store(x);
+        rc = a->content_key[0] ? prepare_read(x) : prepare_store(x);
         break;
     case ZPP_OP_HPZ_INVALIDATE:
         x->result.algo = ZPP_ALGO_NONE;
@@ -333,6 +482,8 @@ int coll_prepare(struct coll_exec *x)
         break;
     case ZPP_OP_ALLGATHER:
         x->result.algo = ZPP_ALGO_AG_EXACT;
+        if (a->flags & ZPP_FLAG_PUBLISH)
+            rc = prepare_publish(x);
         break;
     case ZPP_OP_REDUCE_SCATTER:
         x->result.algo = ZPP_ALGO_RS_EXACT;
@@ -371,6 +522,95 @@ exit:
     return rc;
 }
 
+/* Adds n bytes at src (slot s's memory) to the hash: straight from host
+ * memory, or through stage with the backend's to_host hook. */
+static int hash_bytes(struct coll_exec *x, struct sha256_ctx *h, int s, const uint8_t *src,
+                      size_t n, uint8_t *stage)
+{
+    int rc = 0;
+    const struct be_ops *ops = x->call.ops;
+    if (!ops->to_host) {
+        sha256_update(h, src, n);
+        return 0;
+    }
+    for (size_t off = 0; off < n; off += COLL_HASH_STAGING) {
+        size_t k = n - off < COLL_HASH_STAGING ? n - off : COLL_HASH_STAGING;
+        COLL_CHECK(x, ops->to_host(&x->call, s, stage, src + off, k));
+        sha256_update(h, stage, k);
+    }
+exit:
+    return rc;
+}
+
+/* Checks that the replica of every node this daemon hosts hashes to the
+ * content key: the slices of the node's G slots in local order, cut to
+ * count elements, read from the reserved entry (publish) or from the
+ * outputs (a key already there). Slot s0 of each node has local index 0
+ * (prepare_publish checked it). */
+static int verify_content(struct coll_exec *x)
+{
+    int rc = 0;
+    struct hpz_entry *e = x->store_ref;
+    const char *want = x->args.content_key + sizeof HPZ_CONTENT_PREFIX - 1;
+    uint64_t count = x->args.count, slice = hpz_entry_slice(e);
+    int G = x->topo.local;
+    size_t esize = zk_dtype_size(x->args.dtype);
+    uint8_t *stage = NULL;
+    if (x->call.ops->to_host && !(stage = malloc(COLL_HASH_STAGING))) {
+        snprintf(x->msg, sizeof x->msg, "out of memory hashing the replica");
+        return ZPP_ENOMEM;
+    }
+    for (int s0 = 0; s0 < x->topo.nslots; s0 += G) {
+        struct sha256_ctx h;
+        uint8_t digest[SHA256_DIGEST_LEN];
+        char hex[SHA256_HEX_LEN + 1];
+        sha256_init(&h);
+        for (int s = s0; s < s0 + G; s++) {
+            uint64_t lo = (uint64_t)(be_rank(&x->topo, s) % G) * slice;
+            uint64_t n = coll_clamp(count, lo, slice);
+            const uint8_t *src = x->store_kind == COLL_STORE_PUBLISH
+                                     ? (const uint8_t *)hpz_entry_buf(e, s)
+                                     : (const uint8_t *)x->slots[s].out + lo * esize;
+            rc = hash_bytes(x, &h, s, src, (size_t)(n * esize), stage);
+            if (rc)
+                goto exit;
+        }
+        sha256_final(&h, digest);
+        sha256_hex(digest, hex);
+        if (strcmp(hex, want) != 0) {
+            if (x->store_kind == COLL_STORE_DEDUP) {
+                snprintf(x->msg, sizeof x->msg,
+                         "content key %.71s already holds different bytes: this call's tensor "
+                         "hashes to sha256:%s",
+                         x->args.content_key, hex);
+                rc = ZPP_EEXIST;
+            } else {
+                snprintf(x->msg, sizeof x->msg,
+                         "content key %.71s is not the SHA-256 of the gathered tensor "
+                         "(sha256:%s): nothing published",
+                         x->args.content_key, hex);
+                rc = ZPP_EMISMATCH;
+            }
+            goto exit;
+        }
+    }
+exit:
+    free(stage);
+    return rc;
+}
+
+/* After an all-gather: keeps the slices (hpz_key, or a new replica) and
+ * checks a publish's content key. */
+static int store_after_gather(struct coll_exec *x)
+{
+    int rc = 0;
+    if (x->store_kind == COLL_STORE_PRIVATE || x->store_kind == COLL_STORE_PUBLISH)
+        rc = keep_slices(x, x->store_ref);
+    if (!rc && (x->store_kind == COLL_STORE_PUBLISH || x->store_kind == COLL_STORE_DEDUP))
+        rc = verify_content(x);
+    return rc;
+}
+
 static int run_qwz(struct coll_exec *x, void **send, void **recv)
 {
     int rc = 0;
@@ -400,8 +640,7 @@ static int run_qwz(struct coll_exec *x, void **send, void **recv)
                                   (uint8_t *)x->slots[s].out + m * shard * esize, a->dtype));
         }
     }
-    if (x->store_ref)
-        rc = keep_slices(x, x->store_ref);
+    rc = store_after_gather(x);
 exit:
     x->result.nonfinite_blocks += poisoned;
     return rc;
@@ -460,6 +699,8 @@ int coll_run(struct coll_exec *x)
         for (int s = 0; s < ns; s++)
             send[s] = x->slots[s].in;
         rc = run_gather(x, send, recv, BE_COMM_GLOBAL, (a->count + W - 1) / W, x->topo.world);
+        if (rc == 0)
+            rc = store_after_gather(x);
         break;
     case ZPP_OP_QGZ_REDUCE_SCATTER:
         rc = qgz_run(x);
@@ -487,23 +728,45 @@ exit:
 
 void coll_finish(struct coll_exec *x)
 {
+    int ok = x->ran && x->status == 0, rc;
     if (x->store_ref && x->store) {
-        if (x->args.op == ZPP_OP_QWZ_ALLGATHER) {
-            if (x->ran && x->status == 0) {
-                if (hpz_store_commit(x->store, x->store_ref) != 0) {
-                    x->status = ZPP_EABORTED;
-                    snprintf(x->msg, sizeof x->msg,
-                             "hpZ key '%.120s' not kept: the job ended during the call",
-                             x->args.hpz_key);
-                }
-            } else {
+        switch (x->store_kind) {
+        case COLL_STORE_PRIVATE:
+            if (!ok) {
                 hpz_store_rollback(x->store, x->store_ref);
+            } else if (hpz_store_commit(x->store, x->store_ref) != 0) {
+                x->status = ZPP_EABORTED;
+                snprintf(x->msg, sizeof x->msg,
+                         "hpZ key '%.120s' not kept: the job ended during the call",
+                         x->args.hpz_key);
             }
-        } else if (x->args.op == ZPP_OP_HPZ_GATHER) {
+            break;
+        case COLL_STORE_PUBLISH:
+            if (!ok) {
+                hpz_store_rollback(x->store, x->store_ref);
+            } else if ((rc = hpz_store_commit(x->store, x->store_ref)) != 0) {
+                x->status = rc;
+                snprintf(x->msg, sizeof x->msg, "shared replica %.71s not published: %s",
+                         x->args.content_key,
+                         rc == ZPP_EABORTED ? "the job ended during the call" : "out of memory");
+            }
+            break;
+        case COLL_STORE_DEDUP:
+            if (ok && (rc = hpz_store_attach(x->store, x->store_ref, x->owner.job)) != 0) {
+                x->status = rc;
+                snprintf(x->msg, sizeof x->msg, "cannot attach to shared replica %.71s: %s",
+                         x->args.content_key, zpp_strerror(rc));
+            }
             hpz_store_unpin(x->store, x->store_ref);
+            break;
+        case COLL_STORE_PIN:
+        case COLL_STORE_READ:
+            hpz_store_unpin(x->store, x->store_ref);
+            break;
         }
     }
     x->store_ref = NULL;
+    x->store_kind = COLL_STORE_NONE;
     if (!x->ran && x->status == 0 && x->args.op != ZPP_OP_HPZ_INVALIDATE &&
         x->args.op != ZPP_OP_BARRIER) {
         /* prepared but never run (the job ended first) */

@@ -20,6 +20,12 @@
  *     `shard` elements (entries past count are written as 0).
  *   hpZ gather: output = count elements; must match the qwZ that stored
  *     the key (count, dtype).
+ * Shared replicas (docs/hpz-sharing.md): an all-gather with
+ * ZPP_FLAG_PUBLISH and a content key keeps the slices as a read-only
+ * replica of the tenant after checking that the tensor hashes to the key
+ * (or attaches to the replica already there, if the bytes are equal); an
+ * hpZ gather naming a content key reads a replica of its tenant or of one
+ * the share rules open to it; an hpZ invalidate naming one detaches.
  * Byte accounting (coll_result) is computed from the geometry, for the
  * whole job (all ranks together), the same on every backend:
  *   bytes_inter        bytes that must cross node boundaries;
@@ -50,6 +56,9 @@ struct coll_args {
     uint32_t flags;
     uint64_t count;
     char hpz_key[257];
+    /* A shared replica's content key ("sha256:" + 64 hex digits; anything
+     * else, including a longer value cut to fit, is refused). */
+    char content_key[80];
 };
 
 struct coll_result {
@@ -92,6 +101,9 @@ struct coll_exec {
                            slot s is device s (host backend) */
     int ran;            /* set by coll_prepare (0) and coll_run (1): a call
                            prepared but never run is rolled back by finish */
+    /* Added for shared hpZ replicas: what store_ref is (enum coll_store in
+     * coll.c), set by coll_prepare. */
+    int store_kind;
 };
 
 /* Loop thread, when a rank submits: the bytes its input and output buffers

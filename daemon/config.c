@@ -15,7 +15,18 @@
 
 #include "log.h"
 
-enum cfg_type { T_STR, T_U32, T_SIZE, T_MODE, T_BOOL, T_LEVEL, T_FORMAT, T_BACKEND, T_FAULT };
+enum cfg_type {
+    T_STR,
+    T_U32,
+    T_SIZE,
+    T_MODE,
+    T_BOOL,
+    T_LEVEL,
+    T_FORMAT,
+    T_BACKEND,
+    T_FAULT,
+    T_SHARE
+};
 
 struct cfg_key {
     const char *name;
@@ -45,6 +56,7 @@ static const struct cfg_key keys[] = {
     {"call_timeout_ms", T_U32, F(call_timeout_ms), 0, 10, 86400000, 1},
     {"store_budget", T_SIZE, F(store_budget), 0, 0, UINT64_MAX, 1},
     {"store_budget_per_tenant", T_SIZE, F(store_budget_per_tenant), 0, 0, UINT64_MAX, 1},
+    {"hpz_share", T_SHARE, F(hpz_share), SZ(hpz_share), 0, 0, 1},
     {"virtual_nodes", T_U32, F(virtual_nodes), 0, 0, 65536, 0},
     {"default_block", T_U32, F(default_block), 0, 32, 8192, 1},
     {"default_stages", T_U32, F(default_stages), 0, 1, 64, 1},
@@ -146,6 +158,43 @@ int cfg_fault_after_calls(const char *value, uint64_t *n)
     return parse_size(value + sizeof prefix - 1, 0, n);
 }
 
+/* hpz_share: "OWNER:READER" uid pairs separated by spaces or commas; ""
+ * for none. *out is untouched on error. */
+static int parse_share(const char *s, struct cfg_share *out, char *why, size_t why_len)
+{
+    struct cfg_share sh = {0};
+    while (*s) {
+        if (isspace((unsigned char)*s) || *s == ',') {
+            s++;
+            continue;
+        }
+        unsigned long uid[2];
+        for (int i = 0; i < 2; i++) {
+            char *end;
+            errno = 0;
+            uid[i] = strtoul(s, &end, 10);
+            if (!isdigit((unsigned char)*s) || errno || uid[i] > UINT32_MAX ||
+                (i == 0 ? *end != ':' : (*end && !isspace((unsigned char)*end) && *end != ','))) {
+                snprintf(why, why_len,
+                         "hpz_share: expected OWNER:READER uid pairs (e.g. 1000:1001 1000:1002) "
+                         "at '%.40s'",
+                         s);
+                return -1;
+            }
+            s = i == 0 ? end + 1 : end;
+        }
+        if (sh.n == CFG_SHARE_MAX) {
+            snprintf(why, why_len, "hpz_share: more than %d pairs", CFG_SHARE_MAX);
+            return -1;
+        }
+        sh.pair[sh.n][0] = (uint32_t)uid[0];
+        sh.pair[sh.n][1] = (uint32_t)uid[1];
+        sh.n++;
+    }
+    *out = sh;
+    return 0;
+}
+
 int cfg_set(struct zpp_config *c, const char *key, const char *value, char *why, size_t why_len)
 {
     const struct cfg_key *k = NULL;
@@ -160,6 +209,8 @@ int cfg_set(struct zpp_config *c, const char *key, const char *value, char *why,
     uint64_t v = 0;
     int b;
     switch (k->type) {
+    case T_SHARE:
+        return parse_share(value, (struct cfg_share *)p, why, why_len);
     case T_STR:
         if (strlen(value) >= k->len) {
             snprintf(why, why_len, "%s: value longer than %zu bytes", key, k->len - 1);
@@ -295,10 +346,12 @@ void cfg_apply_reloadable(struct zpp_config *dst, const struct zpp_config *src)
         const struct cfg_key *k = &keys[i];
         if (!k->reloadable)
             continue;
-        size_t len = k->type == T_STR || k->type == T_BACKEND || k->type == T_FAULT ? k->len
-                     : k->type == T_SIZE                      ? sizeof(uint64_t)
-                     : k->type == T_U32 || k->type == T_MODE  ? sizeof(uint32_t)
-                                                              : sizeof(int);
+        size_t len =
+            k->type == T_STR || k->type == T_BACKEND || k->type == T_FAULT || k->type == T_SHARE
+                ? k->len
+            : k->type == T_SIZE                     ? sizeof(uint64_t)
+            : k->type == T_U32 || k->type == T_MODE ? sizeof(uint32_t)
+                                                    : sizeof(int);
         memcpy((char *)dst + k->off, (const char *)src + k->off, len);
     }
 }
@@ -318,6 +371,14 @@ void cfg_print(const struct zpp_config *c, FILE *f)
         case T_MODE: fprintf(f, "%s = %04o\n", k->name, *(const uint32_t *)p); break;
         case T_U32: fprintf(f, "%s = %u\n", k->name, *(const uint32_t *)p); break;
         case T_SIZE: fprintf(f, "%s = %" PRIu64 "\n", k->name, *(const uint64_t *)p); break;
+        case T_SHARE: {
+            const struct cfg_share *sh = (const struct cfg_share *)(const void *)p;
+            fprintf(f, "%s =", k->name);
+            for (uint32_t n = 0; n < sh->n; n++)
+                fprintf(f, " %u:%u", sh->pair[n][0], sh->pair[n][1]);
+            fprintf(f, "\n");
+            break;
+        }
         }
     }
 }

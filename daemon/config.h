@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #define CFG_PATH_MAX 256
+#define CFG_SHARE_MAX 64 /* hpz_share pairs (= HPZ_SHARE_MAX) */
 
 struct zpp_config {
     char socket[CFG_PATH_MAX];
@@ -33,6 +34,12 @@ struct zpp_config {
     uint32_t call_timeout_ms;
     uint64_t store_budget;
     uint64_t store_budget_per_tenant;
+    /* hpz_share: {owner uid, reader uid} pairs; the reader's jobs may read
+     * the owner's shared hpZ replicas (docs/hpz-sharing.md). */
+    struct cfg_share {
+        uint32_t n;
+        uint32_t pair[CFG_SHARE_MAX][2];
+    } hpz_share;
     uint32_t virtual_nodes;
     uint32_t default_block;
     uint32_t default_stages;

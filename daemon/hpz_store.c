@@ -7,6 +7,10 @@
  * so the byte accounting and drop_job see all of them. The list is walked
  * for lookups: a job holds one entry per layer at most, a few hundred; a
  * hash index is the obvious next step if that ever shows in a profile.
+ *
+ * Shared replicas live on the same list, with shared = 1, job NULL once
+ * live, and the jobs attached to them in a small array. Their LRU age is a
+ * store-wide tick stamped at every use (publish, dedup, read).
  */
 #include "hpz_store.h"
 
@@ -29,8 +33,15 @@ struct hpz_entry {
     int refs; /* the store's link (LIVE/PENDING) + one per pin */
     /* owner */
     uint32_t tenant;
-    const void *job;
+    const void *job; /* shared: the publishing job while pending, then NULL */
     char key[HPZ_KEY_MAX + 1];
+    /* sharing (shared = 0: a job's private entry) */
+    int shared;
+    int local, lidx0; /* ranks per node, local index of slot 0 */
+    const void **att; /* attached jobs */
+    int natt, catt;
+    uint64_t last_used; /* st->tick at the last use */
+    int evict_mark;     /* make_room's scratch */
     /* data */
     uint64_t count;
     int dtype;
@@ -50,6 +61,11 @@ struct hpz_store {
     uint64_t device_bytes[HPZ_MAX_DEVICES];
     uint64_t live_entries;
     uint64_t hits, misses;
+    /* sharing */
+    uint32_t share[HPZ_SHARE_MAX][2];
+    uint32_t nshare;
+    uint64_t tick;
+    uint64_t published, deduplicated, reads, refused, evicted;
 };
 
 /* ---- helpers -------------------------------------------------------- */
@@ -78,6 +94,7 @@ static void entry_destroy(struct hpz_store *st, struct hpz_entry *e)
     }
     free(e->bufs);
     free(e->devices);
+    free(e->att);
     free(e);
 }
 
@@ -99,10 +116,64 @@ static struct hpz_entry *find_live(const struct hpz_store *st, uint32_t tenant, 
                                    const char *key)
 {
     for (struct hpz_entry *e = st->head; e; e = e->next)
-        if (e->state == HPZ_LIVE && e->tenant == tenant && e->job == job &&
+        if (e->state == HPZ_LIVE && !e->shared && e->tenant == tenant && e->job == job &&
             strcmp(e->key, key) == 0)
             return e;
     return NULL;
+}
+
+static int spec_device(const struct hpz_spec *sp, int s)
+{
+    return sp->devices ? sp->devices[s] : s;
+}
+
+/* 1 if shared entry e holds sp's tensor in sp's layout. */
+static int layout_matches(const struct hpz_entry *e, const struct hpz_spec *sp)
+{
+    if (e->count != sp->count || e->dtype != sp->dtype || e->slice != sp->slice ||
+        e->nslots != sp->nslots || e->local != sp->local ||
+        (sp->local > 0 && e->lidx0 != sp->rank0 % sp->local))
+        return 0;
+    for (int s = 0; s < e->nslots; s++)
+        if (e->devices[s] != spec_device(sp, s))
+            return 0;
+    return 1;
+}
+
+/* An idle shared replica: live, no job attached, no call pinning it. */
+static int evictable(const struct hpz_entry *e)
+{
+    return e->shared && e->state == HPZ_LIVE && e->natt == 0 && e->refs == 1;
+}
+
+static int att_find(const struct hpz_entry *e, const void *job)
+{
+    for (int i = 0; i < e->natt; i++)
+        if (e->att[i] == job)
+            return i;
+    return -1;
+}
+
+/* Records job as attached to e (idempotent). */
+static int att_add(struct hpz_entry *e, const void *job)
+{
+    if (att_find(e, job) >= 0)
+        return 0;
+    if (e->natt == e->catt) {
+        int cap = e->catt ? e->catt * 2 : 4;
+        const void **a = realloc(e->att, (size_t)cap * sizeof *a);
+        if (!a)
+            return ZPP_ENOMEM;
+        e->att = a;
+        e->catt = cap;
+    }
+    e->att[e->natt++] = job;
+    return 0;
+}
+
+static void att_remove(struct hpz_entry *e, int i)
+{
+    e->att[i] = e->att[--e->natt];
 }
 
 /* ---- lifecycle ------------------------------------------------------ */
@@ -147,6 +218,10 @@ void hpz_store_drop_job(struct hpz_store *st, const void *job)
                 entry_retire(st, e);
             else if (e->state == HPZ_PENDING)
                 e->state = HPZ_DEAD;
+        } else if (e->shared && e->state == HPZ_LIVE) {
+            int i = att_find(e, job);
+            if (i >= 0)
+                att_remove(e, i); /* the replica stays, idle if it was the last */
         }
         e = next;
     }
@@ -190,6 +265,69 @@ uint64_t hpz_store_tenant_bytes(const struct hpz_store *st, uint32_t tenant)
     return b;
 }
 
+/* ---- eviction ------------------------------------------------------ */
+
+/* 1 if e holds bytes on device d. */
+static int on_device(const struct hpz_entry *e, int d)
+{
+    for (int s = 0; s < e->nslots; s++)
+        if (e->devices[s] == d)
+            return 1;
+    return 0;
+}
+
+/* Evicts idle shared replicas, least recently used first, until a reserve
+ * of need_dev[] bytes per device (total for tenant) fits both budgets —
+ * but only if it then fits: otherwise nothing is evicted and the caller's
+ * budget check fails as before. Candidates are chosen on a copy of the
+ * accounting, then evicted together. */
+static void make_room(struct hpz_store *st, uint32_t tenant, const uint64_t *need_dev,
+                      uint64_t total)
+{
+    uint64_t dev[HPZ_MAX_DEVICES];
+    uint64_t tb = hpz_store_tenant_bytes(st, tenant);
+    int marked = 0;
+    memcpy(dev, st->device_bytes, sizeof dev);
+    for (;;) {
+        int bad_dev = -1, bad_tenant = 0;
+        for (int d = 0; d < HPZ_MAX_DEVICES && bad_dev < 0; d++)
+            if (need_dev[d] && st->budget_device && dev[d] + need_dev[d] > st->budget_device)
+                bad_dev = d;
+        if (bad_dev < 0 && st->budget_tenant && tb + total > st->budget_tenant)
+            bad_tenant = 1;
+        if (bad_dev < 0 && !bad_tenant)
+            break;
+        struct hpz_entry *lru = NULL;
+        for (struct hpz_entry *e = st->head; e; e = e->next)
+            if (evictable(e) && !e->evict_mark &&
+                (bad_dev >= 0 ? on_device(e, bad_dev) : e->tenant == tenant) &&
+                (!lru || e->last_used < lru->last_used))
+                lru = e;
+        if (!lru) { /* cannot fit: evict nothing */
+            for (struct hpz_entry *e = st->head; e; e = e->next)
+                e->evict_mark = 0;
+            return;
+        }
+        lru->evict_mark = 1;
+        marked++;
+        for (int s = 0; s < lru->nslots; s++)
+            dev[lru->devices[s]] -= lru->slot_bytes;
+        if (lru->tenant == tenant)
+            tb -= hpz_entry_bytes(lru);
+    }
+    struct hpz_entry *e = st->head;
+    while (e && marked) {
+        struct hpz_entry *next = e->next;
+        if (e->evict_mark) {
+            e->evict_mark = 0;
+            marked--;
+            st->evicted++;
+            entry_retire(st, e); /* idle: freed now */
+        }
+        e = next;
+    }
+}
+
 /* ---- reserve / commit / rollback ------------------------------------ */
 
 int hpz_store_reserve(struct hpz_store *st, const struct hpz_spec *sp, struct hpz_entry **out,
@@ -221,7 +359,15 @@ int hpz_store_reserve(struct hpz_store *st, const struct hpz_spec *sp, struct hp
         need_dev[d] += slot_bytes;
         total += slot_bytes;
     }
-    /* Budgets first: nothing is allocated for a reserve that cannot fit. */
+    if (sp->shared && (!hpz_content_key_ok(sp->key) || sp->local < 1 || sp->rank0 < 0)) {
+        snprintf(msg, msg_len, "hpZ store: bad shared replica (key '%.80s', %d ranks per node)",
+                 sp->key, sp->local);
+        rc = ZPP_EINVAL;
+        goto fail;
+    }
+    /* Budgets first: nothing is allocated for a reserve that cannot fit.
+     * Idle shared replicas make room when evicting them is enough. */
+    make_room(st, sp->tenant, need_dev, total);
     for (int d = 0; d < HPZ_MAX_DEVICES; d++) {
         if (need_dev[d] && st->budget_device &&
             st->device_bytes[d] + need_dev[d] > st->budget_device) {
@@ -258,6 +404,11 @@ int hpz_store_reserve(struct hpz_store *st, const struct hpz_spec *sp, struct hp
     e->tenant = sp->tenant;
     e->job = sp->job;
     memcpy(e->key, sp->key, klen + 1);
+    if (sp->shared) {
+        e->shared = 1;
+        e->local = sp->local;
+        e->lidx0 = sp->rank0 % sp->local;
+    }
     e->count = sp->count;
     e->dtype = sp->dtype;
     e->slice = sp->slice;
@@ -297,12 +448,77 @@ fail:
     return rc;
 }
 
+/* A live replica of e's key and layout that e's tenant may read, or NULL. */
+static struct hpz_entry *find_replica(const struct hpz_store *st, const struct hpz_spec *sp,
+                                      int *denied, int *other_layout)
+{
+    struct hpz_entry *own = NULL, *shared = NULL;
+    for (struct hpz_entry *e = st->head; e; e = e->next) {
+        if (!e->shared || e->state != HPZ_LIVE || strcmp(e->key, sp->key) != 0)
+            continue;
+        if (!hpz_store_may_read(st, sp->tenant, e->tenant)) {
+            if (denied)
+                *denied = 1;
+            continue;
+        }
+        if (!layout_matches(e, sp)) {
+            if (other_layout)
+                *other_layout = 1;
+            continue;
+        }
+        if (e->tenant == sp->tenant && !own)
+            own = e;
+        else if (!shared)
+            shared = e;
+    }
+    return own ? own : shared; /* the tenant's own copy first */
+}
+
+static struct hpz_spec spec_of(const struct hpz_entry *e, const void *job)
+{
+    struct hpz_spec sp = {.tenant = e->tenant,
+                          .job = job,
+                          .key = e->key,
+                          .count = e->count,
+                          .dtype = e->dtype,
+                          .slice = e->slice,
+                          .nslots = e->nslots,
+                          .devices = e->devices,
+                          .shared = 1,
+                          .local = e->local,
+                          .rank0 = e->lidx0};
+    return sp;
+}
+
+static int commit_shared(struct hpz_store *st, struct hpz_entry *e)
+{
+    const void *job = e->job;
+    struct hpz_spec sp = spec_of(e, job);
+    struct hpz_entry *there = find_replica(st, &sp, NULL, NULL);
+    if (there) { /* published meanwhile by another call: keep one copy */
+        entry_release(st, e);
+        there->last_used = ++st->tick;
+        st->deduplicated++;
+        return att_add(there, job);
+    }
+    e->state = HPZ_LIVE;
+    e->job = NULL;
+    e->last_used = ++st->tick;
+    st->live_entries++;
+    st->published++;
+    if (att_add(e, job) != 0)
+        return ZPP_ENOMEM; /* live but idle: evictable, readable */
+    return 0;
+}
+
 int hpz_store_commit(struct hpz_store *st, struct hpz_entry *e)
 {
     if (e->state == HPZ_DEAD) {
         entry_release(st, e);
         return ZPP_EABORTED;
     }
+    if (e->shared)
+        return commit_shared(st, e);
     struct hpz_entry *old = find_live(st, e->tenant, e->job, e->key);
     if (old)
         entry_retire(st, old);
@@ -347,7 +563,7 @@ int hpz_store_invalidate(struct hpz_store *st, uint32_t tenant, const void *job,
     struct hpz_entry *e = st->head;
     while (e) {
         struct hpz_entry *next = e->next;
-        if (e->state == HPZ_LIVE && e->tenant == tenant && e->job == job &&
+        if (e->state == HPZ_LIVE && !e->shared && e->tenant == tenant && e->job == job &&
             (!key || strcmp(e->key, key) == 0)) {
             entry_retire(st, e);
             n++;
@@ -357,7 +573,151 @@ int hpz_store_invalidate(struct hpz_store *st, uint32_t tenant, const void *job,
     return n;
 }
 
+/* ---- shared replicas ------------------------------------------------ */
+
+int hpz_content_key_ok(const char *key)
+{
+    size_t plen = sizeof HPZ_CONTENT_PREFIX - 1;
+    if (!key || strlen(key) != HPZ_CONTENT_KEY_LEN || strncmp(key, HPZ_CONTENT_PREFIX, plen) != 0)
+        return 0;
+    for (const char *p = key + plen; *p; p++)
+        if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+            return 0;
+    return 1;
+}
+
+void hpz_store_set_share(struct hpz_store *st, const uint32_t (*pairs)[2], uint32_t n)
+{
+    if (n > HPZ_SHARE_MAX)
+        n = HPZ_SHARE_MAX;
+    for (uint32_t i = 0; i < n; i++) {
+        st->share[i][0] = pairs[i][0];
+        st->share[i][1] = pairs[i][1];
+    }
+    st->nshare = n;
+}
+
+int hpz_store_may_read(const struct hpz_store *st, uint32_t reader, uint32_t owner)
+{
+    if (reader == owner)
+        return 1;
+    for (uint32_t i = 0; i < st->nshare; i++)
+        if (st->share[i][0] == owner && st->share[i][1] == reader)
+            return 1;
+    return 0;
+}
+
+int hpz_store_find_shared(struct hpz_store *st, const struct hpz_spec *sp, int attach,
+                          struct hpz_entry **out, char *msg, size_t msg_len)
+{
+    int denied = 0, other_layout = 0;
+    const char *jid = sp->job_id ? sp->job_id : "?";
+    struct hpz_entry *e =
+        sp->key ? find_replica(st, sp, &denied, &other_layout) : NULL;
+    if (!e) {
+        if (other_layout) {
+            snprintf(msg, msg_len,
+                     "shared hpZ replica %.80s is published, but not for %llu elements of "
+                     "dtype %d on this job's devices and %d ranks per node",
+                     sp->key, (unsigned long long)sp->count, sp->dtype, sp->local);
+            return ZPP_EINVAL;
+        }
+        if (denied) {
+            st->refused += attach ? 1 : 0; /* a publish makes its own copy instead */
+            snprintf(msg, msg_len,
+                     "shared hpZ replica %.80s belongs to another tenant, which does not share "
+                     "it with tenant %u (config hpz_share)",
+                     sp->key ? sp->key : "", sp->tenant);
+            return ZPP_EPERM;
+        }
+        snprintf(msg, msg_len, "shared hpZ replica %.80s is not published (job %.48s)",
+                 sp->key ? sp->key : "", jid);
+        return ZPP_ENOENT;
+    }
+    if (attach && att_add(e, sp->job) != 0) {
+        snprintf(msg, msg_len, "hpZ store: out of memory attaching job %.48s", jid);
+        return ZPP_ENOMEM;
+    }
+    e->refs++;
+    e->last_used = ++st->tick;
+    if (attach)
+        st->reads++;
+    *out = e;
+    return 0;
+}
+
+int hpz_store_attach(struct hpz_store *st, struct hpz_entry *e, const void *job)
+{
+    if (!e->shared || e->state != HPZ_LIVE)
+        return ZPP_ENOENT;
+    int rc = att_add(e, job);
+    if (rc == 0) {
+        e->last_used = ++st->tick;
+        st->deduplicated++;
+    }
+    return rc;
+}
+
+int hpz_store_detach(struct hpz_store *st, const void *job, const char *key)
+{
+    int n = 0;
+    for (struct hpz_entry *e = st->head; e; e = e->next) {
+        if (!e->shared || e->state != HPZ_LIVE || (key && strcmp(e->key, key) != 0))
+            continue;
+        int i = att_find(e, job);
+        if (i >= 0) {
+            att_remove(e, i);
+            n++;
+        }
+    }
+    return n;
+}
+
+void hpz_store_share_stats(const struct hpz_store *st, struct hpz_share_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    for (const struct hpz_entry *e = st->head; e; e = e->next) {
+        if (!e->shared || e->state != HPZ_LIVE)
+            continue;
+        out->replicas++;
+        out->bytes += hpz_entry_bytes(e);
+        out->attachments += (uint64_t)e->natt;
+        if (e->natt == 0)
+            out->idle++;
+    }
+    out->published = st->published;
+    out->deduplicated = st->deduplicated;
+    out->reads = st->reads;
+    out->refused = st->refused;
+    out->evicted = st->evicted;
+}
+
+void hpz_store_shared_foreach(const struct hpz_store *st,
+                              void (*fn)(const struct hpz_shared_info *info, void *arg),
+                              void *arg)
+{
+    for (const struct hpz_entry *e = st->head; e; e = e->next) {
+        if (!e->shared || e->state != HPZ_LIVE)
+            continue;
+        struct hpz_shared_info in = {.key = e->key,
+                                     .owner = e->tenant,
+                                     .count = e->count,
+                                     .dtype = e->dtype,
+                                     .nslots = e->nslots,
+                                     .bytes = hpz_entry_bytes(e),
+                                     .attachments = e->natt,
+                                     .pins = e->refs - 1,
+                                     .idle_for = st->tick - e->last_used};
+        fn(&in, arg);
+    }
+}
+
 /* ---- views ---------------------------------------------------------- */
+
+int hpz_entry_shared(const struct hpz_entry *e)
+{
+    return e->shared;
+}
 
 uint64_t hpz_entry_count(const struct hpz_entry *e)
 {

@@ -563,6 +563,7 @@ static void args_from_wire(struct zppd *d, const Zpp__Collective *w, struct coll
     a->flags = w->flags;
     a->count = w->count;
     snprintf(a->hpz_key, sizeof a->hpz_key, "%s", w->hpz_key ? w->hpz_key : "");
+    snprintf(a->content_key, sizeof a->content_key, "%s", w->content_key ? w->content_key : "");
 }
 
 /* Names the first field where a differs from b, or NULL. */
@@ -591,6 +592,11 @@ static const char *args_diff(const struct coll_args *a, const struct coll_args *
         snprintf(va, len, "'%s'", a->hpz_key);
         snprintf(vb, len, "'%s'", b->hpz_key);
         return "hpz_key";
+    }
+    if (strcmp(a->content_key, b->content_key)) {
+        snprintf(va, len, "'%s'", a->content_key);
+        snprintf(vb, len, "'%s'", b->content_key);
+        return "content_key";
     }
     return NULL;
 #undef CMP_INT

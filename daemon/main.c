@@ -156,6 +156,7 @@ static void on_signal(uv_signal_t *h, int signum)
             cfg_apply_reloadable(&d->cfg, &c);
             zlog_setup(d->cfg.log_level, d->cfg.log_json);
             hpz_store_set_budget(d->store, d->cfg.store_budget, d->cfg.store_budget_per_tenant);
+            hpz_store_set_share(d->store, d->cfg.hpz_share.pair, d->cfg.hpz_share.n);
             ZLOG_I("main", "configuration reloaded", "ignored_lines=%d", nbad);
         } else {
             ZLOG_W("main", "reload failed: keeping the running configuration", NULL);
@@ -351,6 +352,7 @@ int main(int argc, char **argv)
         ZLOG_E("main", "cannot create the hpZ store", NULL);
         return 1;
     }
+    hpz_store_set_share(d->store, d->cfg.hpz_share.pair, d->cfg.hpz_share.n);
     if (server_listen(d) || server_start_accepting(d))
         return 1;
     if (metrics_start(d) || cluster_start(d)) {

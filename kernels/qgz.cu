@@ -10,7 +10,8 @@
 
 using namespace zk;
 
-namespace {
+namespace
+{
 
 /* The geometry a kernel needs, by value. */
 struct kgeom {
@@ -45,9 +46,8 @@ template <int DT> struct shape {
  * output piece at out + c * piece_bytes) is position c % W of stage
  * k0 + c / W. */
 template <int DT, int BITS>
-__global__ void ZK_LB_TEAM
-    reorder_kernel(const void *x, kgeom g, int k0, uint64_t nb_total, uint8_t *out,
-                   unsigned long long *d_poisoned)
+__global__ void ZK_LB_TEAM reorder_kernel(const void *x, kgeom g, int k0, uint64_t nb_total,
+                                          uint8_t *out, unsigned long long *d_poisoned)
 {
     __shared__ team_smem sm;
     constexpr int es = shape<DT>::es, VE = shape<DT>::ve;
@@ -93,10 +93,10 @@ __global__ void ZK_LB_TEAM
 }
 
 template <int BITS>
-__global__ void ZK_LB_TEAM
-    reduce_requant_kernel(const uint8_t *in, uint64_t in_stride, int k, uint64_t piece,
-                          uint32_t block, uint64_t pay_bytes, uint64_t nb, uint8_t *out,
-                          unsigned long long *d_poisoned)
+__global__ void ZK_LB_TEAM reduce_requant_kernel(const uint8_t *in, uint64_t in_stride, int k,
+                                                 uint64_t piece, uint32_t block, uint64_t pay_bytes,
+                                                 uint64_t nb, uint8_t *out,
+                                                 unsigned long long *d_poisoned)
 {
     __shared__ team_smem sm;
     int team = (int)(block / (ZK_RQ_VE * ZK_RQ_NV)), tpc = (int)blockDim.x / team;
@@ -132,9 +132,9 @@ __global__ void ZK_LB_TEAM
  * t * ZK_OUT_NV * 16: 16-byte (int8) or 8-byte (int4) code loads and one
  * scale load per chunk and vector. */
 template <int ODT, int BITS>
-__global__ void ZK_LB_FLAT
-    reduce_out_kernel(const uint8_t *in, uint64_t in_stride, int k, uint64_t pay_bytes,
-                      uint32_t block, uint64_t count, int mean, float divisor, void *y)
+__global__ void ZK_LB_FLAT reduce_out_kernel(const uint8_t *in, uint64_t in_stride, int k,
+                                             uint64_t pay_bytes, uint32_t block, uint64_t count,
+                                             int mean, float divisor, void *y)
 {
     constexpr int oes = shape<ODT>::es, VE = ZK_RQ_VE;
     uint64_t nthr = (count + VE * ZK_OUT_NV - 1) / (VE * ZK_OUT_NV);
@@ -186,8 +186,8 @@ void launch_reorder(const void *x, const struct zk_qgz_geom *g, int k0, int nsta
     uint64_t w = (uint64_t)g->nodes * (uint64_t)g->local;
     uint64_t nb = (uint64_t)nstages * w * (g->piece / g->block);
     uint64_t groups = (nb + (uint64_t)sh.tpc - 1) / (uint64_t)sh.tpc;
-    reorder_kernel<DT, BITS><<<grid_for(groups), sh.threads, 0, stream>>>(x, kg, k0, nb, out,
-                                                                          d_poisoned);
+    reorder_kernel<DT, BITS>
+        <<<grid_for(groups), sh.threads, 0, stream>>>(x, kg, k0, nb, out, d_poisoned);
 }
 
 int reorder(const void *x, int dtype, const struct zk_qgz_geom *g, int k0, int nstages,
@@ -265,9 +265,8 @@ extern "C" int zk_reduce_out_cuda(const uint8_t *in, uint64_t in_stride, int k, 
 {
     if (count > piece)
         count = piece;
-    if (!zk_params_ok(bits, block) || k < 1 || in_stride % ZK_ALIGN != 0 ||
-        !dtype_ok(out_dtype) || (op != ZK_SUM && op != ZK_MEAN) ||
-        (count && (!in || !y || !aligned(in))))
+    if (!zk_params_ok(bits, block) || k < 1 || in_stride % ZK_ALIGN != 0 || !dtype_ok(out_dtype) ||
+        (op != ZK_SUM && op != ZK_MEAN) || (count && (!in || !y || !aligned(in))))
         return (int)cudaErrorInvalidValue;
     if (count == 0)
         return 0;

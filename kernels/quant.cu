@@ -10,7 +10,8 @@
 
 using namespace zk;
 
-namespace {
+namespace
+{
 
 /* Elements of DT in one 16-byte vector, and per thread. */
 template <int DT> struct shape {
@@ -21,9 +22,9 @@ template <int DT> struct shape {
 
 /* One team of B / ept threads per block of B elements. */
 template <int DT, int BITS>
-__global__ void ZK_LB_TEAM
-    quantize_kernel(const void *x, uint64_t n_valid, uint32_t block, uint8_t *out,
-                    uint64_t pay_bytes, uint64_t nb, unsigned long long *d_poisoned)
+__global__ void ZK_LB_TEAM quantize_kernel(const void *x, uint64_t n_valid, uint32_t block,
+                                           uint8_t *out, uint64_t pay_bytes, uint64_t nb,
+                                           unsigned long long *d_poisoned)
 {
     __shared__ team_smem sm;
     constexpr int es = shape<DT>::es, VE = shape<DT>::ve;
@@ -65,9 +66,8 @@ __global__ void ZK_LB_TEAM
 /* Flat: a CTA owns tiles of ZK_CTA_THREADS * ZK_DQ_NV output vectors; thread t
  * takes vectors t, t + 256, ... of a tile (coalesced). */
 template <int DT, int BITS>
-__global__ void ZK_LB_FLAT
-    dequantize_kernel(const uint8_t *in, uint64_t pay_bytes, uint64_t n_out, uint32_t block,
-                      void *y)
+__global__ void ZK_LB_FLAT dequantize_kernel(const uint8_t *in, uint64_t pay_bytes, uint64_t n_out,
+                                             uint32_t block, void *y)
 {
     constexpr int es = shape<DT>::es, VE = shape<DT>::ve;
     constexpr uint64_t tile_vecs = (uint64_t)ZK_CTA_THREADS * ZK_DQ_NV;
@@ -99,9 +99,8 @@ __global__ void ZK_LB_FLAT
 }
 
 template <int DT, int ODT>
-__global__ void ZK_LB_FLAT
-    sum_kernel(const void *x, uint64_t stride_elems, int k, uint64_t count, int mean,
-               float divisor, void *y)
+__global__ void ZK_LB_FLAT sum_kernel(const void *x, uint64_t stride_elems, int k, uint64_t count,
+                                      int mean, float divisor, void *y)
 {
     constexpr int es = dt_traits<DT>::size, oes = dt_traits<ODT>::size;
     constexpr int VE = ZK_VEC_BYTES / (es > oes ? es : oes);
@@ -185,16 +184,16 @@ void launch_dequantize(const uint8_t *in, uint64_t n, uint64_t n_out, uint32_t b
 }
 
 template <int DT, int ODT>
-void launch_sum(const void *x, uint64_t stride_elems, int k, uint64_t count, int op,
-                float divisor, void *y, cudaStream_t stream)
+void launch_sum(const void *x, uint64_t stride_elems, int k, uint64_t count, int op, float divisor,
+                void *y, cudaStream_t stream)
 {
-    constexpr int ve = ZK_VEC_BYTES / (dt_traits<DT>::size > dt_traits<ODT>::size
-                                           ? dt_traits<DT>::size
-                                           : dt_traits<ODT>::size);
+    constexpr int ve =
+        ZK_VEC_BYTES /
+        (dt_traits<DT>::size > dt_traits<ODT>::size ? dt_traits<DT>::size : dt_traits<ODT>::size);
     uint64_t nvec = (count + ve - 1) / ve;
     uint64_t ctas = (nvec + ZK_CTA_THREADS * ZK_DQ_NV - 1) / (ZK_CTA_THREADS * ZK_DQ_NV);
-    sum_kernel<DT, ODT><<<grid_for(ctas), ZK_CTA_THREADS, 0, stream>>>(
-        x, stride_elems, k, count, op == ZK_MEAN, divisor, y);
+    sum_kernel<DT, ODT><<<grid_for(ctas), ZK_CTA_THREADS, 0, stream>>>(x, stride_elems, k, count,
+                                                                       op == ZK_MEAN, divisor, y);
 }
 
 template <int DT>
@@ -247,8 +246,7 @@ extern "C" int zk_dequantize_cuda(const uint8_t *in, uint64_t n, uint64_t n_out,
 {
     if (n_out > n)
         n_out = n;
-    if (!zk_params_ok(bits, block) || !dtype_ok(dtype) ||
-        (n_out && (!in || !aligned(in) || !y)))
+    if (!zk_params_ok(bits, block) || !dtype_ok(dtype) || (n_out && (!in || !aligned(in) || !y)))
         return (int)cudaErrorInvalidValue;
     if (n_out == 0)
         return 0;

@@ -63,7 +63,8 @@ int zk_ref_quant_block(const float *v, uint32_t len, int bits, uint8_t *payload,
     } else {
         for (uint32_t i = 0; i < len; i += 2) {
             unsigned lo = (unsigned)zk_encode(v[i], &p, qmax) & ZK_NIBBLE_MASK;
-            unsigned hi = i + 1 < len ? (unsigned)zk_encode(v[i + 1], &p, qmax) & ZK_NIBBLE_MASK : 0;
+            unsigned hi =
+                i + 1 < len ? (unsigned)zk_encode(v[i + 1], &p, qmax) & ZK_NIBBLE_MASK : 0;
             payload[(first + i) / 2] = (uint8_t)(lo | hi << ZK_NIBBLE_BITS);
         }
     }
@@ -124,7 +125,8 @@ void zk_sum_ref(const void *x, uint64_t stride_elems, int k, uint64_t count, int
     for (uint64_t i = 0; i < count; i++) {
         float acc = 0.0f;
         for (int j = 0; j < k; j++)
-            acc = zk_fadd(acc, zk_widen((const uint8_t *)x + (uint64_t)j * stride_elems * es, dtype, i));
+            acc = zk_fadd(acc,
+                          zk_widen((const uint8_t *)x + (uint64_t)j * stride_elems * es, dtype, i));
         if (op == ZK_MEAN)
             acc = zk_fdiv(acc, divisor);
         zk_narrow(acc, y, out_dtype, i);

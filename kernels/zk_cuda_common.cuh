@@ -28,40 +28,42 @@
 #include "zpp_kernels_cuda.h"
 
 /* Tuning knobs (tests/gpu/run_gpu.sh builds variants with -D to compare
- * them; the defaults are the measured best, docs/kernels.md). */
+ * them; the defaults are the version measured in
+ * bench/results/kernels-2026-11-22-h200.txt, docs/performance.md). */
 #ifndef ZK_NV
-#define ZK_NV 4                     /* vectors per thread, quantizing kernels */
+#define ZK_NV 4 /* vectors per thread, quantizing kernels */
 #endif
 #ifndef ZK_CONTIG
-#define ZK_CONTIG 1                 /* quantizing kernels: a thread's vectors adjacent */
+#define ZK_CONTIG 1 /* quantizing kernels: a thread's vectors adjacent */
 #endif
 #ifndef ZK_DQ_NV
-#define ZK_DQ_NV 2                  /* vectors per thread, dequantize and sum */
+#define ZK_DQ_NV 2 /* vectors per thread, dequantize and sum */
 #endif
 #ifndef ZK_OUT_NV
-#define ZK_OUT_NV 1                 /* 16-code vectors per thread in reduce_out */
+#define ZK_OUT_NV 1 /* 16-code vectors per thread in reduce_out */
 #endif
 #ifndef ZK_SUM_BATCH
-#define ZK_SUM_BATCH 4              /* chunks whose loads are issued together */
+#define ZK_SUM_BATCH 4 /* chunks whose loads are issued together */
 #endif
 #ifndef ZK_FAST_NARROW
-#define ZK_FAST_NARROW 1            /* paired hardware cvt to fp16/bf16, NaN fixed up */
+#define ZK_FAST_NARROW 1 /* paired hardware cvt to fp16/bf16, NaN fixed up */
 #endif
 #ifndef ZK_MINB
-#define ZK_MINB 1                   /* min 256-thread CTAs per SM (caps registers) */
+#define ZK_MINB 1 /* min 256-thread CTAs per SM (caps registers) */
 #endif
-#define ZK_VEC_BYTES 16             /* bytes of elements per vector */
+#define ZK_VEC_BYTES 16 /* bytes of elements per vector */
 #define ZK_WARP 32
 #define ZK_FULL_MASK 0xFFFFFFFFu
-#define ZK_CTA_THREADS 256          /* threads per CTA, unless a team is larger */
+#define ZK_CTA_THREADS 256                       /* threads per CTA, unless a team is larger */
 #define ZK_MIN_EPT (4 * (ZK_NV < 4 ? ZK_NV : 4)) /* fewest elements per thread */
-#define ZK_MAX_TEAM (ZK_BLOCK_MAX / ZK_MIN_EPT)    /* 512 threads */
-#define ZK_MAX_WARPS (ZK_MAX_TEAM / ZK_WARP)       /* per CTA */
-#define ZK_MAX_TEAMS ZK_CTA_THREADS                /* teams per CTA (team of 1) */
-#define ZK_MINB_TEAM (ZK_MINB * ZK_CTA_THREADS / ZK_MAX_TEAM > 0 ? ZK_MINB * ZK_CTA_THREADS / ZK_MAX_TEAM : 1)
+#define ZK_MAX_TEAM (ZK_BLOCK_MAX / ZK_MIN_EPT)  /* 512 threads */
+#define ZK_MAX_WARPS (ZK_MAX_TEAM / ZK_WARP)     /* per CTA */
+#define ZK_MAX_TEAMS ZK_CTA_THREADS              /* teams per CTA (team of 1) */
+#define ZK_MINB_TEAM                                                                               \
+    (ZK_MINB * ZK_CTA_THREADS / ZK_MAX_TEAM > 0 ? ZK_MINB * ZK_CTA_THREADS / ZK_MAX_TEAM : 1)
 #define ZK_LB_TEAM __launch_bounds__(ZK_MAX_TEAM, ZK_MINB_TEAM)
 #define ZK_LB_FLAT __launch_bounds__(ZK_CTA_THREADS, ZK_MINB)
-#define ZK_GRID_CAP (1u << 30)      /* CTAs per launch; larger work loops */
+#define ZK_GRID_CAP (1u << 30)         /* CTAs per launch; larger work loops */
 #define ZK_SCALE_ALIGN (ZK_ALIGN / 4u) /* scales per 16-byte padding unit */
 
 /* Exact int <-> float of small integers through the fp32 adder: for
@@ -69,14 +71,15 @@
  * |v| < 2^22, v + ROUND_MAGIC rounds v to the nearest even integer q and
  * holds q's two's complement in its low bits. Full-rate FADD/PRMT/LOP3 in
  * place of the quarter-rate I2F/F2I; same values as (float)q and rint. */
-#define ZK_MAGIC_BITS 0x4B000000u   /* 2^23 */
-#define ZK_ROUND_MAGIC 12582912.0f  /* 1.5 * 2^23 */
-#define ZK_I8_BIAS 0x80808080u      /* flips int8 codes to u = q + 128 */
-#define ZK_I4_BIAS 0x88888888u      /* flips int4 codes to u = q + 8 */
-#define ZK_I8_UNBIAS -8388736.0f    /* -(2^23 + 128) */
-#define ZK_I4_UNBIAS -8388616.0f    /* -(2^23 + 8) */
+#define ZK_MAGIC_BITS 0x4B000000u  /* 2^23 */
+#define ZK_ROUND_MAGIC 12582912.0f /* 1.5 * 2^23 */
+#define ZK_I8_BIAS 0x80808080u     /* flips int8 codes to u = q + 128 */
+#define ZK_I4_BIAS 0x88888888u     /* flips int4 codes to u = q + 8 */
+#define ZK_I8_UNBIAS -8388736.0f   /* -(2^23 + 128) */
+#define ZK_I4_UNBIAS -8388616.0f   /* -(2^23 + 8) */
 
-namespace zk {
+namespace zk
+{
 
 template <int DT> struct dt_traits;
 template <> struct dt_traits<ZK_FP32> {

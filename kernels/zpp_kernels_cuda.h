@@ -25,11 +25,13 @@
  *   zeroes it and reads it back when it needs the count.
  * - Inputs and outputs must not overlap. All sizes and offsets are 64-bit.
  *
- * Work decomposition (for readers of the .cu files): 16 elements per
- * thread (ZK_CUDA_VEC); the quantizing kernels give each block of B
- * elements a team of B/16 threads that reduce the block's absmax through
- * warp shuffles (and shared memory when B > 512); the decoding kernels are
- * flat, one 16-element vector per thread. One pass over memory each.
+ * Work decomposition (for readers of the .cu files; docs/kernels.md has
+ * more): accesses are 16 bytes (ZK_CUDA_VEC_BYTES). The quantizing kernels
+ * give each block of B elements a team of threads, each with 64 bytes of
+ * input (16 fp32 or 32 fp16/bf16 elements; 16 codes per chunk in the fused
+ * reduction) and reduce the block's absmax through warp shuffles, shared
+ * memory or a shared atomicMax depending on the team's shape. The decoding
+ * kernels are flat. One pass over memory each.
  */
 #ifndef ZPP_KERNELS_CUDA_H
 #define ZPP_KERNELS_CUDA_H
@@ -55,8 +57,7 @@ int zk_dequantize_cuda(const uint8_t *in, uint64_t n, uint64_t n_out, int bits, 
 
 /* zk_qgz_reorder_quantize_ref on the device (all S stages, one launch). */
 int zk_qgz_reorder_quantize_cuda(const void *x, int dtype, const struct zk_qgz_geom *g,
-                                 uint8_t *out, unsigned long long *d_poisoned,
-                                 cudaStream_t stream);
+                                 uint8_t *out, unsigned long long *d_poisoned, cudaStream_t stream);
 
 /* zk_qgz_reorder_quantize_stage_ref on the device (stage `stage` only). */
 int zk_qgz_reorder_quantize_stage_cuda(const void *x, int dtype, const struct zk_qgz_geom *g,

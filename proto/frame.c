@@ -25,7 +25,12 @@
 #define BLOCK_QUANTUM 32u
 #define BLOCK_MAX 8192u
 #define CUDA_IPC_HANDLE_BYTES 64u
-#define KNOWN_FLAGS (ZPP__COLL_FLAG__FLAG_FORCE_QUANT | ZPP__COLL_FLAG__FLAG_INVALIDATE_ALL)
+#define KNOWN_FLAGS                                                                                \
+    (ZPP__COLL_FLAG__FLAG_FORCE_QUANT | ZPP__COLL_FLAG__FLAG_INVALIDATE_ALL |                      \
+     ZPP__COLL_FLAG__FLAG_PUBLISH)
+/* content_key is shorter than this ("sha256:" + 64 hex digits); the daemon
+ * checks its form. */
+#define CONTENT_KEY_LIMIT 72u
 
 typedef struct {
     size_t left;
@@ -263,11 +268,15 @@ static int validate_collective(const Zpp__Collective *c, const char **why)
     CHECK(c->event_slot <= ZPP_MAX_EVENTS, ZPP_EINVAL, "collective.event_slot: out of range");
     CHECK((c->flags & ~(uint32_t)KNOWN_FLAGS) == 0, ZPP_EINVAL, "collective.flags: unknown flag");
     CHECK(str_ok(c->hpz_key, ZPP_MAX_KEY), ZPP_EINVAL, "collective.hpz_key: too long");
+    CHECK(str_ok(c->content_key, CONTENT_KEY_LIMIT), ZPP_EINVAL,
+          "collective.content_key: too long (\"sha256:\" + 64 hex digits)");
+    /* A content key (shared hpZ replica) stands in for hpz_key. */
+    int keyed = !str_empty(c->hpz_key) || !str_empty(c->content_key);
     if (c->op == ZPP__OP__HPZ_GATHER)
-        CHECK(!str_empty(c->hpz_key), ZPP_EINVAL, "collective.hpz_key: hpZ gather needs a key");
+        CHECK(keyed, ZPP_EINVAL, "collective.hpz_key: hpZ gather needs a key or a content key");
     if (c->op == ZPP__OP__HPZ_INVALIDATE && !(c->flags & ZPP__COLL_FLAG__FLAG_INVALIDATE_ALL))
-        CHECK(!str_empty(c->hpz_key), ZPP_EINVAL,
-              "collective.hpz_key: invalidate needs a key or FLAG_INVALIDATE_ALL");
+        CHECK(keyed, ZPP_EINVAL,
+              "collective.hpz_key: invalidate needs a key, a content key or FLAG_INVALIDATE_ALL");
     if (!is_rs)
         CHECK(c->out_dtype == ZPP__DTYPE__DTYPE_UNSPECIFIED || c->out_dtype == c->dtype, ZPP_EINVAL,
               "collective.out_dtype: only reduce-scatters convert");

@@ -4,6 +4,10 @@
 # non-interactively, with sudo when not root; `apt-get update` runs only when
 # something has to be installed. Exit 0 when everything is present.
 #
+# Then the Python modules of the tests (pytest and numpy for the Python
+# client's suite, kubernetes-validate for the manifests of deploy/k8s/) with
+# `python3 -m pip install --quiet`, again only those missing.
+#
 # The libFuzzer/sanitizer runtime must match clang's major version:
 # libclang-rt-<major>-dev, from the installed clang, else from the
 # distribution's clang package, else 14 (Debian 12). ZPP_CLANG_RT overrides.
@@ -31,7 +35,34 @@ pkgs=(
     protobuf-c-compiler
     libsystemd-dev
     libgrpc-dev
+    # tests: promtool and a Prometheus server (metrics.prometheus), curl
+    prometheus
+    curl
+    python3
+    python3-pip
 )
+
+# Python modules: import name, pip name.
+py_mods=(
+    "pytest pytest"
+    "numpy numpy"
+    "kubernetes_validate kubernetes-validate"
+)
+
+pip_deps() {
+    local py=${PYTHON:-python3} want=() m
+    for m in "${py_mods[@]}"; do
+        "$py" -c "import ${m% *}" >/dev/null 2>&1 || want+=("${m#* }")
+    done
+    if [[ ${#want[@]} -eq 0 ]]; then
+        echo "install-deps: all ${#py_mods[@]} Python modules present"
+        return 0
+    fi
+    echo "install-deps: pip install ${want[*]}"
+    # A Debian python3 refuses pip outside a venv (PEP 668) unless told.
+    "$py" -m pip install --quiet "${want[@]}" ||
+        "$py" -m pip install --quiet --break-system-packages "${want[@]}"
+}
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -43,6 +74,7 @@ done
 
 if [[ ${#missing[@]} -eq 0 ]]; then
     echo "install-deps: all ${#pkgs[@]} packages present"
+    pip_deps
     exit 0
 fi
 
@@ -73,3 +105,4 @@ fi
 "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive \
     apt-get install -y -q --no-install-recommends "${missing[@]}"
 echo "install-deps: installed ${missing[*]}"
+pip_deps

@@ -34,7 +34,7 @@
     do {                                                                                           \
         int e_ = (int)(call);                                                                      \
         if (e_ != 0) {                                                                             \
-            fprintf(stderr, "%s:%d: %s -> %d (%s)\n", __FILE__, __LINE__, #call, e_,              \
+            fprintf(stderr, "%s:%d: %s -> %d (%s)\n", __FILE__, __LINE__, #call, e_,               \
                     cudaGetErrorString((cudaError_t)e_));                                          \
             exit(1);                                                                               \
         }                                                                                          \
@@ -128,8 +128,8 @@ static void *dev_alloc(uint64_t bytes)
 /* ---- kernels under test ------------------------------------------------- */
 
 struct ctx {
-    void *x[BENCH_ROT];   /* element inputs or quantized inputs */
-    void *y[BENCH_ROT];   /* outputs */
+    void *x[BENCH_ROT]; /* element inputs or quantized inputs */
+    void *y[BENCH_ROT]; /* outputs */
     uint64_t n, bytes;
     int dtype, bits, k, out_dtype;
     uint32_t block;
@@ -160,8 +160,7 @@ static void run_reorder(int r, void *p)
 static void run_requant(int r, void *p)
 {
     struct ctx *c = p;
-    CK(zk_reduce_requant_cuda(c->x[r], c->stride, c->k, c->n, c->bits, c->block, c->y[r], NULL,
-                              0));
+    CK(zk_reduce_requant_cuda(c->x[r], c->stride, c->k, c->n, c->bits, c->block, c->y[r], NULL, 0));
 }
 static void run_out(int r, void *p)
 {

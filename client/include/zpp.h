@@ -93,6 +93,9 @@ ZPP_EXPORT const char *zpp_algo_name(int algo);
 
 #define ZPP_FLAG_FORCE_QUANT 1u
 #define ZPP_FLAG_INVALIDATE_ALL 2u
+/* qwZ or plain all-gather: also publish the gathered tensor as a shared,
+ * read-only hpZ replica under zpp_coll.content_key (docs/hpz-sharing.md). */
+#define ZPP_FLAG_PUBLISH 4u
 
 typedef struct zpp_conn zpp_conn; /* opaque */
 
@@ -183,6 +186,12 @@ typedef struct {
     uint32_t flags;
     uint32_t timeout_ms;
     uint64_t seq;
+    /* A shared hpZ replica's content key, "sha256:" + the 64 lowercase hex
+     * digits of the SHA-256 of the tensor (count elements of dtype, as the
+     * all-gather returns them); NULL or "" for none. With ZPP_FLAG_PUBLISH
+     * on an all-gather: publish under it; on an hpZ gather: read it (in
+     * place of hpz_key); on an hpZ invalidate: detach from it. */
+    const char *content_key;
 } zpp_coll;
 
 typedef struct {

@@ -31,6 +31,7 @@ struct opts {
     const char *sock, *host_sock;
     int world, nodes, legacy, kill;
     uint64_t max_bytes;
+    int after_kill; /* kill_child: a short clean job (the daemon goes on) */
 };
 
 struct tcase {
@@ -90,12 +91,12 @@ static int kill_child(int rank, void *arg)
     char uuid[ZPP_CUDA_UUID_LEN];
     struct cut_vmm in, out;
     uint64_t bin, bout, oin, oout;
-    uint64_t count = 1u << 27; /* 256 MiB of bf16 gathered */
+    uint64_t count = o->after_kill ? 1u << 20 : 1u << 27; /* 2 / 256 MiB of bf16 gathered */
     CK("context", cut_ctx(rank, NULL));
     CK("connect", zpp_connect(o->sock, &gc));
     CK("attach", zpp_cuda_attach(gc, 8));
     CK("uuid", zpp_cuda_device_uuid(uuid));
-    zpp_job_desc jd = {.job_id = "kill-test", .rank = (uint32_t)rank,
+    zpp_job_desc jd = {.job_id = o->after_kill ? "after-kill" : "kill-test", .rank = (uint32_t)rank,
                        .world_size = (uint32_t)o->world, .local_rank = (uint32_t)rank,
                        .node_count = 1, .gpu_uuid = uuid};
     CK("hello", zpp_hello(gc, &jd, NULL));
@@ -103,7 +104,7 @@ static int kill_child(int rank, void *arg)
     CK("alloc out", cut_vmm_alloc(&out, rank, count * 2));
     CK("register in", zpp_register_cuda(gc, (void *)in.ptr, in.size, &bin, &oin));
     CK("register out", zpp_register_cuda(gc, (void *)out.ptr, out.size, &bout, &oout));
-    for (int i = 0; i < 1000000; i++) {
+    for (int i = 0; i < (o->after_kill ? 20 : 1000000); i++) {
         zpp_coll call;
         zpp_coll_init(&call, i % 2 ? ZPP_OP_ALLGATHER : ZPP_OP_QWZ_ALLGATHER, ZPP_BF16, count);
         call.input = (zpp_bufref){bin, oin};
@@ -115,8 +116,50 @@ static int kill_child(int rank, void *arg)
                    "SIGKILL)\n",
                    rank, i, zpp_err_name(rc), zpp_last_error(gc));
             zpp_close(gc);
-            return rc == ZPP_EABORTED || rc == ZPP_ECLOSED || rc == ZPP_ETIMEDOUT ? 0 : 1;
+            return !o->after_kill &&
+                           (rc == ZPP_EABORTED || rc == ZPP_ECLOSED || rc == ZPP_ETIMEDOUT)
+                       ? 0
+                       : 1;
         }
+    }
+    if (o->after_kill) {
+        cuCtxSynchronize();
+        zpp_close(gc);
+        return 0;
+    }
+    return 1;
+}
+
+/* The daemon's job count (-1: no answer). */
+static int daemon_jobs(const char *sock)
+{
+    zpp_conn *c = NULL;
+    char buf[8192];
+    int n = -1;
+    if (zpp_connect(sock, &c))
+        return -1;
+    if (zpp_admin_status_json(c, buf, sizeof buf) == 0) {
+        const char *p = strstr(buf, "\"jobs\":");
+        if (p)
+            n = atoi(p + 7);
+    }
+    zpp_close(c);
+    return n;
+}
+
+/* Waits until the daemon has no job and device memory is steady. */
+static int settle(const struct opts *o, uint64_t *used, int max_s)
+{
+    uint64_t prev[8] = {0};
+    for (int t = 0; t < max_s * 2; t++) {
+        int n = daemon_jobs(o->sock);
+        if (n < 0)
+            return -1;
+        cut_probe_used(used, 8);
+        if (n == 0 && t > 0 && !memcmp(prev, used, sizeof prev))
+            return 0;
+        memcpy(prev, used, sizeof prev);
+        usleep(500000);
     }
     return 1;
 }
@@ -124,15 +167,22 @@ static int kill_child(int rank, void *arg)
 static int run_kill(const struct opts *o)
 {
     uint64_t before[8] = {0}, after[8] = {0};
-    int n = cut_probe_used(before, 8);
-    if (n < o->world) {
-        printf("FAIL kill-test: cannot probe device memory\n");
+    if (settle(o, before, 30)) {
+        printf("FAIL kill-test: the daemon did not settle before the test\n");
         return 1;
     }
     int failed = cut_spawn(o->world, kill_child, (void *)o, 1, 3000);
-    sleep(3); /* the daemon notices the closed session and aborts the job */
-    cut_probe_used(after, 8);
-    int bad = failed;
+    /* The daemon notices the closed session, aborts the job, drains its
+     * streams and releases everything; it must stay responsive. */
+    int st = settle(o, after, 60);
+    printf("kill-test: daemon %s after the kill\n",
+           st < 0 ? "DOES NOT ANSWER" : st ? "answers but did not settle in 60 s" : "settled");
+    struct opts o2 = *o;
+    o2.after_kill = 1;
+    int again = cut_spawn(o->world, kill_child, &o2, -1, 0);
+    printf("%s kill-test: a new job runs 20 collectives after the kill\n",
+           again ? "FAIL" : "PASS");
+    int bad = failed + (st != 0) + again;
     for (int i = 0; i < o->world; i++) {
         long long d = (long long)after[i] - (long long)before[i];
         printf("kill-test: GPU %d device memory in use before the job %.1f MiB, after %.1f MiB "

@@ -19,11 +19,11 @@
 
 #include <cuda_runtime_api.h>
 
-#include "tests/test.h"
+#include "../test.h"
 #include "zpp_kernels.h"
 #include "zpp_kernels_cuda.h"
 
-#define GUARD 64              /* bytes checked after every output */
+#define GUARD 64 /* bytes checked after every output */
 #define POISON_A 0xA5
 #define POISON_B 0x5A
 #define ELEM_OFFSET_UNALIGNED 1 /* elements: moves x off 16-byte alignment */
@@ -32,14 +32,14 @@
     do {                                                                                           \
         int e_ = (int)(call);                                                                      \
         if (e_ != 0) {                                                                             \
-            fprintf(stderr, "%s:%d: %s -> %d (%s)\n", __FILE__, __LINE__, #call, e_,              \
+            fprintf(stderr, "%s:%d: %s -> %d (%s)\n", __FILE__, __LINE__, #call, e_,               \
                     cudaGetErrorString((cudaError_t)e_));                                          \
             exit(1);                                                                               \
         }                                                                                          \
     } while (0)
 
 enum dist { D_NORMAL, D_UNIFORM, D_HEAVY, D_ZEROS, D_SPECIAL, D_TINY, D_WIDE, D_COUNT };
-static const char *dist_name[D_COUNT] = {"normal", "uniform", "heavy", "zeros",
+static const char *dist_name[D_COUNT] = {"normal",  "uniform", "heavy", "zeros",
                                          "nan-inf", "tiny",    "wide"};
 
 static uint64_t g_seed = 0x5EEDull;
@@ -96,7 +96,8 @@ static const char *dt_name(int dt)
 
 /* Compares `bytes` of device output (plus GUARD poison bytes after it) with
  * the reference; reports the first difference. */
-static int compare(const char *what, const uint8_t *ref, const void *dev, uint64_t bytes, int poison)
+static int compare(const char *what, const uint8_t *ref, const void *dev, uint64_t bytes,
+                   int poison)
 {
     uint8_t *h = malloc(bytes + GUARD);
     ASSERT(h);
@@ -179,9 +180,8 @@ static void case_quant(int dtype, int bits, uint32_t block, uint64_t n, uint64_t
         uint64_t n_out = t == 2 ? n - n / 3 : n;
         size_t oes = zk_dtype_size(dts[t]);
         zk_dequantize_ref(hc, n, n_out, bits, block, hy, dts[t]);
-        snprintf(what, sizeof what, "dequantize int%d B=%u n=%llu n_out=%llu -> %s %s", bits,
-                 block, (unsigned long long)n, (unsigned long long)n_out, dt_name(dts[t]),
-                 dist_name[d]);
+        snprintf(what, sizeof what, "dequantize int%d B=%u n=%llu n_out=%llu -> %s %s", bits, block,
+                 (unsigned long long)n, (unsigned long long)n_out, dt_name(dts[t]), dist_name[d]);
         for (int r = 0; r < 2; r++) {
             CK(cudaMemset(d_y, poisons[r], n * 4 + GUARD + oes));
             CK(zk_dequantize_cuda(d_c, n, n_out, bits, block, d_y + off * oes, dts[t], 0));
@@ -257,8 +257,8 @@ static void case_reduce(int bits, uint32_t block, uint64_t piece, int k, int d)
                  dt_name(dts[t]), op == ZK_MEAN ? "mean" : "sum", dist_name[d]);
         for (int r = 0; r < 2; r++) {
             CK(cudaMemset(d_y, poisons[r], piece * 4 + GUARD));
-            CK(zk_reduce_out_cuda(d_x, stride, k, piece, bits, block, count, op, div, d_y,
-                                  dts[t], 0));
+            CK(zk_reduce_out_cuda(d_x, stride, k, piece, bits, block, count, op, div, d_y, dts[t],
+                                  0));
             CK(cudaDeviceSynchronize());
             if (!compare(what, hy, d_y, count * oes, poisons[r]))
                 break;
@@ -413,7 +413,7 @@ int main(int argc, char **argv)
             for (size_t s = 0; s < sizeof qn / sizeof qn[0]; s++, v++)
                 if (!g_quick || qn[s] <= QUICK_MAX)
                     case_qgz(dtypes[t], bw ? 4 : 8, qb[v % 3], qn[s], geo[v % 6][0], geo[v % 6][1],
-                         geo[v % 6][2], v % D_COUNT);
+                             geo[v % 6][2], v % D_COUNT);
     report("qgz reorder (0)", c0, f0);
 
     c0 = g_checks;

@@ -547,6 +547,47 @@ int zh_run_ranks(int n, zh_rank_fn fn, void *arg, int timeout_ms, int *codes)
     return rc;
 }
 
+pid_t zh_spawn(zh_rank_fn fn, int rank, void *arg)
+{
+    zh_init();
+    pid_t parent = getpid();
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "harness: fork: %s\n", strerror(errno));
+        return -1;
+    }
+    if (pid == 0) {
+        zh_child_setup(parent);
+        int code = fn(rank, arg);
+        fflush(NULL);
+        exit(code);
+    }
+    setpgid(pid, pid);
+    zh_track(pid, 0, NULL, NULL);
+    return pid;
+}
+
+int zh_reap(pid_t pid, int timeout_ms)
+{
+    int status = 0, code;
+    if (pid <= 0) {
+        return -1;
+    }
+    if (zh_wait_pid(pid, timeout_ms, &status)) {
+        code = zh_status_code(status);
+    } else {
+        kill(-pid, SIGKILL);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        fprintf(stderr, "harness: child %d still running after %d ms: killed\n", (int)pid,
+                timeout_ms);
+        code = -1;
+    }
+    zh_untrack(pid);
+    return code;
+}
+
 int zh_run_capture(char *const argv[], int timeout_ms, char *out, size_t outlen)
 {
     zh_init();

@@ -89,6 +89,16 @@ typedef int (*zh_rank_fn)(int rank, void *arg);
  * Returns 0 if every child exited 0, else -1 (and prints which failed). */
 int zh_run_ranks(int n, zh_rank_fn fn, void *arg, int timeout_ms, int *codes);
 
+/* Forks one child, set up and tracked like those of zh_run_ranks, that runs
+ * exit(fn(rank, arg)), and returns its pid at once (-1 if fork failed): for
+ * tests that act (kill a daemon, kill the rank) while ranks run. Reap it
+ * with zh_reap. (Added for test_multinode.) */
+pid_t zh_spawn(zh_rank_fn fn, int rank, void *arg);
+
+/* Waits up to timeout_ms for a child of zh_spawn (SIGKILLs its process group
+ * after that). Returns its exit code, 128 + signal, or -1 on timeout. */
+int zh_reap(pid_t pid, int timeout_ms);
+
 /* Runs argv[0] (a path) with argv, stdout and stderr together captured into
  * out (NUL-terminated, truncated to outlen - 1; out may be NULL), for at
  * most timeout_ms (then SIGKILL). Returns the exit code, 128 + signal, or -1

@@ -434,9 +434,11 @@ static void base(fixture_t *f, int kind)
     X(coll_block_not_multiple_of_32, K_COLL, ZPP_EINVAL, "collective.block", f->coll.block = 33)   \
     X(coll_block_too_large, K_COLL, ZPP_EINVAL, "collective.block", f->coll.block = 8192 + 32)     \
     X(coll_count_too_large, K_COLL, ZPP_EINVAL, "collective.count", f->coll.count = UINT64_MAX)    \
-    X(coll_flags_unknown, K_COLL, ZPP_EINVAL, "collective.flags", f->coll.flags = 4)               \
+    X(coll_flags_unknown, K_COLL, ZPP_EINVAL, "collective.flags", f->coll.flags = 8)               \
     X(coll_hpz_key_too_long, K_COLL, ZPP_EINVAL, "collective.hpz_key",                             \
       f->coll.hpz_key = f->longstr)                                                                \
+    X(coll_content_key_too_long, K_COLL, ZPP_EINVAL, "collective.content_key",                     \
+      f->coll.content_key = f->longstr)                                                            \
     X(coll_hpz_gather_without_key, K_COLL, ZPP_EINVAL, "collective.hpz_key",                       \
       f->coll.op = ZPP__OP__HPZ_GATHER)                                                            \
     X(coll_invalidate_without_key, K_COLL, ZPP_EINVAL, "collective.hpz_key",                       \

@@ -18,12 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/test.h"
+#include "test.h"
 #include "zpp_kernels.h"
 
-#define MAG_LEVELS 6       /* slice magnitudes 2^0 .. 2^5 */
-#define NOISE 0.25         /* relative spread of values inside a slice */
-#define BOUND_SLACK 1.001  /* rounding of the fp32 sums on top of the bound */
+#define MAG_LEVELS 6      /* slice magnitudes 2^0 .. 2^5 */
+#define NOISE 0.25        /* relative spread of values inside a slice */
+#define BOUND_SLACK 1.001 /* rounding of the fp32 sums on top of the bound */
 
 static double slice_mag(int s)
 {
@@ -78,9 +78,9 @@ static void sim_run_and_check(struct sim *sm)
     uint64_t pb = g->piece_bytes, stage_bytes = (uint64_t)W * pb;
     size_t oes = zk_dtype_size(sm->out_dtype);
     uint8_t **buf = calloc((size_t)W, sizeof *buf);
-    uint8_t *recv = malloc((size_t)W * stage_bytes + 1);  /* per rank: G x N pieces */
-    uint8_t *red = malloc((size_t)W * N * pb + 1);         /* per rank: N pieces */
-    uint8_t *recv2 = malloc((size_t)W * N * pb + 1);       /* per rank: N pieces */
+    uint8_t *recv = malloc((size_t)W * stage_bytes + 1); /* per rank: G x N pieces */
+    uint8_t *red = malloc((size_t)W * N * pb + 1);       /* per rank: N pieces */
+    uint8_t *recv2 = malloc((size_t)W * N * pb + 1);     /* per rank: N pieces */
     uint8_t *stage_only = malloc(stage_bytes + 1);
     uint8_t **y = calloc((size_t)W, sizeof *y);
     ASSERT(buf && recv && red && recv2 && stage_only && y);
@@ -128,8 +128,8 @@ static void sim_run_and_check(struct sim *sm)
             if (off >= len)
                 continue;
             uint64_t cnt = len - off < g->piece ? len - off : g->piece;
-            zk_reduce_out_ref(recv2 + (uint64_t)r * N * pb, pb, N, g->piece, g->bits, g->block,
-                              cnt, sm->op, (float)W, y[r] + off * oes, sm->out_dtype);
+            zk_reduce_out_ref(recv2 + (uint64_t)r * N * pb, pb, N, g->piece, g->bits, g->block, cnt,
+                              sm->op, (float)W, y[r] + off * oes, sm->out_dtype);
         }
     }
     /* check: each rank's shard equals the exact reduce-scatter */

@@ -14,16 +14,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/test.h"
+#include "test.h"
 #include "zpp_kernels.h"
 
 #define BITS_COUNT 2
 static const int k_bits[BITS_COUNT] = {8, 4};
 static const uint32_t k_blocks[] = {32, 64, 96, 128, 256, 512, 1024, 2048, 8192};
 #define NBLOCKS (sizeof k_blocks / sizeof k_blocks[0])
-#define ACC_N (1u << 20)          /* elements for the accuracy figures */
-#define ACC_INT8_MAX 0.0075       /* issue 9: int8 rel L2 err, block 256 */
-#define ACC_INT4_MAX 0.13         /* issue 9: int4 rel L2 err, block 256 */
+#define ACC_N (1u << 20)    /* elements for the accuracy figures */
+#define ACC_INT8_MAX 0.0075 /* issue 9: int8 rel L2 err, block 256 */
+#define ACC_INT4_MAX 0.13   /* issue 9: int4 rel L2 err, block 256 */
 #define ACC_BLOCK 256u
 
 static uint32_t f2u(float f)
@@ -68,11 +68,11 @@ static void test_narrow_known_patterns(void)
     ASSERT_EQ(narrow16(1e30f, ZK_FP16), 0x7C00);
     ASSERT_EQ(narrow16(-INFINITY, ZK_FP16), 0xFC00);
     ASSERT_EQ(narrow16(-0.0f, ZK_FP16), 0x8000);
-    ASSERT_EQ(narrow16(0x1p-24f, ZK_FP16), 0x0001);    /* smallest subnormal */
-    ASSERT_EQ(narrow16(0x1p-25f, ZK_FP16), 0x0000);    /* tie to even: 0 */
+    ASSERT_EQ(narrow16(0x1p-24f, ZK_FP16), 0x0001); /* smallest subnormal */
+    ASSERT_EQ(narrow16(0x1p-25f, ZK_FP16), 0x0000); /* tie to even: 0 */
     ASSERT_EQ(narrow16(0x1.000002p-25f, ZK_FP16), 0x0001);
-    ASSERT_EQ(narrow16(0x1.8p-24f, ZK_FP16), 0x0002);  /* 1.5 ulp: tie to 2 */
-    ASSERT_EQ(narrow16(0x1.4p-23f, ZK_FP16), 0x0002);  /* 2.5 ulp: tie to 2 */
+    ASSERT_EQ(narrow16(0x1.8p-24f, ZK_FP16), 0x0002);   /* 1.5 ulp: tie to 2 */
+    ASSERT_EQ(narrow16(0x1.4p-23f, ZK_FP16), 0x0002);   /* 2.5 ulp: tie to 2 */
     ASSERT_EQ(narrow16(0x1.ff8p-15f, ZK_FP16), 0x03FF); /* largest subnormal */
     ASSERT_EQ(narrow16(0x1.ffcp-15f, ZK_FP16), 0x0400); /* tie: up to the normal */
     ASSERT_EQ(narrow16(0x1p-14f, ZK_FP16), 0x0400);
@@ -81,7 +81,7 @@ static void test_narrow_known_patterns(void)
     ASSERT_EQ(narrow16(1.0f + 0x3p-11f, ZK_FP16), 0x3C02);
     ASSERT_EQ(narrow16(u2f(0xFFC12345u), ZK_FP16), 0x7E00); /* any NaN: canonical */
     ASSERT_EQ(narrow16(u2f(0x7F800001u), ZK_FP16), 0x7E00);
-    ASSERT_EQ(narrow16(0x1p-149f, ZK_FP16), 0x0000);   /* fp32 subnormal */
+    ASSERT_EQ(narrow16(0x1p-149f, ZK_FP16), 0x0000); /* fp32 subnormal */
 
     ASSERT_EQ(narrow16(1.0f, ZK_BF16), 0x3F80);
     ASSERT_EQ(narrow16(1.0f + 0x1p-8f, ZK_BF16), 0x3F80); /* tie to even */
@@ -91,8 +91,8 @@ static void test_narrow_known_patterns(void)
     ASSERT_EQ(narrow16(u2f(0x7F7F7FFFu), ZK_BF16), 0x7F7F);
     ASSERT_EQ(narrow16(u2f(0xFFC12345u), ZK_BF16), 0x7FC0);
     ASSERT_EQ(narrow16(-INFINITY, ZK_BF16), 0xFF80);
-    ASSERT_EQ(narrow16(0x1p-149f, ZK_BF16), 0x0000);   /* subnormal tie to even */
-    ASSERT_EQ(narrow16(0x1p-133f, ZK_BF16), 0x0001);   /* smallest bf16 subnormal */
+    ASSERT_EQ(narrow16(0x1p-149f, ZK_BF16), 0x0000); /* subnormal tie to even */
+    ASSERT_EQ(narrow16(0x1p-133f, ZK_BF16), 0x0001); /* smallest bf16 subnormal */
 
     float f;
     zk_narrow(u2f(0xFF812345u), &f, ZK_FP32, 0);

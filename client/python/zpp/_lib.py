@@ -132,6 +132,7 @@ class CollC(ctypes.Structure):
         ("flags", c_uint32),
         ("timeout_ms", c_uint32),
         ("seq", c_uint64),
+        ("content_key", c_char_p),  # appended in zpp.h: keep the layout equal
     ]
 
 

@@ -1,0 +1,156 @@
+#!/bin/sh
+# metrics_prometheus.sh — the metrics endpoint against the real tools, for
+# ctest. Starts this build's zppd (host backend, metrics_listen =
+# 127.0.0.1:0: the bound port is read from its log line), runs a small
+# ZeRO++ step through it (zpp-demo, 2 ranks), then:
+#  - `promtool check metrics` on GET /metrics and on `zppctl metrics`;
+#  - GET /healthz answers ok;
+#  - a real Prometheus server (Debian's package) scrapes the live daemon on
+#    loopback every second; its HTTP API must return zppd_calls_total with
+#    outcome "ok" and up == 1 within a bounded wait.
+# Everything lives in a temporary directory and is stopped on exit.
+#
+# Exit status: 0 pass, 1 fail, 77 (ctest: skipped) when promtool,
+# prometheus, curl or python3 is missing — except under CI=true, where that
+# fails (`make deps` installs them).
+# Then every PromQL expression of the Grafana dashboard
+# (deploy/grafana/zppd-dashboard.json, with its variables filled in) must
+# be accepted by that server's query API.
+# Usage: metrics_prometheus.sh ZPPD_BIN ZPP_DEMO_BIN ZPPCTL_BIN [DASHBOARD_JSON]
+set -u
+zppd=${1:?usage: metrics_prometheus.sh ZPPD_BIN ZPP_DEMO_BIN ZPPCTL_BIN [DASHBOARD_JSON]}
+demo=${2:?usage}
+zppctl=${3:?usage}
+dashboard=${4:-}
+WAIT_S=30
+
+missing=""
+for t in promtool prometheus curl python3; do
+    command -v "$t" >/dev/null 2>&1 || missing="$missing $t"
+done
+if [ -n "$missing" ]; then
+    if [ "${CI:-}" = "true" ]; then
+        echo "metrics_prometheus.sh: missing:$missing (CI=true: make deps must install them)" >&2
+        exit 1
+    fi
+    echo "metrics_prometheus.sh: skipped, missing:$missing (apt-get install prometheus curl)"
+    exit 77
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/zppd-prom.XXXXXX") || exit 1
+dpid=""
+ppid_=""
+cleanup() {
+    for p in $ppid_ $dpid; do
+        kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null
+    done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+fail() {
+    echo "metrics_prometheus.sh: FAIL: $*" >&2
+    echo "---- zppd log ----" >&2
+    cat "$tmp/zppd.log" >&2
+    [ -f "$tmp/prometheus.log" ] && { echo "---- prometheus log ----" >&2; tail -n 30 "$tmp/prometheus.log" >&2; }
+    exit 1
+}
+
+cat >"$tmp/zppd.conf" <<CONF
+socket = $tmp/zppd.sock
+socket_mode = 0600
+backend = host
+metrics_listen = 127.0.0.1:0
+peer_listen =
+CONF
+"$zppd" -c "$tmp/zppd.conf" >"$tmp/zppd.log" 2>&1 &
+dpid=$!
+port=""
+i=0
+while [ $i -lt 100 ]; do
+    port=$(sed -n 's/.*msg="metrics endpoint listening".* port=\([0-9]*\).*/\1/p' "$tmp/zppd.log")
+    [ -n "$port" ] && [ -S "$tmp/zppd.sock" ] && break
+    kill -0 "$dpid" 2>/dev/null || fail "zppd exited during start-up"
+    sleep 0.1
+    i=$((i + 1))
+done
+[ -n "$port" ] || fail "no 'metrics endpoint listening ... port=N' line within 10 s"
+echo "zppd metrics on 127.0.0.1:$port"
+
+"$demo" -s "$tmp/zppd.sock" --ranks 2 --nodes 2 --layers 1 --hidden 64 --timeout 60 \
+    >"$tmp/demo.log" 2>&1 || { cat "$tmp/demo.log"; fail "zpp-demo failed"; }
+
+url=http://127.0.0.1:$port
+curl -sf --max-time 5 "$url/metrics" >"$tmp/metrics.txt" || fail "GET /metrics failed"
+grep -q '^zppd_calls_total{.*outcome="ok"}' "$tmp/metrics.txt" || fail "no zppd_calls_total after a job"
+promtool check metrics <"$tmp/metrics.txt" || fail "promtool check metrics (GET /metrics)"
+"$zppctl" -s "$tmp/zppd.sock" metrics >"$tmp/ctl.txt" || fail "zppctl metrics"
+promtool check metrics <"$tmp/ctl.txt" || fail "promtool check metrics (zppctl metrics)"
+[ "$(curl -sf --max-time 5 "$url/healthz")" = "ok" ] || fail "GET /healthz is not ok"
+echo "promtool: both expositions pass ($(wc -l <"$tmp/metrics.txt") lines)"
+
+pport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cat >"$tmp/prometheus.yml" <<YML
+global:
+  scrape_interval: 1s
+  evaluation_interval: 1s
+scrape_configs:
+  - job_name: zppd
+    static_configs:
+      - targets: ['127.0.0.1:$port']
+YML
+promtool check config "$tmp/prometheus.yml" >/dev/null || fail "promtool check config"
+prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/data" \
+    --web.listen-address="127.0.0.1:$pport" --log.level=warn >"$tmp/prometheus.log" 2>&1 &
+ppid_=$!
+api=http://127.0.0.1:$pport/api/v1/query
+ok=""
+i=0
+while [ $i -lt $((WAIT_S * 2)) ]; do
+    kill -0 "$ppid_" 2>/dev/null || fail "prometheus exited"
+    calls=$(curl -sf --max-time 2 "$api" --data-urlencode 'query=zppd_calls_total{outcome="ok"}' 2>/dev/null)
+    up=$(curl -sf --max-time 2 "$api" --data-urlencode 'query=up{job="zppd"}' 2>/dev/null)
+    if printf '%s' "$calls" | grep -q '"__name__":"zppd_calls_total"' &&
+        printf '%s' "$up" | grep -q '"value":\[[0-9.]*,"1"\]'; then
+        ok=1
+        break
+    fi
+    sleep 0.5
+    i=$((i + 1))
+done
+[ -n "$ok" ] || fail "prometheus did not return zppd_calls_total within ${WAIT_S}s: $calls / $up"
+echo "prometheus: $calls"
+if [ -n "$dashboard" ]; then
+    python3 - "$dashboard" "$api" <<'PY' || fail "a dashboard query was refused"
+import json, sys, urllib.parse, urllib.request
+dash, api = sys.argv[1], sys.argv[2]
+subst = {"$instance": ".*", "$tenant": ".*", "$job": "zppd", "$__rate_interval": "1m"}
+bad = 0
+n = 0
+for p in json.load(open(dash))["panels"]:
+    for t in p.get("targets", []):
+        q = t["expr"]
+        for k, v in subst.items():
+            q = q.replace(k, v)
+        n += 1
+        url = api + "?" + urllib.parse.urlencode({"query": q})
+        try:
+            r = json.load(urllib.request.urlopen(url, timeout=5))
+        except Exception as e:  # 400 for a query that does not parse
+            r = {"status": "error", "error": str(e)}
+        if r.get("status") != "success":
+            bad += 1
+            print("dashboard panel %r: %s: %s" % (p["title"], q, r.get("error")))
+print("dashboard: %d queries, %d refused" % (n, bad))
+sys.exit(1 if bad else 0)
+PY
+fi
+kill -TERM "$ppid_" 2>/dev/null && wait "$ppid_" 2>/dev/null
+ppid_=""
+# The daemon must still stop cleanly (in sanitizer builds: no report).
+kill -TERM "$dpid"
+wait "$dpid"
+rc=$?
+dpid=""
+[ $rc -eq 0 ] || fail "zppd exited $rc on SIGTERM"
+echo "metrics_prometheus.sh: ok"
