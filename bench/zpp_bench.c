@@ -47,10 +47,9 @@ static const uint64_t SIZES[] = {4096,      65536,      1u << 20,   16u << 20,
 #define NSIZES (sizeof SIZES / sizeof SIZES[0])
 
 enum { B_NCCL_AG, B_NCCL_RS, B_QWZ, B_AG, B_HPZ, B_RS, B_QGZ, B_QGZ_Q, B_N };
-static const char *BNAME[B_N] = {"nccl_allgather_bf16", "nccl_reduce_scatter_bf16",
-                                 "zppd_qwz_int8",      "zppd_allgather_bf16",
-                                 "zppd_hpz_gather",    "zppd_reduce_scatter_bf16",
-                                 "zppd_qgz_default",   "zppd_qgz_int4_forced"};
+static const char *BNAME[B_N] = {
+    "nccl_allgather_bf16", "nccl_reduce_scatter_bf16", "zppd_qwz_int8",    "zppd_allgather_bf16",
+    "zppd_hpz_gather",     "zppd_reduce_scatter_bf16", "zppd_qgz_default", "zppd_qgz_int4_forced"};
 
 struct ctx {
     int rank, W;
@@ -78,8 +77,13 @@ static int one(struct ctx *c, int k, uint64_t count, const char *key)
         return ncclReduceScatter((void *)c->in, (void *)c->out, shard, ncclBfloat16, ncclSum,
                                  c->comm, (cudaStream_t)c->st);
     zpp_coll call;
-    static const int ops[B_N] = {0, 0, ZPP_OP_QWZ_ALLGATHER, ZPP_OP_ALLGATHER, ZPP_OP_HPZ_GATHER,
-                                 ZPP_OP_REDUCE_SCATTER, ZPP_OP_QGZ_REDUCE_SCATTER,
+    static const int ops[B_N] = {0,
+                                 0,
+                                 ZPP_OP_QWZ_ALLGATHER,
+                                 ZPP_OP_ALLGATHER,
+                                 ZPP_OP_HPZ_GATHER,
+                                 ZPP_OP_REDUCE_SCATTER,
+                                 ZPP_OP_QGZ_REDUCE_SCATTER,
                                  ZPP_OP_QGZ_REDUCE_SCATTER};
     zpp_coll_init(&call, ops[k], ZPP_BF16, count);
     call.input = (zpp_bufref){c->zin, c->oin};
@@ -190,9 +194,12 @@ static int bench_child(int rank, void *arg)
     double th0 = cut_now_us();
     if (zpp_connect(o->sock, &c.zc) || zpp_cuda_attach(c.zc, 32) || zpp_cuda_device_uuid(uuid))
         return 1;
-    zpp_job_desc jd = {.job_id = "zpp-bench", .rank = (uint32_t)rank,
-                       .world_size = (uint32_t)o->world, .local_rank = (uint32_t)(rank % G),
-                       .node_count = (uint32_t)o->nodes, .gpu_uuid = uuid};
+    zpp_job_desc jd = {.job_id = "zpp-bench",
+                       .rank = (uint32_t)rank,
+                       .world_size = (uint32_t)o->world,
+                       .local_rank = (uint32_t)(rank % G),
+                       .node_count = (uint32_t)o->nodes,
+                       .gpu_uuid = uuid};
     if (zpp_hello(c.zc, &jd, NULL)) {
         fprintf(stderr, "rank %d: hello: %s\n", rank, zpp_last_error(c.zc));
         return 1;
@@ -289,11 +296,21 @@ int main(int argc, char **argv)
     int ch;
     while ((ch = getopt(argc, argv, "s:w:n:m:q")) != -1) {
         switch (ch) {
-        case 's': o.sock = optarg; break;
-        case 'w': o.world = atoi(optarg); break;
-        case 'n': o.nodes = atoi(optarg); break;
-        case 'm': o.max_bytes = (uint64_t)atoll(optarg) << 20; break;
-        case 'q': o.quick = 1; break;
+        case 's':
+            o.sock = optarg;
+            break;
+        case 'w':
+            o.world = atoi(optarg);
+            break;
+        case 'n':
+            o.nodes = atoi(optarg);
+            break;
+        case 'm':
+            o.max_bytes = (uint64_t)atoll(optarg) << 20;
+            break;
+        case 'q':
+            o.quick = 1;
+            break;
         default:
             fprintf(stderr, "usage: %s -s SOCK [-w W] [-n N] [-m MAX_MIB] [-q]\n", argv[0]);
             return 2;

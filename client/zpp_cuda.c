@@ -25,12 +25,27 @@
 
 /* The driver API through libcuda.so.1 loaded at run time: libzpp never
  * links libcuda, so host-only users need no NVIDIA driver. */
-#define ZCU_FUNCS(X)                                                                               \
-    X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxGetDevice) X(cuDeviceGet) X(cuDeviceGetUuid)     \
-    X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuGetErrorString) X(cuIpcGetEventHandle) \
-    X(cuIpcGetMemHandle) X(cuIpcOpenEventHandle) X(cuMemExportToShareableHandle)                  \
-    X(cuMemGetAddressRange) X(cuMemRelease) X(cuMemRetainAllocationHandle)                        \
-    X(cuPointerGetAttribute) X(cuStreamWaitEvent)
+/* clang-format off */
+#define ZCU_FUNCS(X) \
+    X(cuCtxGetCurrent) \
+    X(cuCtxSetCurrent) \
+    X(cuCtxGetDevice) \
+    X(cuDeviceGet) \
+    X(cuDeviceGetUuid) \
+    X(cuEventCreate) \
+    X(cuEventDestroy) \
+    X(cuEventRecord) \
+    X(cuGetErrorString) \
+    X(cuIpcGetEventHandle) \
+    X(cuIpcGetMemHandle) \
+    X(cuIpcOpenEventHandle) \
+    X(cuMemExportToShareableHandle) \
+    X(cuMemGetAddressRange) \
+    X(cuMemRelease) \
+    X(cuMemRetainAllocationHandle) \
+    X(cuPointerGetAttribute) \
+    X(cuStreamWaitEvent)
+/* clang-format on */
 
 static struct {
 #define ZCU_MEMBER(f) __typeof__(&f) p_##f;
@@ -70,12 +85,12 @@ static int zcu_load(void)
 struct zpp_cuda {
     CUcontext ctx;
     int n;
-    CUevent *ready;           /* ours, interprocess */
-    CUevent *done;            /* the daemon's, opened from HelloReply */
+    CUevent *ready; /* ours, interprocess */
+    CUevent *done;  /* the daemon's, opened from HelloReply */
     uint8_t (*ready_h)[EV_HANDLE_LEN];
     ProtobufCBinaryData *wire;
-    uint64_t *req_of;         /* slot -> req_id in flight (0: free) */
-    int next;                 /* round-robin start for the next free slot */
+    uint64_t *req_of; /* slot -> req_id in flight (0: free) */
+    int next;         /* round-robin start for the next free slot */
     int have_done;
 };
 
@@ -92,9 +107,9 @@ static void uuid_fmt(const CUuuid *u, char *out)
 {
     const unsigned char *x = (const unsigned char *)u->bytes;
     snprintf(out, ZPP_CUDA_UUID_LEN,
-             "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", x[0],
-             x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8], x[9], x[10], x[11], x[12], x[13],
-             x[14], x[15]);
+             "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", x[0], x[1],
+             x[2], x[3], x[4], x[5], x[6], x[7], x[8], x[9], x[10], x[11], x[12], x[13], x[14],
+             x[15]);
 }
 
 int zpp_cuda_device_uuid(char out[ZPP_CUDA_UUID_LEN])
@@ -186,8 +201,9 @@ int zpp_cuda_attach(zpp_conn *c, int n_events)
     if (!c)
         return ZPP_EINVAL;
     if (zcu_load())
-        return zpp__set_err(c, ZPP_EUNSUPPORTED, "zpp_cuda_attach: no NVIDIA driver "
-                                                 "(libcuda.so.1) could be loaded");
+        return zpp__set_err(c, ZPP_EUNSUPPORTED,
+                            "zpp_cuda_attach: no NVIDIA driver "
+                            "(libcuda.so.1) could be loaded");
     zpp__ext *x = zpp__ext_of(c);
     if (x->state)
         return zpp__set_err(c, ZPP_ESTATE, "zpp_cuda_attach: already attached");
@@ -264,7 +280,8 @@ int zpp_register_cuda(zpp_conn *c, const void *dptr, size_t len, uint64_t *buffe
     CUdevice dev;
     CUuuid u;
     if (ZCU(cuPointerGetAttribute)(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p) == CUDA_SUCCESS &&
-        ZCU(cuDeviceGet)(&dev, ord) == CUDA_SUCCESS && ZCU(cuDeviceGetUuid)(&u, dev) == CUDA_SUCCESS)
+        ZCU(cuDeviceGet)(&dev, ord) == CUDA_SUCCESS &&
+        ZCU(cuDeviceGetUuid)(&u, dev) == CUDA_SUCCESS)
         uuid_fmt(&u, uuid);
 
     CUmemGenericAllocationHandle h;
@@ -294,7 +311,8 @@ int zpp_register_cuda(zpp_conn *c, const void *dptr, size_t len, uint64_t *buffe
                 break;
             }
             int fd = -1;
-            r = ZCU(cuMemExportToShareableHandle)(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+            r = ZCU(cuMemExportToShareableHandle)(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                                                  0);
             ZCU(cuMemRelease)(h);
             if (r != CUDA_SUCCESS) {
                 rc = drv_err(c, r,

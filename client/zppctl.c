@@ -136,7 +136,7 @@ static int cmd_status(zpp_conn *c, const opts_t *o)
     printf(", pid %" PRIu32 "), up %" PRIu64 "d %02" PRIu64 ":%02" PRIu64 ":%02" PRIu64 "\n",
            st->pid, up / 86400, up / 3600 % 24, up / 60 % 60, up % 60);
     printf("%-10s %" PRIu32 "\n", "sessions", st->sessions);
-    printf("%-10s %" PRIu32 "\n", "jobs", st->jobs);
+    printf("%-10s %" PRIu32 " (%" PRIu32 " running)\n", "jobs", st->jobs, st->running_jobs);
     printf("%-10s %" PRIu64 " ok, %" PRIu64 " failed\n", "calls", st->calls_ok, st->calls_failed);
     printf("%-10s intra-node %s, inter-node %s\n", "bytes",
            human_bytes(st->bytes_intra, b1, sizeof(b1)),
@@ -144,6 +144,8 @@ static int cmd_status(zpp_conn *c, const opts_t *o)
     printf("%-10s %s of %s\n", "hpz store", human_bytes(st->store_bytes, b1, sizeof(b1)),
            human_bytes(st->store_budget, b2, sizeof(b2)));
     printf("%-10s %s\n", "draining", st->draining ? "yes" : "no");
+    if (st->stopping)
+        printf("%-10s %s\n", "stopping", "yes");
     zpp_reply_free(rep);
     return EXIT_OK;
 }
@@ -272,7 +274,7 @@ static int cmd_store(zpp_conn *c, const opts_t *o)
     if (o->json)
         PRINT_JSON(zpp__store_json, sr);
     char b1[32], b2[32];
-    printf("hpz store  %s in %" PRIu64 " entries; budget %s per device", 
+    printf("hpz store  %s in %" PRIu64 " entries; budget %s per device",
            human_bytes(sr->bytes, b1, sizeof b1), sr->entries,
            sr->budget_per_device ? human_bytes(sr->budget_per_device, b2, sizeof b2) : "none");
     printf(", %s per tenant\n",

@@ -273,15 +273,17 @@ void cu_reap(struct cu_backend *b)
         if (!done) {
             if (g->stuck && !g->stuck_done && now - g->since_ms > 10000) {
                 g->stuck_done = 1;
-                ZLOG_W("cuda", "a closing job's streams have not drained for 10 s: aborting its "
-                               "communicators",
+                ZLOG_W("cuda",
+                       "a closing job's streams have not drained for 10 s: aborting its "
+                       "communicators",
                        "events=%d", g->nev);
                 g->stuck(b, g->arg);
             }
             if (!g->warned && now - g->since_ms > 60000) {
                 g->warned = 1;
-                ZLOG_W("cuda", "device memory still held: a stream has not drained for 60 s "
-                               "(blocked on a dead client's event?)",
+                ZLOG_W("cuda",
+                       "device memory still held: a stream has not drained for 60 s "
+                       "(blocked on a dead client's event?)",
                        "events=%d", g->nev);
             }
             pp = &g->next;
@@ -301,9 +303,8 @@ void cu_reap(struct cu_backend *b)
 static void format_uuid(const CUuuid *u, char *out, size_t len)
 {
     const unsigned char *x = (const unsigned char *)u->bytes;
-    snprintf(out, len,
-             "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", x[0],
-             x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8], x[9], x[10], x[11], x[12], x[13],
+    snprintf(out, len, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8], x[9], x[10], x[11], x[12], x[13],
              x[14], x[15]);
 }
 
@@ -351,16 +352,16 @@ void *be_cuda_open(int allow_legacy_ipc, char *why, size_t why_len)
         b->ndev = i + 1;
         format_uuid(&u, d->uuid, sizeof d->uuid);
         int fd_ok = 0;
-        ZCU(cuDeviceGetAttribute)(&fd_ok, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
-                             d->dev);
+        ZCU(cuDeviceGetAttribute)
+        (&fd_ok, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, d->dev);
         if (fd_ok) {
             CUmemAllocationProp p = {0};
             p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
             p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
             p.location.id = d->dev;
             p.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-            if (ZCU(cuMemGetAllocationGranularity)(&d->granularity, &p,
-                                              CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS)
+            if (ZCU(cuMemGetAllocationGranularity)(
+                    &d->granularity, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM) != CUDA_SUCCESS)
                 d->granularity = 0;
         }
     }
@@ -522,7 +523,7 @@ static int import_vmm(struct cu_backend *b, const struct be_import *d, struct cu
     for (int i = 0; i < d->nfds; i++) {
         CUmemGenericAllocationHandle h;
         r = ZCU(cuMemImportFromShareableHandle)(&h, (void *)(uintptr_t)d->fds[i],
-                                           CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+                                                CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
         if (r != CUDA_SUCCESS) {
             char what[64];
             snprintf(what, sizeof what, "chunk %d: cuMemImportFromShareableHandle", i);
@@ -560,8 +561,7 @@ static int import_legacy(struct cu_backend *b, const struct be_import *d, struct
         return ZPP_EPERM;
     }
     if (d->ipc_len != CU_IPC_HANDLE_LEN) {
-        snprintf(why, why_len, "an IPC handle is %d bytes, not %zu", CU_IPC_HANDLE_LEN,
-                 d->ipc_len);
+        snprintf(why, why_len, "an IPC handle is %d bytes, not %zu", CU_IPC_HANDLE_LEN, d->ipc_len);
         return ZPP_EINVAL;
     }
     for (l = legacy_opens; l; l = l->next)
@@ -595,8 +595,8 @@ static int import_legacy(struct cu_backend *b, const struct be_import *d, struct
     }
     if (!range_ok(d->offset, d->length, l->size)) {
         snprintf(why, why_len,
-                 "range [%" PRIu64 ", +%" PRIu64 ") is outside the %zu-byte allocation",
-                 d->offset, d->length, l->size);
+                 "range [%" PRIu64 ", +%" PRIu64 ") is outside the %zu-byte allocation", d->offset,
+                 d->length, l->size);
         if (l->refs == 0) {
             im->leg = l;
             l->refs = 1; /* released by the caller's cleanup */

@@ -22,14 +22,36 @@
  * (zcu_load), never linked: a zppd built with CUDA still starts, and falls
  * back to the host backend, on a machine with no NVIDIA driver. Call
  * driver functions as ZCU(cuMemMap)(...). */
-#define ZCU_FUNCS(X)                                                                               \
-    X(cuInit) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetUuid) X(cuDeviceGetAttribute)       \
-    X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuGetErrorName)                    \
-    X(cuGetErrorString) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuStreamWaitEvent)  \
-    X(cuIpcOpenMemHandle) X(cuIpcCloseMemHandle) X(cuIpcOpenEventHandle) X(cuIpcGetEventHandle)   \
-    X(cuMemAddressReserve) X(cuMemAddressFree) X(cuMemGetAddressRange)                            \
-    X(cuMemGetAllocationGranularity) X(cuMemImportFromShareableHandle) X(cuMemMap) X(cuMemUnmap)  \
-    X(cuMemRelease) X(cuMemSetAccess) X(cuMemCreate)
+/* clang-format off */
+#define ZCU_FUNCS(X) \
+    X(cuInit) \
+    X(cuDeviceGetCount) \
+    X(cuDeviceGet) \
+    X(cuDeviceGetUuid) \
+    X(cuDeviceGetAttribute) \
+    X(cuDevicePrimaryCtxRetain) \
+    X(cuDevicePrimaryCtxRelease) \
+    X(cuGetErrorName) \
+    X(cuGetErrorString) \
+    X(cuEventCreate) \
+    X(cuEventDestroy) \
+    X(cuEventRecord) \
+    X(cuStreamWaitEvent) \
+    X(cuIpcOpenMemHandle) \
+    X(cuIpcCloseMemHandle) \
+    X(cuIpcOpenEventHandle) \
+    X(cuIpcGetEventHandle) \
+    X(cuMemAddressReserve) \
+    X(cuMemAddressFree) \
+    X(cuMemGetAddressRange) \
+    X(cuMemGetAllocationGranularity) \
+    X(cuMemImportFromShareableHandle) \
+    X(cuMemMap) \
+    X(cuMemUnmap) \
+    X(cuMemRelease) \
+    X(cuMemSetAccess) \
+    X(cuMemCreate)
+/* clang-format on */
 
 struct zcu_table {
 #define ZCU_MEMBER(f) __typeof__(&f) p_##f;
@@ -42,7 +64,7 @@ extern struct zcu_table zcu;
 /* Loads libcuda.so.1 and every function above (once). 0, or -1 with why. */
 int zcu_load(char *why, size_t why_len);
 
-#define CU_UUID_LEN 48          /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" + NUL */
+#define CU_UUID_LEN 48            /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" + NUL */
 #define CU_NCCL_DEADLINE_MS 60000 /* communicator creation / enqueue deadline */
 
 struct cu_dev {
@@ -79,10 +101,10 @@ struct cu_backend {
     int allow_legacy;
     int fatal; /* a sticky CUDA error was seen: the process must exit */
     char fatal_why[256];
-    struct cu_grave *graves;   /* deferred releases, reaped by be_cuda_tick */
-    struct cu_job *jobs;       /* live jobs (their streams are fenced on release) */
-    cudaStream_t *unblock;     /* per device: where sessions' ready events are
-                                  re-recorded when a session closes */
+    struct cu_grave *graves;      /* deferred releases, reaped by be_cuda_tick */
+    struct cu_job *jobs;          /* live jobs (their streams are fenced on release) */
+    cudaStream_t *unblock;        /* per device: where sessions' ready events are
+                                     re-recorded when a session closes */
     unsigned long long *counters; /* pinned host memory, CU_MAX_COUNTERS */
     unsigned char *counter_used;
 };
@@ -103,7 +125,7 @@ int cu_jobs_fence(struct cu_backend *b, int device, cudaEvent_t **ev, int *nev);
 /* Adds a grave waiting on ev[0..nev) (takes ownership of ev); returns it,
  * or NULL when it ran fn at once (out of memory: it waited). */
 struct cu_grave *cu_grave_add(struct cu_backend *b, cudaEvent_t *ev, int nev,
-                  void (*fn)(struct cu_backend *, void *), void *arg);
+                              void (*fn)(struct cu_backend *, void *), void *arg);
 /* Reaps completed graves; logs (once) graves older than a minute. */
 void cu_reap(struct cu_backend *b);
 

@@ -68,11 +68,11 @@
 #include "zpp_kernels_cuda.h"
 
 #define CU_NCOMM 3
-#define CU_CALL_SEEN (-0x2b)   /* be_call.cap_scratch marker: staging rewound */
-#define CU_STAGING_ALIGN 256u  /* staging allocations start on this boundary */
+#define CU_CALL_SEEN (-0x2b)  /* be_call.cap_scratch marker: staging rewound */
+#define CU_STAGING_ALIGN 256u /* staging allocations start on this boundary */
 #define CU_STAGING_MIN (4u << 20)
 #define CU_FINALIZE_MS 10000
-#define CU_STUCK_MS 10000      /* a closing job's streams not drained: abort NCCL */
+#define CU_STUCK_MS 10000 /* a closing job's streams not drained: abort NCCL */
 
 struct cu_block {
     void *p;
@@ -404,8 +404,7 @@ static int create_comms(struct cu_job *j, int k, const uint8_t *ids, int nids, c
         r = ncclGroupEnd();
         if (r != ncclSuccess && r != ncclInProgress)
             return nccl_fail(r, NULL, "ncclGroupEnd (communicator creation)", why, why_len);
-        int rc = wait_comms(made, nm, CU_NCCL_DEADLINE_MS, "creating a communicator", why,
-                            why_len);
+        int rc = wait_comms(made, nm, CU_NCCL_DEADLINE_MS, "creating a communicator", why, why_len);
         if (rc)
             return rc;
     }
@@ -430,14 +429,14 @@ static int job_open_common(struct cu_backend *b, const struct be_topo *t, const 
         }
         for (int q = 0; q < s; q++)
             if (devices[q] == devices[s]) {
-                snprintf(why, why_len, "ranks %d and %d use the same GPU %s (NCCL needs one GPU "
-                                       "per rank)",
+                snprintf(why, why_len,
+                         "ranks %d and %d use the same GPU %s (NCCL needs one GPU "
+                         "per rank)",
                          q, s, b->devs[devices[s]].uuid);
                 return ZPP_EINVAL;
             }
     }
-    if (!(j = calloc(1, sizeof *j)) ||
-        !(j->slots = calloc((size_t)t->nslots, sizeof *j->slots))) {
+    if (!(j = calloc(1, sizeof *j)) || !(j->slots = calloc((size_t)t->nslots, sizeof *j->slots))) {
         free(j);
         snprintf(why, why_len, "out of memory");
         return ZPP_ENOMEM;
@@ -676,10 +675,9 @@ int cu_quantize(struct be_call *c, int s, const void *x, int dtype, uint64_t n, 
     int rc = slot_use(c, s, &sl);
     if (rc)
         return rc;
-    rc = rt_check(c,
-                  zk_quantize_cuda(x, dtype, n, n_valid, bits, block, out, sl->d_poison,
-                                   sl->stream),
-                  "zk_quantize_cuda");
+    rc = rt_check(
+        c, zk_quantize_cuda(x, dtype, n, n_valid, bits, block, out, sl->d_poison, sl->stream),
+        "zk_quantize_cuda");
     return rc ? rc : poison_after(c, sl, poisoned);
 }
 
@@ -701,10 +699,9 @@ int cu_reorder_quantize(struct be_call *c, int s, const void *x, int dtype,
     int rc = slot_use(c, s, &sl);
     if (rc)
         return rc;
-    rc = rt_check(c,
-                  zk_qgz_reorder_quantize_stage_cuda(x, dtype, g, stage, out, sl->d_poison,
-                                                     sl->stream),
-                  "zk_qgz_reorder_quantize_stage_cuda");
+    rc = rt_check(
+        c, zk_qgz_reorder_quantize_stage_cuda(x, dtype, g, stage, out, sl->d_poison, sl->stream),
+        "zk_qgz_reorder_quantize_stage_cuda");
     return rc ? rc : poison_after(c, sl, poisoned);
 }
 
@@ -715,10 +712,10 @@ int cu_reduce_requant(struct be_call *c, int s, const void *in, uint64_t in_stri
     int rc = slot_use(c, s, &sl);
     if (rc)
         return rc;
-    rc = rt_check(c,
-                  zk_reduce_requant_cuda(in, in_stride, k, piece, bits, block, out, sl->d_poison,
-                                         sl->stream),
-                  "zk_reduce_requant_cuda");
+    rc = rt_check(
+        c,
+        zk_reduce_requant_cuda(in, in_stride, k, piece, bits, block, out, sl->d_poison, sl->stream),
+        "zk_reduce_requant_cuda");
     return rc ? rc : poison_after(c, sl, poisoned);
 }
 
@@ -731,8 +728,8 @@ int cu_reduce_out(struct be_call *c, int s, const void *in, uint64_t in_stride, 
     if (rc)
         return rc;
     return rt_check(c,
-                    zk_reduce_out_cuda(in, in_stride, k, piece, bits, block, count, op, divisor,
-                                       y, out_dtype, sl->stream),
+                    zk_reduce_out_cuda(in, in_stride, k, piece, bits, block, count, op, divisor, y,
+                                       out_dtype, sl->stream),
                     "zk_reduce_out_cuda");
 }
 
@@ -802,8 +799,8 @@ int cu_allgather(struct be_call *c, int comm, void *const *send, void *const *re
     for (int s = 0; s < j->t.nslots; s++) {
         struct cu_slot *sl = &j->slots[s];
         cu_use(j->b, sl->device);
-        ncclResult_t r = ncclAllGather(send[s], recv[s], bytes, ncclUint8, sl->comm[comm],
-                                       sl->stream);
+        ncclResult_t r =
+            ncclAllGather(send[s], recv[s], bytes, ncclUint8, sl->comm[comm], sl->stream);
         if (r != ncclSuccess && r != ncclInProgress) {
             ncclGroupEnd();
             return nccl_fail(r, sl->comm[comm], "ncclAllGather", c->err, sizeof c->err);

@@ -57,8 +57,10 @@ int be_host_fatal(char *why, size_t why_len)
 {
     if (!atomic_load(&g_sticky))
         return 0;
-    snprintf(why, why_len, "host backend: injected sticky device error after %llu transfers "
-             "(fault_inject)", (unsigned long long)(atomic_load(&g_fault_after) - 1));
+    snprintf(why, why_len,
+             "host backend: injected sticky device error after %llu transfers "
+             "(fault_inject)",
+             (unsigned long long)(atomic_load(&g_fault_after) - 1));
     return 1;
 }
 

@@ -300,6 +300,9 @@ static void on_join_reply(void *arg, int code, const char *msg, const Zpp__Peer_
         return;
     j->cl->join_inflight = 0;
     if (code) {
+        /* A refused node ends its own job but does not tell the others: a
+         * misconfigured or stray daemon must not abort a healthy job. */
+        j->cl->abort_sent = 1;
         job_abort(j, MET_ABORT_PEER, "joining the leader (node 0, %s) failed: %s", j->leader, msg);
         return;
     }

@@ -612,8 +612,7 @@ int hpz_store_find_shared(struct hpz_store *st, const struct hpz_spec *sp, int a
 {
     int denied = 0, other_layout = 0;
     const char *jid = sp->job_id ? sp->job_id : "?";
-    struct hpz_entry *e =
-        sp->key ? find_replica(st, sp, &denied, &other_layout) : NULL;
+    struct hpz_entry *e = sp->key ? find_replica(st, sp, &denied, &other_layout) : NULL;
     if (!e) {
         if (other_layout) {
             snprintf(msg, msg_len,
@@ -693,8 +692,7 @@ void hpz_store_share_stats(const struct hpz_store *st, struct hpz_share_stats *o
 }
 
 void hpz_store_shared_foreach(const struct hpz_store *st,
-                              void (*fn)(const struct hpz_shared_info *info, void *arg),
-                              void *arg)
+                              void (*fn)(const struct hpz_shared_info *info, void *arg), void *arg)
 {
     for (const struct hpz_entry *e = st->head; e; e = e->next) {
         if (!e->shared || e->state != HPZ_LIVE)

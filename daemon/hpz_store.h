@@ -217,16 +217,15 @@ struct hpz_shared_info {
     int dtype;
     int nslots;
     uint64_t bytes;
-    int attachments; /* jobs attached */
-    int pins;        /* calls in flight reading it */
+    int attachments;   /* jobs attached */
+    int pins;          /* calls in flight reading it */
     uint64_t idle_for; /* store operations since its last use (LRU age) */
 };
 
 /* Calls fn for every live shared replica, newest first. fn must not
  * change the store. */
 void hpz_store_shared_foreach(const struct hpz_store *st,
-                              void (*fn)(const struct hpz_shared_info *info, void *arg),
-                              void *arg);
+                              void (*fn)(const struct hpz_shared_info *info, void *arg), void *arg);
 
 /* 1 if e is a shared replica (pending or live). */
 int hpz_entry_shared(const struct hpz_entry *e);

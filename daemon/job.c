@@ -376,8 +376,9 @@ void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h)
         }
         uint32_t qj = d->cfg.tenant_max_jobs;
         if (qj && tenant_jobs(d, s->uid) >= qj) {
-            sess_send_error(s, req_id, ZPP_ELIMIT, "tenant uid %u runs %u jobs (tenant_max_jobs = %u)",
-                            s->uid, tenant_jobs(d, s->uid), qj);
+            sess_send_error(s, req_id, ZPP_ELIMIT,
+                            "tenant uid %u runs %u jobs (tenant_max_jobs = %u)", s->uid,
+                            tenant_jobs(d, s->uid), qj);
             return;
         }
         uint64_t qm = d->cfg.tenant_max_device_memory;

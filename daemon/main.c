@@ -115,6 +115,19 @@ static void close_handle(uv_handle_t *h, void *arg)
         uv_close(h, NULL);
 }
 
+/* Lets the Abort RPCs that the shutdown queued reach the other nodes
+ * (without it their jobs would learn of it only from the heartbeat
+ * timeout), then closes every handle so the loop ends. */
+#define STOP_GRACE_MS 300
+static uv_timer_t g_grace;
+
+static void on_grace(uv_timer_t *t)
+{
+    struct zppd *d = t->data;
+    cluster_stop(d);
+    uv_walk(d->loop, close_handle, NULL);
+}
+
 void zppd_maybe_exit(struct zppd *d)
 {
     static int finishing;
@@ -123,14 +136,23 @@ void zppd_maybe_exit(struct zppd *d)
     finishing = 1;
     ZLOG_I("main", "in-flight work done: closing sessions", "sessions=%u", d->nsessions);
     job_abort_all(d, "zppd is shutting down");
+    int multi = 0;
+    for (struct job *j = d->jobs; j; j = j->next)
+        multi |= j->multi;
     struct session *s = d->sessions;
     while (s) {
         struct session *next = s->next;
         sess_close(s, "zppd is shutting down");
         s = next;
     }
-    cluster_stop(d);
-    uv_walk(d->loop, close_handle, NULL);
+    if (!multi) {
+        cluster_stop(d);
+        uv_walk(d->loop, close_handle, NULL);
+        return;
+    }
+    uv_timer_init(d->loop, &g_grace);
+    g_grace.data = d;
+    uv_timer_start(&g_grace, on_grace, STOP_GRACE_MS, 0);
 }
 
 static void begin_stop(struct zppd *d, const char *why)

@@ -53,6 +53,10 @@ if [ "$what" = all ] || [ "$what" = test ]; then
   grep -c ^PASS "$OUT/test-2x1.log" | sed 's/^/PASS lines: /' | tee -a "$OUT/summary.txt"
   grep ^FAIL "$OUT/test-2x1.log" | head -20 | tee -a "$OUT/summary.txt"
   stop host1; stop host2
+  log "two concurrent jobs of two tenants, 10000 calls each"
+  timeout 120 "$B/zpp-cuda-test" -s "$T/cuda.sock" -w 2 -C 10000 >> "$OUT/test-2x1.log" 2>&1
+  r=$?; log "concurrent test exit $r"; [ $r = 0 ] || rc=1
+  grep -i "concurrent" "$OUT/test-2x1.log" | tail -3 | tee -a "$OUT/summary.txt"
 fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
   log "bench 1x2 up to $max MiB"

@@ -8,6 +8,7 @@
  *
  *   zpp-cuda-test -s CUDA_SOCK -H HOST_SOCK -w 2 -n NODES [-m MAX_MIB] [-L]
  *   zpp-cuda-test -s CUDA_SOCK -w 2 -K         (SIGKILL test)
+ *   zpp-cuda-test -s CUDA_SOCK -w 2 -C 10000   (two jobs of two tenants at once)
  *
  * -n 1: 1 node x 2 GPUs; -n 2: 2 virtual nodes x 1 GPU (the host daemon
  * must run with virtual_nodes = 2). -L also registers a cudaMalloc buffer
@@ -32,6 +33,7 @@ struct opts {
     int world, nodes, legacy, kill;
     uint64_t max_bytes;
     int after_kill; /* kill_child: a short clean job (the daemon goes on) */
+    int conc_calls; /* -C: two jobs of two tenants at once, this many calls each */
 };
 
 struct tcase {
@@ -63,7 +65,7 @@ static const struct tcase CASES[] = {
 #define NCASES (sizeof CASES / sizeof CASES[0])
 
 /* Element counts: 4 KiB of bf16, awkward ones, up to 1 GiB of bf16. */
-static const uint64_t COUNTS[] = {2048,    3079,     1u << 19,  1000003,
+static const uint64_t COUNTS[] = {2048,     3079,     1u << 19, 1000003,
                                   1u << 25, 50000017, 1u << 27, 1u << 29};
 #define NCOUNTS (sizeof COUNTS / sizeof COUNTS[0])
 #define SMALL_MAX (1u << 19)
@@ -96,9 +98,12 @@ static int kill_child(int rank, void *arg)
     CK("connect", zpp_connect(o->sock, &gc));
     CK("attach", zpp_cuda_attach(gc, 8));
     CK("uuid", zpp_cuda_device_uuid(uuid));
-    zpp_job_desc jd = {.job_id = o->after_kill ? "after-kill" : "kill-test", .rank = (uint32_t)rank,
-                       .world_size = (uint32_t)o->world, .local_rank = (uint32_t)rank,
-                       .node_count = 1, .gpu_uuid = uuid};
+    zpp_job_desc jd = {.job_id = o->after_kill ? "after-kill" : "kill-test",
+                       .rank = (uint32_t)rank,
+                       .world_size = (uint32_t)o->world,
+                       .local_rank = (uint32_t)rank,
+                       .node_count = 1,
+                       .gpu_uuid = uuid};
     CK("hello", zpp_hello(gc, &jd, NULL));
     CK("alloc in", cut_vmm_alloc(&in, rank, count * 2 / (uint64_t)o->world));
     CK("alloc out", cut_vmm_alloc(&out, rank, count * 2));
@@ -164,6 +169,73 @@ static int settle(const struct opts *o, uint64_t *used, int max_s)
     return 1;
 }
 
+/* -C: child c of 2*W: job c / W ("A" or "B", a tenant label of its own) on
+ * GPU c % W; conc_calls calls (plain all-gathers alternating with qwZ), the
+ * output checked against the exact values every 1000 calls: cross-talk
+ * between the jobs would show as the other job's values. */
+static int conc_child(int c, void *arg)
+{
+    const struct opts *o = arg;
+    int rank = c % o->world, jb = c / o->world;
+    zpp_conn *gc = NULL;
+    char uuid[ZPP_CUDA_UUID_LEN];
+    struct cut_vmm in, out;
+    uint64_t bin, bout, oin, oout, count = 32768, shard = count / (uint64_t)o->world;
+    uint64_t seed = 777 + (uint64_t)jb * 1000;
+    uint16_t *h = malloc(count * 2);
+    CK("context", cut_ctx(rank, NULL));
+    CK("connect", zpp_connect(o->sock, &gc));
+    CK("attach", zpp_cuda_attach(gc, 16));
+    CK("uuid", zpp_cuda_device_uuid(uuid));
+    zpp_job_desc jd = {.job_id = jb ? "conc-B" : "conc-A",
+                       .rank = (uint32_t)rank,
+                       .world_size = (uint32_t)o->world,
+                       .local_rank = (uint32_t)rank,
+                       .node_count = 1,
+                       .gpu_uuid = uuid,
+                       .tenant_label = jb ? "tenantB" : "tenantA"};
+    CK("hello", zpp_hello(gc, &jd, NULL));
+    CK("alloc", cut_vmm_alloc(&in, rank, shard * 2) || cut_vmm_alloc(&out, rank, count * 2));
+    CK("register in", zpp_register_cuda(gc, (void *)in.ptr, shard * 2, &bin, &oin));
+    CK("register out", zpp_register_cuda(gc, (void *)out.ptr, count * 2, &bout, &oout));
+    cut_fill(h, ZPP_BF16, seed, 0, (uint64_t)rank * shard, shard);
+    CK("HtoD", cuMemcpyHtoD(in.ptr, h, shard * 2) != CUDA_SUCCESS);
+    double t0 = cut_now_us();
+    int bad = 0;
+    for (int i = 0; i < o->conc_calls && !bad; i++) {
+        zpp_coll call;
+        int check = (i + 1) % 1000 == 0 || i + 1 == o->conc_calls;
+        zpp_coll_init(&call, check || i % 2 ? ZPP_OP_ALLGATHER : ZPP_OP_QWZ_ALLGATHER, ZPP_BF16,
+                      count);
+        call.input = (zpp_bufref){bin, oin};
+        call.output = (zpp_bufref){bout, oout};
+        CK("collective", zpp_collective(gc, &call, NULL));
+        if (!check)
+            continue;
+        CK("DtoH", cuMemcpyDtoH(h, out.ptr, count * 2) != CUDA_SUCCESS);
+        for (uint64_t k = 0; k < count; k++) {
+            uint16_t want;
+            cut_fill(&want, ZPP_BF16, seed, 0, k, 1);
+            if (h[k] != want) {
+                printf("FAIL concurrent job %c rank %d call %d: element %llu is 0x%04x, want "
+                       "0x%04x\n",
+                       'A' + jb, rank, i, (unsigned long long)k, h[k], want);
+                bad = 1;
+                break;
+            }
+        }
+        CK("memset", cuMemsetD8(out.ptr, 0, count * 2) != CUDA_SUCCESS);
+    }
+    if (!bad && rank == 0)
+        printf("PASS concurrent job %c (tenant%c): %d calls in %.2f s, results exact\n", 'A' + jb,
+               'A' + jb, o->conc_calls, (cut_now_us() - t0) / 1e6);
+    zpp_close(gc);
+    cut_vmm_free(&in);
+    cut_vmm_free(&out);
+    free(h);
+    return bad;
+}
+
 static int run_kill(const struct opts *o)
 {
     uint64_t before[8] = {0}, after[8] = {0};
@@ -175,13 +247,13 @@ static int run_kill(const struct opts *o)
     /* The daemon notices the closed session, aborts the job, drains its
      * streams and releases everything; it must stay responsive. */
     int st = settle(o, after, 60);
-    printf("kill-test: daemon %s after the kill\n",
-           st < 0 ? "DOES NOT ANSWER" : st ? "answers but did not settle in 60 s" : "settled");
+    printf("kill-test: daemon %s after the kill\n", st < 0 ? "DOES NOT ANSWER"
+                                                    : st   ? "answers but did not settle in 60 s"
+                                                           : "settled");
     struct opts o2 = *o;
     o2.after_kill = 1;
     int again = cut_spawn(o->world, kill_child, &o2, -1, 0);
-    printf("%s kill-test: a new job runs 20 collectives after the kill\n",
-           again ? "FAIL" : "PASS");
+    printf("%s kill-test: a new job runs 20 collectives after the kill\n", again ? "FAIL" : "PASS");
     int bad = failed + (st != 0) + again;
     for (int i = 0; i < o->world; i++) {
         long long d = (long long)after[i] - (long long)before[i];
@@ -224,8 +296,11 @@ static int coll_child(int rank, void *arg)
     CK("connect cuda", zpp_connect(o->sock, &gc));
     CK("attach", zpp_cuda_attach(gc, 16));
     CK("uuid", zpp_cuda_device_uuid(uuid));
-    zpp_job_desc jd = {.job_id = job, .rank = (uint32_t)rank, .world_size = (uint32_t)W,
-                       .local_rank = (uint32_t)(rank % G), .node_count = (uint32_t)N,
+    zpp_job_desc jd = {.job_id = job,
+                       .rank = (uint32_t)rank,
+                       .world_size = (uint32_t)W,
+                       .local_rank = (uint32_t)(rank % G),
+                       .node_count = (uint32_t)N,
                        .gpu_uuid = uuid};
     double t0 = cut_now_us();
     CK("hello cuda", zpp_hello(gc, &jd, NULL));
@@ -382,10 +457,9 @@ static int coll_child(int rank, void *arg)
             double err = rel_err(gres, odt, exact, nchk);
             int quant = tc->op == ZPP_OP_QWZ_ALLGATHER || tc->op == ZPP_OP_HPZ_GATHER ||
                         (tc->op == ZPP_OP_QGZ_REDUCE_SCATTER && gr.algo != ZPP_ALGO_RS_EXACT);
-            double bound = !quant ? (odt == ZPP_FP32 ? 1e-6 : 8e-3)
-                                  : ((tc->bits == 4 || tc->op == ZPP_OP_QGZ_REDUCE_SCATTER)
-                                         ? 0.2
-                                         : 0.02);
+            double bound =
+                !quant ? (odt == ZPP_FP32 ? 1e-6 : 8e-3)
+                       : ((tc->bits == 4 || tc->op == ZPP_OP_QGZ_REDUCE_SCATTER) ? 0.2 : 0.02);
             /* Plain all-gathers are copies: exact. The NCCL bf16 sum may
              * differ from the host's in rare double-rounding cases. */
             int ok = err <= bound && gr.algo == hr.algo &&
@@ -418,15 +492,32 @@ int main(int argc, char **argv)
 {
     struct opts o = {.world = 2, .nodes = 1, .max_bytes = 1ull << 30};
     int c;
-    while ((c = getopt(argc, argv, "s:H:w:n:m:LK")) != -1) {
+    while ((c = getopt(argc, argv, "s:H:w:n:m:LKC:")) != -1) {
         switch (c) {
-        case 's': o.sock = optarg; break;
-        case 'H': o.host_sock = optarg; break;
-        case 'w': o.world = atoi(optarg); break;
-        case 'n': o.nodes = atoi(optarg); break;
-        case 'm': o.max_bytes = (uint64_t)atoll(optarg) << 20; break;
-        case 'L': o.legacy = 1; break;
-        case 'K': o.kill = 1; break;
+        case 's':
+            o.sock = optarg;
+            break;
+        case 'H':
+            o.host_sock = optarg;
+            break;
+        case 'w':
+            o.world = atoi(optarg);
+            break;
+        case 'n':
+            o.nodes = atoi(optarg);
+            break;
+        case 'm':
+            o.max_bytes = (uint64_t)atoll(optarg) << 20;
+            break;
+        case 'L':
+            o.legacy = 1;
+            break;
+        case 'K':
+            o.kill = 1;
+            break;
+        case 'C':
+            o.conc_calls = atoi(optarg);
+            break;
         default:
             fprintf(stderr, "usage: %s -s SOCK [-H HOST_SOCK] [-w W] [-n N] [-m MiB] [-L] [-K]\n",
                     argv[0]);
@@ -440,6 +531,12 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (o.kill)
         return run_kill(&o);
+    if (o.conc_calls > 0) {
+        int failed = cut_spawn(2 * o.world, conc_child, &o, -1, 0);
+        printf("%s: two concurrent jobs, %d of %d processes failed\n", failed ? "FAIL" : "PASS",
+               failed, 2 * o.world);
+        return failed ? 1 : 0;
+    }
     if (!o.host_sock) {
         fprintf(stderr, "-H HOST_SOCK is needed\n");
         return 2;

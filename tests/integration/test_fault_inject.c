@@ -47,8 +47,14 @@ int main(void)
     char *bad[] = {ZPPD_BIN, "--check-config", "-o", "fault_inject=sometimes", NULL};
     ASSERT_EQ(zh_run_capture(bad, 10000, out, sizeof out), 1);
     ASSERT_CONTAINS(out, "sticky_error_after_calls:N");
-    char *cuda[] = {ZPPD_BIN, "-b", "auto", "-s", "/nonexistent/zppd.sock", "-o",
-                    "fault_inject=sticky_error_after_calls:1", NULL};
+    char *cuda[] = {ZPPD_BIN,
+                    "-b",
+                    "auto",
+                    "-s",
+                    "/nonexistent/zppd.sock",
+                    "-o",
+                    "fault_inject=sticky_error_after_calls:1",
+                    NULL};
     ASSERT_EQ(zh_run_capture(cuda, 10000, out, sizeof out), 1);
     ASSERT_CONTAINS(out, "test switch of the host backend");
 

@@ -83,8 +83,12 @@ static int pair_open(struct pair *p, const char *job)
     memset(p, 0, sizeof *p);
     for (int r = 0; r < 2; r++) {
         ASSERT_EQ(zpp_connect(g_d.socket, &p->c[r]), 0);
-        zpp_job_desc jd = {.job_id = job, .rank = (uint32_t)r, .world_size = 2,
-                           .local_rank = (uint32_t)r, .node_count = 1, .gpu_uuid = "host"};
+        zpp_job_desc jd = {.job_id = job,
+                           .rank = (uint32_t)r,
+                           .world_size = 2,
+                           .local_rank = (uint32_t)r,
+                           .node_count = 1,
+                           .gpu_uuid = "host"};
         int rc = zpp_hello(p->c[r], &jd, NULL);
         if (rc) {
             fprintf(stderr, "%s rank %d: hello: %s: %s\n", job, r, zpp_err_name(rc),
@@ -195,16 +199,16 @@ static int tenant_root(void)
     fails += expect((int)store_bytes(), 0, "store bytes after a refused publish");
 
     /* base publishes; lora reads, then publishes the same bytes. */
-    fails += expect(pair_call(&base, ZPP_OP_ALLGATHER, ZPP_FLAG_PUBLISH, g_key, "base: publish"),
-                    0, "base publishes");
+    fails += expect(pair_call(&base, ZPP_OP_ALLGATHER, ZPP_FLAG_PUBLISH, g_key, "base: publish"), 0,
+                    "base publishes");
     fails += !pair_holds(&base, 1.0f);
     fails += expect((int)store_bytes(), ONE_COPY, "store bytes after the publish");
-    fails += expect(pair_call(&lora, ZPP_OP_HPZ_GATHER, 0, g_key, "lora: hpZ gather"), 0,
-                    "lora reads");
+    fails +=
+        expect(pair_call(&lora, ZPP_OP_HPZ_GATHER, 0, g_key, "lora: hpZ gather"), 0, "lora reads");
     fails += !pair_holds(&lora, 1.0f);
     pair_fill(&lora, 1.0f);
-    fails += expect(pair_call(&lora, ZPP_OP_ALLGATHER, ZPP_FLAG_PUBLISH, g_key, "lora: publish"),
-                    0, "lora publishes the same bytes");
+    fails += expect(pair_call(&lora, ZPP_OP_ALLGATHER, ZPP_FLAG_PUBLISH, g_key, "lora: publish"), 0,
+                    "lora publishes the same bytes");
     fails += !pair_holds(&lora, 1.0f);
     unsigned long long sb = store_bytes();
     printf("store_bytes with base and lora sharing the replica: %llu (one copy: %u)\n", sb,
@@ -224,8 +228,8 @@ static int tenant_root(void)
     /* The other tenants, then base reads the replica unchanged. */
     sig_write(p_ready, 2);
     sig_wait(p_done, 2);
-    fails += expect(pair_call(&base, ZPP_OP_HPZ_GATHER, 0, g_key, "base: hpZ gather"), 0,
-                    "base reads");
+    fails +=
+        expect(pair_call(&base, ZPP_OP_HPZ_GATHER, 0, g_key, "base: hpZ gather"), 0, "base reads");
     fails += !pair_holds(&base, 1.0f);
     fails += expect((int)store_bytes(), ONE_COPY, "one copy at the end");
     pair_close(&base);

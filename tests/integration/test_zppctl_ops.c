@@ -134,7 +134,8 @@ int main(void)
     job_call(&a, ZPP_OP_QWZ_ALLGATHER, "w0");
 
     ASSERT_EQ(ctl("sessions", "--json", NULL), 0);
-    ASSERT_CONTAINS(g_out, "\"role\":\"rank\",\"tenant_label\":\"\",\"job_id\":\"ops-a\",\"rank\":0");
+    ASSERT_CONTAINS(g_out,
+                    "\"role\":\"rank\",\"tenant_label\":\"\",\"job_id\":\"ops-a\",\"rank\":0");
     ASSERT_CONTAINS(g_out, "\"job_id\":\"ops-a\",\"rank\":1");
     ASSERT_CONTAINS(g_out, "\"buffers\":2");
     ASSERT_EQ(ctl("sessions", NULL, NULL), 0);

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "coll.h"
+#include "config.h"
 #include "hpz_store.h"
 #include "sha256.h"
 #include "test.h"
@@ -93,10 +94,14 @@ static void test_content_key_form_and_share_rules(void)
     ASSERT(!hpz_content_key_ok(NULL));
     ASSERT(!hpz_content_key_ok(""));
     ASSERT(!hpz_content_key_ok("sha256:abc"));
-    ASSERT(!hpz_content_key_ok("sha512:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"));
-    ASSERT(!hpz_content_key_ok("sha256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"));
-    ASSERT(!hpz_content_key_ok("sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"));
-    ASSERT(!hpz_content_key_ok("sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaag"));
+    ASSERT(!hpz_content_key_ok(
+        "sha512:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"));
+    ASSERT(!hpz_content_key_ok(
+        "sha256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"));
+    ASSERT(!hpz_content_key_ok(
+        "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"));
+    ASSERT(!hpz_content_key_ok(
+        "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaag"));
 
     struct hpz_store *st = hpz_store_new(&be_host_ops, NULL, 0, 0);
     const uint32_t rules[][2] = {{T_OWNER, T_FRIEND}};
@@ -275,8 +280,13 @@ static void test_idle_replicas_evicted_lru_never_in_use(void)
     ASSERT_EQ(used(st), 384);
     /* Unpinned, replica 2 is idle: a private reserve evicts it. */
     hpz_store_unpin(st, e[2]);
-    struct hpz_spec priv = {.tenant = T_OTHER, .job = &g_job[5], .key = "w", .count = 32,
-                            .dtype = ZK_FP32, .slice = 16, .nslots = 2};
+    struct hpz_spec priv = {.tenant = T_OTHER,
+                            .job = &g_job[5],
+                            .key = "w",
+                            .count = 32,
+                            .dtype = ZK_FP32,
+                            .slice = 16,
+                            .nslots = 2};
     ASSERT_EQ(hpz_store_reserve(st, &priv, &eb, msg, sizeof msg), 0);
     ASSERT_EQ(hpz_store_commit(st, eb), 0);
     ASSERT_EQ(sstats(st).evicted, 2);
@@ -302,6 +312,44 @@ static void test_idle_replicas_evicted_lru_never_in_use(void)
     publish(st, &c);
     ASSERT_EQ(sstats(st).evicted, 1);
     ASSERT_EQ(hpz_store_tenant_bytes(st, T_OWNER), 256);
+    hpz_store_free(st);
+}
+
+/* The config key: pairs parsed, bad values refused without a change,
+ * printed back in the file format, copied on reload. */
+static void test_config_hpz_share(void)
+{
+    struct zpp_config c, d;
+    char why[256], buf[4096];
+    cfg_defaults(&c);
+    ASSERT_EQ(c.hpz_share.n, 0);
+    ASSERT_EQ(cfg_set(&c, "hpz_share", "1000:1001, 1000:1002  7:0", why, sizeof why), 0);
+    ASSERT_EQ(c.hpz_share.n, 3);
+    ASSERT_EQ(c.hpz_share.pair[1][0], 1000);
+    ASSERT_EQ(c.hpz_share.pair[1][1], 1002);
+    ASSERT_EQ(c.hpz_share.pair[2][0], 7);
+    ASSERT_EQ(c.hpz_share.pair[2][1], 0);
+    const char *bad[] = {"1000", "1000:", ":1001", "1000:1001x", "a:b", "1000:99999999999", "-1:2"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ASSERT_EQ(cfg_set(&c, "hpz_share", bad[i], why, sizeof why), -1);
+        ASSERT_CONTAINS(why, "hpz_share");
+        ASSERT_EQ(c.hpz_share.n, 3);
+    }
+    FILE *f = fmemopen(buf, sizeof buf, "w");
+    ASSERT(f);
+    cfg_print(&c, f);
+    fclose(f);
+    ASSERT_CONTAINS(buf, "hpz_share = 1000:1001 1000:1002 7:0\n");
+    cfg_defaults(&d);
+    cfg_apply_reloadable(&d, &c);
+    ASSERT_EQ(d.hpz_share.n, 3);
+    ASSERT_EQ(cfg_set(&c, "hpz_share", "", why, sizeof why), 0);
+    ASSERT_EQ(c.hpz_share.n, 0);
+    struct hpz_store *st = hpz_store_new(&be_host_ops, NULL, 0, 0);
+    hpz_store_set_share(st, d.hpz_share.pair, d.hpz_share.n);
+    ASSERT(hpz_store_may_read(st, 1002, 1000));
+    ASSERT(hpz_store_may_read(st, 0, 7));
+    ASSERT(!hpz_store_may_read(st, 1000, 1002));
     hpz_store_free(st);
 }
 
@@ -394,8 +442,7 @@ static void fill(struct rig *g, const struct coll_args *a, float base)
     uint64_t W = (uint64_t)g->t.world, shard = (a->count + W - 1) / W;
     for (int s = 0; s < g->t.nslots; s++)
         for (uint64_t i = 0; i < shard; i++)
-            zk_narrow(base + (float)((uint64_t)s * shard + i) * 0.25f, g->slots[s].in, a->dtype,
-                      i);
+            zk_narrow(base + (float)((uint64_t)s * shard + i) * 0.25f, g->slots[s].in, a->dtype, i);
 }
 
 static void check_publish_and_read(int nodes, int local, int op, int dtype, uint64_t count)
@@ -403,8 +450,11 @@ static void check_publish_and_read(int nodes, int local, int op, int dtype, uint
     struct hpz_store *st = hpz_store_new(&be_host_ops, NULL, 0, 0);
     const uint32_t rules[][2] = {{T_OWNER, T_FRIEND}};
     hpz_store_set_share(st, rules, 1);
-    struct rig g = {.t = {.world = nodes * local, .nodes = nodes, .local = local,
-                          .nslots = nodes * local, .rank0 = 0}};
+    struct rig g = {.t = {.world = nodes * local,
+                          .nodes = nodes,
+                          .local = local,
+                          .nslots = nodes * local,
+                          .rank0 = 0}};
     size_t esize = zk_dtype_size(dtype), tbytes = (size_t)count * esize;
     uint64_t slice = (count + (uint64_t)local - 1) / (uint64_t)local;
     uint64_t one_copy = (uint64_t)(nodes * local) * slice * esize;
@@ -530,6 +580,7 @@ int main(void)
     test_replica_found_by_tenant_rules_and_layout();
     test_two_publishes_at_once_keep_one_copy();
     test_idle_replicas_evicted_lru_never_in_use();
+    test_config_hpz_share();
     check_bad_arguments();
     check_publish_and_read(1, 2, ZPP_OP_ALLGATHER, ZK_FP32, 1000);
     check_publish_and_read(2, 2, ZPP_OP_ALLGATHER, ZK_BF16, 1001);
