@@ -66,8 +66,61 @@ static int cmp_d(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The daemon's own time for the last zppd call (CollectiveReply.elapsed_us:
+ * from the last rank's submission to the reply, i.e. matching plus
+ * enqueueing on the cuda backend). */
+static uint64_t g_last_elapsed_us;
+#define PIPE_DEPTH 4
+
+/* Submits one zppd call of kind k ordered after c->st; *id for the wait. */
+static int submit(struct ctx *c, int k, uint64_t count, const char *key, uint64_t *id);
+
 /* Enqueues one call of kind k on c->st. 0 or an error. */
 static int one(struct ctx *c, int k, uint64_t count, const char *key)
+{
+    if (k != B_NCCL_AG && k != B_NCCL_RS) {
+        uint64_t id = 0;
+        zpp_result res;
+        int rc = submit(c, k, count, key, &id);
+        if (rc)
+            return rc;
+        rc = zpp_wait_stream(c->zc, id, c->st, &res);
+        if (!rc)
+            g_last_elapsed_us = res.elapsed_us;
+        return rc;
+    }
+    return submit(c, k, count, key, NULL);
+}
+
+/* Pipelined: keeps up to `depth` calls submitted ahead of the waits, as a
+ * training loop that prefetches does. ms per call. */
+static double pipelined(struct ctx *c, int k, uint64_t count, const char *key, int iters,
+                        int depth)
+{
+    uint64_t ids[16];
+    CUevent a, b;
+    float ms = 0;
+    if (depth > 16)
+        depth = 16;
+    cuEventCreate(&a, CU_EVENT_DEFAULT);
+    cuEventCreate(&b, CU_EVENT_DEFAULT);
+    cuStreamSynchronize(c->st);
+    cuEventRecord(a, c->st);
+    for (int i = 0; i < iters + depth; i++) {
+        if (i >= depth && zpp_wait_stream(c->zc, ids[(i - depth) % depth], c->st, NULL))
+            return -1;
+        if (i < iters && submit(c, k, count, key, &ids[i % depth]))
+            return -1;
+    }
+    cuEventRecord(b, c->st);
+    cuEventSynchronize(b);
+    cuEventElapsedTime(&ms, a, b);
+    cuEventDestroy(a);
+    cuEventDestroy(b);
+    return ms / iters;
+}
+
+static int submit(struct ctx *c, int k, uint64_t count, const char *key, uint64_t *out_id)
 {
     uint64_t shard = count / (uint64_t)c->W;
     if (k == B_NCCL_AG)
@@ -93,11 +146,7 @@ static int one(struct ctx *c, int k, uint64_t count, const char *key)
         call.flags = ZPP_FLAG_FORCE_QUANT;
     if (k == B_HPZ)
         call.hpz_key = key;
-    uint64_t id = 0;
-    int rc = zpp_collective_async(c->zc, &call, c->st, &id);
-    if (rc)
-        return rc;
-    return zpp_wait_stream(c->zc, id, c->st, NULL);
+    return zpp_collective_async(c->zc, &call, c->st, out_id);
 }
 
 static int keep_key(struct ctx *c, uint64_t count, const char *key)
@@ -143,20 +192,26 @@ static double throughput(struct ctx *c, int k, uint64_t count, const char *key, 
     return ms / iters;
 }
 
-/* p50/p90 of the wall time of one synchronised call, in us. */
-static int latency(struct ctx *c, int k, uint64_t count, double *p50, double *p90)
+/* p50/p90 of the wall time of one synchronised call, and p50 of the
+ * daemon's own part of it (elapsed_us on the reply), in us. */
+static int latency(struct ctx *c, int k, uint64_t count, double *p50, double *p90, double *d50)
 {
-    static double s[LAT_SAMPLES];
+    static double s[LAT_SAMPLES], e[LAT_SAMPLES];
     for (int i = 0; i < LAT_WARMUP + LAT_SAMPLES; i++) {
         double t0 = cut_now_us();
+        g_last_elapsed_us = 0;
         if (one(c, k, count, NULL) || cuStreamSynchronize(c->st) != CUDA_SUCCESS)
             return -1;
-        if (i >= LAT_WARMUP)
+        if (i >= LAT_WARMUP) {
             s[i - LAT_WARMUP] = cut_now_us() - t0;
+            e[i - LAT_WARMUP] = (double)g_last_elapsed_us;
+        }
     }
     qsort(s, LAT_SAMPLES, sizeof s[0], cmp_d);
+    qsort(e, LAT_SAMPLES, sizeof e[0], cmp_d);
     *p50 = s[LAT_SAMPLES / 2];
     *p90 = s[LAT_SAMPLES * 9 / 10];
+    *d50 = e[LAT_SAMPLES / 2];
     return 0;
 }
 
@@ -225,10 +280,11 @@ static int bench_child(int rank, void *arg)
     /* small-call latency */
     struct {
         int k;
-        double p50, p90;
-    } lat[] = {{B_NCCL_AG, 0, 0}, {B_AG, 0, 0}, {B_QWZ, 0, 0}, {B_NCCL_RS, 0, 0}, {B_RS, 0, 0}};
+        double p50, p90, d50;
+    } lat[] = {{B_NCCL_AG, 0, 0, 0}, {B_AG, 0, 0, 0}, {B_QWZ, 0, 0, 0}, {B_NCCL_RS, 0, 0, 0},
+               {B_RS, 0, 0, 0}};
     for (size_t i = 0; i < sizeof lat / sizeof lat[0]; i++)
-        if (latency(&c, lat[i].k, 2048, &lat[i].p50, &lat[i].p90)) {
+        if (latency(&c, lat[i].k, 2048, &lat[i].p50, &lat[i].p90, &lat[i].d50)) {
             fprintf(stderr, "rank %d: latency %s failed: %s\n", rank, BNAME[lat[i].k],
                     zpp_last_error(c.zc));
             return 1;
@@ -236,15 +292,19 @@ static int bench_child(int rank, void *arg)
     if (rank == 0) {
         printf("\nsmall calls (4 KiB tensor, each call then cuStreamSynchronize; %d samples)\n",
                LAT_SAMPLES);
-        printf("%-28s %10s %10s\n", "collective", "p50_us", "p90_us");
+        printf("%-28s %10s %10s %14s\n", "collective", "p50_us", "p90_us", "daemon_p50_us");
         for (size_t i = 0; i < sizeof lat / sizeof lat[0]; i++)
-            printf("%-28s %10.1f %10.1f\n", BNAME[lat[i].k], lat[i].p50, lat[i].p90);
+            printf("%-28s %10.1f %10.1f %14.1f\n", BNAME[lat[i].k], lat[i].p50, lat[i].p90,
+                   lat[i].d50);
         printf("daemon overhead p50: all-gather %+.1f us, qwZ %+.1f us, reduce-scatter %+.1f us "
                "(zppd p50 - NCCL p50)\n",
                lat[1].p50 - lat[0].p50, lat[2].p50 - lat[0].p50, lat[4].p50 - lat[3].p50);
         printf("\nthroughput (back-to-back calls on one stream; ms per call; speedup = NCCL ms / "
                "zppd ms against the NCCL collective of the same tensor)\n");
-        printf("%-10s %-26s %10s %10s %8s\n", "bytes", "collective", "ms", "nccl_ms", "speedup");
+        printf("(pipe_ms: the same calls kept %d deep in flight, as a prefetching training loop "
+               "submits them)\n", PIPE_DEPTH);
+        printf("%-10s %-26s %10s %10s %8s %10s %8s\n", "bytes", "collective", "ms", "nccl_ms",
+               "speedup", "pipe_ms", "pipe_x");
     }
     for (size_t si = 0; si < NSIZES; si++) {
         uint64_t bytes = SIZES[si], count = bytes / 2;
@@ -263,10 +323,13 @@ static int bench_child(int rank, void *arg)
             fprintf(stderr, "rank %d: qwZ with key: %s\n", rank, zpp_last_error(c.zc));
             return 1;
         }
-        double t[B_N];
+        double t[B_N], tp[B_N];
         for (int k = 0; k < B_N; k++) {
             t[k] = throughput(&c, k, count, key, iters);
-            if (t[k] < 0) {
+            tp[k] = k == B_NCCL_AG || k == B_NCCL_RS ? t[k]
+                                                     : pipelined(&c, k, count, key, iters,
+                                                                 PIPE_DEPTH);
+            if (t[k] < 0 || tp[k] < 0) {
                 fprintf(stderr, "rank %d: %s at %llu bytes failed: %s\n", rank, BNAME[k],
                         (unsigned long long)bytes, zpp_last_error(c.zc));
                 return 1;
@@ -278,8 +341,9 @@ static int bench_child(int rank, void *arg)
                 double base = k == B_NCCL_RS || k == B_RS || k == B_QGZ || k == B_QGZ_Q
                                   ? t[B_NCCL_RS]
                                   : t[B_NCCL_AG];
-                printf("%-10llu %-26s %10.4f %10.4f %8.3f\n", (unsigned long long)bytes, BNAME[k],
-                       t[k], base, base / t[k]);
+                printf("%-10llu %-26s %10.4f %10.4f %8.3f %10.4f %8.3f\n",
+                       (unsigned long long)bytes, BNAME[k], t[k], base, base / t[k], tp[k],
+                       base / tp[k]);
             }
         }
     }

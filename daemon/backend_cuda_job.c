@@ -390,7 +390,7 @@ static int create_comms(struct cu_job *j, int k, const uint8_t *ids, int nids, c
                 continue;
             struct cu_slot *sl = &j->slots[s];
             ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
-            cfg.blocking = 0;
+            cfg.blocking = getenv("ZPP_NCCL_BLOCKING") ? 1 : 0; /* experiment switch */
             cu_use(j->b, sl->device);
             sl->crank[k] = comm_index_of(t, k, rk);
             sl->csize[k] = n;

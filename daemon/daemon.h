@@ -54,6 +54,9 @@ struct zppd {
     void *cluster; /* cluster.c: the peer service and jobs across daemons */
 
     uv_timer_t tick;
+    uv_timer_t reaper;        /* closes the sessions queued by sess_close_later */
+    int reaper_ready;
+    struct session *closing;
     uv_signal_t sig_term, sig_int, sig_hup;
     int draining; /* no new jobs */
     int stopping; /* SIGTERM: finishing in-flight work, then exit */

@@ -886,7 +886,11 @@ static void call_start(struct job *j, struct call *c)
         return;
     }
     if (d->be->enqueue_only) {
+        /* "running" until every rank has had its reply. Nothing below
+         * closes a session synchronously (sess_close_later), so the job
+         * outlives this call. */
         ring_push(j, c, 1, NULL);
+        c->running = 1;
         call_enqueue(j, c);
         return;
     }

@@ -277,9 +277,45 @@ static int flush_output(struct session *s)
     return 0;
 }
 
+/* Replies are sent from deep inside the job layer (a call completing on
+ * every rank); closing a session there would re-enter it (abort the job
+ * whose call is completing). So a failure met while sending only queues
+ * the close, which runs on its own loop turn, like Redis's
+ * freeClientAsync. */
+static void on_reap(uv_timer_t *t)
+{
+    struct zppd *d = t->data;
+    while (d->closing) {
+        struct session *s = d->closing;
+        d->closing = s->close_next;
+        s->close_next = NULL;
+        sess_close(s, s->close_reason);
+        sess_unref(s);
+    }
+}
+
+void sess_close_later(struct session *s, const char *reason)
+{
+    struct zppd *d = s->d;
+    if (s->state != SESS_OPEN || s->close_pending)
+        return;
+    s->close_pending = 1;
+    snprintf(s->close_reason, sizeof s->close_reason, "%s", reason);
+    uv_poll_stop(&s->poll); /* nothing more is read from it */
+    sess_ref(s);
+    s->close_next = d->closing;
+    d->closing = s;
+    if (!d->reaper_ready) {
+        uv_timer_init(d->loop, &d->reaper);
+        d->reaper.data = d;
+        d->reaper_ready = 1;
+    }
+    uv_timer_start(&d->reaper, on_reap, 0, 0);
+}
+
 int sess_send(struct session *s, const Zpp__Reply *rep)
 {
-    if (s->state != SESS_OPEN)
+    if (s->state != SESS_OPEN || s->close_pending)
         return ZPP_ECLOSED;
     uint8_t *buf;
     size_t len;
@@ -293,13 +329,13 @@ int sess_send(struct session *s, const Zpp__Reply *rep)
     }
     if (s->out_bytes + len > SESS_MAX_OUTPUT) {
         free(buf);
-        sess_close(s, "client does not read its replies (output limit)");
+        sess_close_later(s, "client does not read its replies (output limit)");
         return ZPP_ELIMIT;
     }
     struct outbuf *o = malloc(sizeof *o + len);
     if (!o) {
         free(buf);
-        sess_close(s, "out of memory for a reply");
+        sess_close_later(s, "out of memory for a reply");
         return ZPP_ENOMEM;
     }
     memcpy(o->data, buf, len);
@@ -314,7 +350,7 @@ int sess_send(struct session *s, const Zpp__Reply *rep)
     s->out_tail = o;
     s->out_bytes += len;
     if (flush_output(s) < 0) {
-        sess_close(s, "peer closed while writing");
+        sess_close_later(s, "peer closed while writing");
         return ZPP_ECLOSED;
     }
     return 0;

@@ -83,6 +83,9 @@ struct session {
     uint64_t next_buf_id;
 
     uint64_t connected_ms;
+    int close_pending;
+    char close_reason[96];
+    struct session *close_next; /* the daemon's list of sessions to close */
     struct session *next, *prev;
 };
 
@@ -94,8 +97,11 @@ int sess_send(struct session *s, const Zpp__Reply *rep);
 void sess_send_error(struct session *s, uint64_t req_id, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 /* Closes the connection: leaves its job (aborting it), drops buffers, and
- * frees the session once nothing refers to it. reason is logged. */
+ * frees the session once nothing refers to it. reason is logged. Never
+ * call it from the job layer: use sess_close_later there. */
 void sess_close(struct session *s, const char *reason);
+/* Queues the close for the next loop turn (safe anywhere). */
+void sess_close_later(struct session *s, const char *reason);
 void sess_ref(struct session *s);
 void sess_unref(struct session *s);
 

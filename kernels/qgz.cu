@@ -6,7 +6,7 @@
  * Byte-identical to kernels/qgz_ref.c; launch contract in
  * zpp_kernels_cuda.h; geometry and layout in zpp_kernels.h.
  */
-#include "zk_cuda_common.cuh"
+#include "zk_fast.cuh"
 
 using namespace zk;
 
@@ -182,6 +182,23 @@ void launch_reorder(const void *x, const struct zk_qgz_geom *g, int k0, int nsta
                     unsigned long long *d_poisoned, cudaStream_t stream)
 {
     kgeom kg = {g->n, g->shard, g->piece, g->piece_bytes, g->nodes, g->local, g->block};
+    {
+        fq_args a = {};
+        a.x = (const uint8_t *)x;
+        a.out = out;
+        a.reorder = 1;
+        a.nodes = g->nodes;
+        a.local = g->local;
+        a.k0 = k0;
+        a.n = g->n;
+        a.shard = g->shard;
+        a.piece = g->piece;
+        a.piece_bytes = g->piece_bytes;
+        a.nchunks = (uint64_t)nstages * (uint64_t)g->nodes * (uint64_t)g->local;
+        a.d_poisoned = d_poisoned;
+        if (fq_dispatch<DT, BITS>(a, g->block, g->piece / g->block, stream))
+            return;
+    }
     qshape sh = qshape_for(g->block, shape<DT>::ept);
     uint64_t w = (uint64_t)g->nodes * (uint64_t)g->local;
     uint64_t nb = (uint64_t)nstages * w * (g->piece / g->block);
@@ -250,6 +267,9 @@ extern "C" int zk_reduce_requant_cuda(const uint8_t *in, uint64_t in_stride, int
     uint64_t nb = zk_num_blocks(piece, block);
     uint64_t groups = (nb + (uint64_t)sh.tpc - 1) / (uint64_t)sh.tpc;
     uint64_t pay = zk_payload_bytes(piece, bits);
+    if (bits == 8 ? frq_dispatch<8>(in, in_stride, k, piece, block, pay, nb, out, d_poisoned, stream)
+                  : frq_dispatch<4>(in, in_stride, k, piece, block, pay, nb, out, d_poisoned, stream))
+        return (int)cudaGetLastError();
     if (bits == 8)
         reduce_requant_kernel<8><<<grid_for(groups), sh.threads, 0, stream>>>(
             in, in_stride, k, piece, block, pay, nb, out, d_poisoned);
@@ -275,6 +295,7 @@ extern "C" int zk_reduce_out_cuda(const uint8_t *in, uint64_t in_stride, int k, 
     uint64_t pay = zk_payload_bytes(piece, bits);
     int mean = op == ZK_MEAN;
 #define ZK_O(ODT, B)                                                                               \
+    if (!fro_dispatch<ODT, B>(in, in_stride, k, pay, block, count, mean, divisor, y, stream))      \
     reduce_out_kernel<ODT, B><<<grid, ZK_CTA_THREADS, 0, stream>>>(in, in_stride, k, pay, block,   \
                                                                    count, mean, divisor, y)
     if (bits == 8) {

@@ -6,7 +6,7 @@
  * zpp_kernels_cuda.h. One pass over memory: every input byte is read once,
  * every output byte written once, 16 bytes per access on the fast path.
  */
-#include "zk_cuda_common.cuh"
+#include "zk_fast.cuh"
 
 using namespace zk;
 
@@ -89,10 +89,27 @@ __global__ void ZK_LB_FLAT dequantize_kernel(const uint8_t *in, uint64_t pay_byt
         for (int j = 0; j < ZK_DQ_NV; j++) {
             if (e[j] < n_out) {
                 float v[VE];
+                if (VE == 8 && BITS == 4) {
+                    /* the 8 nibbles split by two masks, one permute each */
+                    slot_codes<4> c;
+                    c.w[0] = r[j].w[0] ^ ZK_I4_BIAS; /* undo load_codes' bias */
+                    float q[8];
+                    codes_float<4>(c, q);
 #pragma unroll
-                for (int i = 0; i < VE; i++)
-                    v[i] = zk_decode_f(code_float<BITS>(r[j], i), s[j]);
-                store_elems<DT, VE>((uint8_t *)y + e[j] * es, n_out - e[j], v);
+                    for (int i = 0; i < VE; i++)
+                        v[i] = zk_decode_f(q[i % 8], s[j]);
+                } else {
+#pragma unroll
+                    for (int i = 0; i < VE; i++)
+                        v[i] = zk_decode_f(code_float<BITS>(r[j], i), s[j]);
+                }
+                uint8_t *p = (uint8_t *)y + e[j] * es;
+                /* q * s (|q| <= 128) is NaN only when s is not finite: one check
+                 * per vector, then the paired conversions without NaN fix-ups */
+                if ((__float_as_uint(s[j]) & ZK_F32_ABS_MASK) < ZK_F32_EXP_MASK && n_out - e[j] >= (uint64_t)VE && ((uintptr_t)p & 15) == 0)
+                    store_vec_nonan<DT, VE>(p, v);
+                else
+                    store_elems<DT, VE>(p, n_out - e[j], v);
             }
         }
     }
@@ -166,8 +183,18 @@ template <int DT, int BITS>
 void launch_quantize(const void *x, uint64_t n, uint64_t n_valid, uint32_t block, uint8_t *out,
                      unsigned long long *d_poisoned, cudaStream_t stream)
 {
-    qshape sh = qshape_for(block, shape<DT>::ept);
     uint64_t nb = zk_num_blocks(n, block);
+    fq_args a = {};
+    a.x = (const uint8_t *)x;
+    a.out = out;
+    a.n_valid = n_valid;
+    a.pay_bytes = zk_payload_bytes(n, BITS);
+    a.nb = nb;
+    a.nchunks = 1;
+    a.d_poisoned = d_poisoned;
+    if (fq_dispatch<DT, BITS>(a, block, nb, stream))
+        return;
+    qshape sh = qshape_for(block, shape<DT>::ept);
     uint64_t groups = (nb + (uint64_t)sh.tpc - 1) / (uint64_t)sh.tpc;
     quantize_kernel<DT, BITS><<<grid_for(groups), sh.threads, 0, stream>>>(
         x, n_valid, block, out, zk_payload_bytes(n, BITS), nb, d_poisoned);

@@ -12,6 +12,9 @@
 #       benchmark these tuning variants (knobs in kernels/zk_cuda_common.cuh)
 #   ZK_BENCH_MIB  input MiB per launch (default 256)
 #   ZK_ARCH       nvcc -gencode flags (default sm_90 machine code)
+#   ZK_VARIANT_COMPARE  "full" (default) or "quick" (sizes <= 70000) byte-compare
+#       of each variant, to fit more variants into one device call
+#   ZK_SANITIZE   1 (default) runs compute-sanitizer memcheck, 0 skips it
 # Writes OUTDIR/build.log (with the -Xptxas -v register report),
 # OUTDIR/registers.txt, OUTDIR/compare.log, OUTDIR/bench.log,
 # OUTDIR/variants.log, OUTDIR/sanitizer.log, OUTDIR/summary.txt.
@@ -24,6 +27,9 @@ NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 ARCH=${ZK_ARCH:--gencode arch=compute_90,code=sm_90}
 BENCH_MIB=${ZK_BENCH_MIB:-256}
 VARIANTS=${ZK_VARIANTS:-}
+VCOMPARE=${ZK_VARIANT_COMPARE:-full}
+SANITIZE=${ZK_SANITIZE:-1}
+T0=$(date +%s)
 CUDA_HOME=$(dirname "$(dirname "$NVCC")")
 mkdir -p "$OUTDIR" "$BUILD"
 
@@ -89,7 +95,11 @@ for v in "${vlist[@]}"; do
         echo "=== variant $name: ${v#*:}"
         if [ -x "$BUILD/$name/kernel_bench" ]; then
             grep -E "registers|spill" "$BUILD/$name.log" | paste - - | sed -E 's/ptxas info *: //' | sort | uniq -c
-            "$BUILD/$name/gpu_compare" 2>&1 | tail -1
+            if [ "$VCOMPARE" = quick ]; then
+                "$BUILD/$name/gpu_compare" 0x5EED quick 2>&1 | tail -1
+            else
+                "$BUILD/$name/gpu_compare" 2>&1 | tail -1
+            fi
             "$BUILD/$name/kernel_bench" "$BENCH_MIB" 2>&1 | tail -n +3
         else
             echo "build failed"; tail -20 "$BUILD/$name.log"
@@ -100,7 +110,8 @@ done
     awk '/=== variant/{print; next} {printf "  %-22s %-24s %s\n", $1" "$2, $3" "$4" "$5, $0 ~ /%/ ? $NF : ""}' | tail -120
 
 # memory checker over the small cases (no out-of-bounds reads or writes)
-if command -v compute-sanitizer >/dev/null; then
+echo "run_gpu: $(($(date +%s) - T0)) s so far"
+if [ "$SANITIZE" = 1 ] && command -v compute-sanitizer >/dev/null; then
     timeout 150 compute-sanitizer --tool memcheck --leak-check no --print-limit 20 \
         "$BUILD/default/gpu_compare" 0x5EED quick >"$OUTDIR/sanitizer.log" 2>&1
     echo "compute-sanitizer memcheck exit $?" | tee -a "$OUTDIR/sanitizer.log"
@@ -114,5 +125,5 @@ fi
     echo "-- registers/spills (-Xptxas -v), default build --"
     cat "$OUTDIR/registers.txt"
 } >"$OUTDIR/summary.txt"
-echo "run_gpu: compare exit $crc, bench exit $brc"
+echo "run_gpu: compare exit $crc, bench exit $brc, $(($(date +%s) - T0)) s"
 [ $crc -eq 0 ] && [ $brc -eq 0 ]

@@ -182,7 +182,22 @@ SIGNATURES: Dict[str, Tuple[Any, Sequence[Any]]] = {
     "zpp_barrier": (c_int, [conn_p, P(ResultC)]),
     "zpp_admin_status_json": (c_int, [conn_p, c_char_p, c_size_t]),
     "zpp_admin_jobs_json": (c_int, [conn_p, c_char_p, c_size_t]),
+    # ---- zpp_cuda.h (CUDA builds of libzpp only: OPTIONAL below) ---------------
+    # CUstream is a pointer; a torch stream's .cuda_stream (an int) is passed.
+    "zpp_cuda_device_uuid": (c_int, [c_char_p]),
+    "zpp_cuda_attach": (c_int, [conn_p, c_int]),
+    "zpp_register_cuda": (c_int, [conn_p, c_void_p, c_size_t, P(c_uint64), P(c_uint64)]),
+    "zpp_collective_async": (c_int, [conn_p, P(CollC), c_void_p, P(c_uint64)]),
+    "zpp_wait_stream": (c_int, [conn_p, c_uint64, c_void_p, P(ResultC)]),
+    # ---- end zpp_cuda.h ----------------------------------------------------------
 }
+
+# Functions a library may lack (a host-only build has no zpp_cuda.h symbols):
+# _Lib leaves them undeclared and ``LIB.has(name)`` says whether they exist.
+OPTIONAL = frozenset(
+    ["zpp_cuda_device_uuid", "zpp_cuda_attach", "zpp_register_cuda",
+     "zpp_collective_async", "zpp_wait_stream"]
+)  # fmt: skip
 
 _BUNDLED = ("libzpp.so", "libzpp.so.0")
 
@@ -208,10 +223,16 @@ class _Lib:
         self.path = path
         self._cdll = cdll
         for name, (restype, argtypes) in SIGNATURES.items():
+            if name in OPTIONAL and not hasattr(cdll, name):
+                continue
             fn = getattr(cdll, name)
             fn.restype = restype
             fn.argtypes = list(argtypes)
             setattr(self, name, fn)
+
+    def has(self, name: str) -> bool:
+        """Whether the library exports (and this table declares) name."""
+        return name in SIGNATURES and name in self.__dict__
 
 
 def load(path: Optional[str] = None) -> _Lib:
