@@ -28,7 +28,7 @@ log() { echo "== $(date -u +%FT%TZ) $*" | tee -a "$OUT/summary.txt"; }
 start() { # name socket args...
   local name=$1 sock=$2; shift 2
   local lg="$T/zppd-$name.log"; [ "$name" = cuda ] && lg="$OUT/zppd-cuda.log"
-  "$B/zppd" -s "$sock" -l info "$@" > "$lg" 2>&1 &
+  "$B/zppd" -s "$sock" -l info -o peer_listen=127.0.0.1:0 "$@" > "$lg" 2>&1 &
   echo $! > "$T/$name.pid"
   for _ in $(seq 100); do [ -S "$sock" ] && return 0; sleep 0.1; done
   log "zppd $name did not start"; tail -20 "$lg" | tee -a "$OUT/summary.txt"; return 1

@@ -15,6 +15,7 @@
 #   ZK_VARIANT_COMPARE  "full" (default) or "quick" (sizes <= 70000) byte-compare
 #       of each variant, to fit more variants into one device call
 #   ZK_SANITIZE   1 (default) runs compute-sanitizer memcheck, 0 skips it
+#   ZK_TORCH      1 (default) runs bench/kernels/torch_quant.py where torch is, 0 skips it
 # Writes OUTDIR/build.log (with the -Xptxas -v register report),
 # OUTDIR/registers.txt, OUTDIR/compare.log, OUTDIR/bench.log,
 # OUTDIR/variants.log, OUTDIR/sanitizer.log, OUTDIR/summary.txt.
@@ -84,7 +85,9 @@ fi
 crc=${PIPESTATUS[0]}
 "$BUILD/default/kernel_bench" "$BENCH_MIB" 2>&1 | tee "$OUTDIR/bench.log"
 brc=${PIPESTATUS[0]}
-python3 "$ROOT/bench/kernels/torch_quant.py" "$BENCH_MIB" 2>&1 | tee -a "$OUTDIR/bench.log" | tail -6
+[ "${ZK_TORCH:-1}" = 1 ] &&
+    python3 "$ROOT/bench/kernels/torch_quant.py" "$BENCH_MIB" 2>&1 | tee -a "$OUTDIR/bench.log" | tail -6
+echo "run_gpu: $(($(date +%s) - T0)) s after the default build's compare and bench"
 
 : >"$OUTDIR/variants.log"
 IFS=';' read -ra vlist <<<"$VARIANTS"

