@@ -17,7 +17,8 @@
  * per call, p50 and p90 over the samples; daemon overhead = zppd p50 minus
  * NCCL p50 of the same collective.
  * Also: the time from the first Hello to the first finished collective
- * (job formation and communicator creation included).
+ * (job formation and communicator creation included), and the stream-order
+ * mechanism in use (flags, or events with ZPP_CUDA_SYNC=events).
  * Rank 0 prints the table; "speedup" = NCCL time / zppd time of the
  * baseline named in the row.
  */
@@ -271,6 +272,11 @@ static int bench_child(int rank, void *arg)
         return 1;
     }
     double th3 = cut_now_us();
+    if (rank == 0)
+        printf("stream order: %s (%s)\n", zpp_cuda_sync_mode(c.zc),
+               !strcmp(zpp_cuda_sync_mode(c.zc), "flags")
+                   ? "cuStreamWriteValue64 / cuStreamWaitValue64 on a shared flag array"
+                   : "interprocess CUDA events");
     if (rank == 0)
         printf("first Hello -> first finished collective: %.1f ms (hello %.1f ms, register 2 "
                "buffers %.1f ms, first 4 KiB all-gather incl. communicator creation and NCCL "

@@ -37,6 +37,8 @@
     X(cuEventDestroy) \
     X(cuEventRecord) \
     X(cuStreamWaitEvent) \
+    X(cuStreamWaitValue64) \
+    X(cuStreamWriteValue64) \
     X(cuIpcOpenMemHandle) \
     X(cuIpcCloseMemHandle) \
     X(cuIpcOpenEventHandle) \
@@ -73,6 +75,7 @@ struct cu_dev {
     CUcontext ctx; /* the primary context, retained */
     char uuid[CU_UUID_LEN];
     size_t granularity; /* VMM minimum granularity (0: no VMM fd support) */
+    int memops;         /* 64-bit stream memory operations (cuStreamWaitValue64) */
 };
 
 #define CU_MAX_COUNTERS 4096 /* poisoned-block counters (one per hosted rank of a live job) */
@@ -107,6 +110,7 @@ struct cu_backend {
                                      re-recorded when a session closes */
     unsigned long long *counters; /* pinned host memory, CU_MAX_COUNTERS */
     unsigned char *counter_used;
+    int no_flags; /* ZPPD_CUDA_SYNC=events: never take a client's flag array */
 };
 
 /* Daemon-owned device memory (staging, store, counters): cuMemCreate +

@@ -295,9 +295,11 @@ extern "C" int zk_reduce_out_cuda(const uint8_t *in, uint64_t in_stride, int k, 
     uint64_t pay = zk_payload_bytes(piece, bits);
     int mean = op == ZK_MEAN;
 #define ZK_O(ODT, B)                                                                               \
-    if (!fro_dispatch<ODT, B>(in, in_stride, k, pay, block, count, mean, divisor, y, stream))      \
-    reduce_out_kernel<ODT, B><<<grid, ZK_CTA_THREADS, 0, stream>>>(in, in_stride, k, pay, block,   \
-                                                                   count, mean, divisor, y)
+    do {                                                                                           \
+        if (!fro_dispatch<ODT, B>(in, in_stride, k, pay, block, count, mean, divisor, y, stream))  \
+            reduce_out_kernel<ODT, B><<<grid, ZK_CTA_THREADS, 0, stream>>>(                        \
+                in, in_stride, k, pay, block, count, mean, divisor, y);                            \
+    } while (0)
     if (bits == 8) {
         if (out_dtype == ZK_FP32)
             ZK_O(ZK_FP32, 8);

@@ -40,9 +40,11 @@
 #define ZK_FAST 1 /* 0: always the team kernels (for comparison) */
 #endif
 #ifndef ZK_FQ_MINB
-#define ZK_FQ_MINB 1 /* min CTAs per SM of fq_kernel (caps registers) */
+#define ZK_FQ_MINB 0 /* min CTAs per SM of fq_kernel; 0: fq_minb's choice */
 #endif
-#define ZK_KB 8              /* chunks whose loads are issued together */
+#ifndef ZK_KB
+#define ZK_KB 8 /* chunks whose loads are issued together (fused reductions) */
+#endif
 #define ZK_HUGE_SCALE 0x7B800000u /* 2^120: q * s cannot overflow below this */
 #define ZK_RMAGIC4 12582920.0f    /* 1.5 * 2^23 + 8: int4 code + 8 in the low bits */
 
@@ -108,20 +110,6 @@ __device__ __forceinline__ void slot_load_slow(slot_raw<DT> &s, const uint8_t *p
         }
     }
 }
-template <int DT> __device__ __forceinline__ void slot_widen(const slot_raw<DT> &s, float (&v)[8])
-{
-#pragma unroll
-    for (int i = 0; i < 8; i++) {
-        if (DT == ZK_FP32)
-            v[i] = __uint_as_float(s.w[i]);
-        else if (DT == ZK_BF16)
-            v[i] = __uint_as_float(i % 2 ? s.w[i / 2] & 0xFFFF0000u : s.w[i / 2] << 16);
-        else
-            v[i] = __half2float(__ushort_as_half(
-                (unsigned short)(i % 2 ? s.w[i / 2] >> 16 : s.w[i / 2] & 0xFFFFu)));
-    }
-}
-
 /* Codes of a slot: int8 two words, int4 one. */
 template <int BITS> struct slot_codes {
     static constexpr int words = BITS == 8 ? 2 : 1;
@@ -199,6 +187,65 @@ __device__ __forceinline__ slot_codes<BITS> codes_pack(const uint32_t (&b)[8])
     return c;
 }
 
+/* The values a team quantizes, as a source with the lane's absmax bits of
+ * block u (>= 0x7F800000 when any value is NaN/Inf, else the exact largest
+ * |x| bits, as the reference's integer max of the widened absolute bits)
+ * and element i of slot j of block u. raw_src keeps the loaded words and
+ * widens each element where it is used (no 32 live floats across the
+ * block's reduction and divisions); 16-bit inputs take their absmax on the
+ * packed words (two 16-bit lanes per VIMNMX: the order of the absolute
+ * 16-bit patterns is the order of the values, and any pattern >= the
+ * format's Inf is Inf or NaN). */
+template <int DT, int U, int NVL> struct raw_src {
+    slot_raw<DT> r[U][NVL];
+    __device__ __forceinline__ uint32_t absbits(int u) const
+    {
+        if (DT == ZK_FP32) {
+            float a = 0.0f;
+#pragma unroll
+            for (int j = 0; j < NVL; j++)
+#pragma unroll
+                for (int i = 0; i < 8; i++)
+                    a = max_nan_abs(a, __uint_as_float(r[u][j].w[i]));
+            return __float_as_uint(a);
+        }
+        uint32_t m = 0;
+#pragma unroll
+        for (int j = 0; j < NVL; j++)
+#pragma unroll
+            for (int w = 0; w < 4; w++)
+                m = __vmaxu2(m, r[u][j].w[w] & 0x7FFF7FFFu);
+        uint32_t m16 = max(m & 0xFFFFu, m >> 16);
+        if (DT == ZK_BF16)
+            return m16 >= 0x7F80u ? ZK_F32_EXP_MASK : m16 << 16;
+        return m16 >= ZK_F16_INF_BITS ? ZK_F32_EXP_MASK
+                                      : __float_as_uint(__half2float(__ushort_as_half((unsigned short)m16)));
+    }
+    __device__ __forceinline__ float get(int u, int j, int i) const
+    {
+        if (DT == ZK_FP32)
+            return __uint_as_float(r[u][j].w[i]);
+        uint32_t w = r[u][j].w[i / 2];
+        if (DT == ZK_BF16)
+            return __uint_as_float(i % 2 ? w & 0xFFFF0000u : w << 16);
+        return __half2float(__ushort_as_half((unsigned short)(i % 2 ? w >> 16 : w & 0xFFFFu)));
+    }
+};
+template <int U, int NVL> struct float_src {
+    float v[U][NVL][8];
+    __device__ __forceinline__ uint32_t absbits(int u) const
+    {
+        float a = 0.0f;
+#pragma unroll
+        for (int j = 0; j < NVL; j++)
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                a = max_nan_abs(a, v[u][j][i]);
+        return __float_as_uint(a);
+    }
+    __device__ __forceinline__ float get(int u, int j, int i) const { return v[u][j][i]; }
+};
+
 /* Where a team's blocks go. */
 struct fdst {
     uint8_t *payload;
@@ -210,8 +257,8 @@ struct fdst {
  * li + j * T) of block blk[u] (inr[u]: block exists). Writes codes, scales
  * and the scale padding after the chunk's last block; returns the number of
  * poisoned blocks seen by this lane (counted once, by the scale writer). */
-template <int BITS, int T, int NVL, int U>
-__device__ __forceinline__ int fquant(const float (&v)[U][NVL][8], const uint64_t (&blk)[U],
+template <int BITS, int T, int NVL, int U, class Src>
+__device__ __forceinline__ int fquant(const Src &src, const uint64_t (&blk)[U],
                                       const bool (&inr)[U], int li, const fdst &d)
 {
     constexpr int qmax = BITS == 8 ? 127 : 7;
@@ -221,13 +268,7 @@ __device__ __forceinline__ int fquant(const float (&v)[U][NVL][8], const uint64_
     uint32_t m[U];
 #pragma unroll
     for (int u = 0; u < U; u++) {
-        float a = 0.0f;
-#pragma unroll
-        for (int j = 0; j < NVL; j++)
-#pragma unroll
-            for (int i = 0; i < 8; i++)
-                a = max_nan_abs(a, v[u][j][i]);
-        uint32_t x = __float_as_uint(a);
+        uint32_t x = src.absbits(u);
         if (T == ZK_WARP) {
             x = __reduce_max_sync(ZK_FULL_MASK, x);
         } else {
@@ -261,37 +302,35 @@ __device__ __forceinline__ int fquant(const float (&v)[U][NVL][8], const uint64_
         float absmax = __uint_as_float(m[u]);
         if (m[u] == 0)
             inv = 0.0f;
-        uint32_t b[NVL][8];
-        if (absmax < ZK_TINY) {
-#pragma unroll
-            for (int j = 0; j < NVL; j++)
-#pragma unroll
-                for (int i = 0; i < 8; i++)
-                    b[j][i] = __float_as_uint(
-                        __fadd_rn(__fmul_rn(__fmul_rn(v[u][j][i], ZK_PRESCALE), inv),
-                                  BITS == 8 ? ZK_ROUND_MAGIC : ZK_RMAGIC4));
-        } else {
-#pragma unroll
-            for (int j = 0; j < NVL; j++)
-#pragma unroll
-                for (int i = 0; i < 8; i++)
-                    b[j][i] = __float_as_uint(__fadd_rn(__fmul_rn(v[u][j][i], inv),
-                                                        BITS == 8 ? ZK_ROUND_MAGIC : ZK_RMAGIC4));
-        }
+        const bool tiny = absmax < ZK_TINY;
         if (!inr[u])
             continue;
+        /* one slot at a time: encode, pack, store (8 live codes) */
 #pragma unroll
         for (int j = 0; j < NVL; j++) {
             uint64_t e = blk[u] * (uint64_t)(T * NVL * 8) + (uint64_t)(li + j * T) * 8;
-            if (e < d.pay_elems) {
-                slot_codes<BITS> c = codes_pack<BITS>(b[j]);
-                if (poison) {
+            if (e >= d.pay_elems)
+                continue;
+            uint32_t b[8];
+            if (tiny) {
 #pragma unroll
-                    for (int w = 0; w < slot_codes<BITS>::words; w++)
-                        c.w[w] = 0;
-                }
-                codes_store<BITS>(d.payload + e * BITS / 8, c);
+                for (int i = 0; i < 8; i++)
+                    b[i] = __float_as_uint(
+                        __fadd_rn(__fmul_rn(__fmul_rn(src.get(u, j, i), ZK_PRESCALE), inv),
+                                  BITS == 8 ? ZK_ROUND_MAGIC : ZK_RMAGIC4));
+            } else {
+#pragma unroll
+                for (int i = 0; i < 8; i++)
+                    b[i] = __float_as_uint(__fadd_rn(__fmul_rn(src.get(u, j, i), inv),
+                                                     BITS == 8 ? ZK_ROUND_MAGIC : ZK_RMAGIC4));
             }
+            slot_codes<BITS> c = codes_pack<BITS>(b);
+            if (poison) {
+#pragma unroll
+                for (int w = 0; w < slot_codes<BITS>::words; w++)
+                    c.w[w] = 0;
+            }
+            codes_store<BITS>(d.payload + e * BITS / 8, c);
         }
         /* the scale of block u sits in lane sj % T of round sj / T */
 #pragma unroll
@@ -321,8 +360,15 @@ struct fq_args {
     unsigned long long *d_poisoned;
 };
 
+/* CTAs per SM the compiler must allow (caps registers at 64 / 80): measured
+ * 72 registers and 78 % of copy for bf16 B=256 without the cap. */
+constexpr int fq_minb(int dt, int t, int nvl)
+{
+    return ZK_FQ_MINB > 0 ? ZK_FQ_MINB : t == ZK_WARP && nvl <= 2 ? 4 : 1;
+}
+
 template <int DT, int BITS, int T, int NVL, int U>
-__global__ void __launch_bounds__(ZK_CTA_THREADS, ZK_FQ_MINB) fq_kernel(fq_args a)
+__global__ void __launch_bounds__(ZK_CTA_THREADS, fq_minb(DT, T, NVL)) fq_kernel(fq_args a)
 {
     constexpr int es = dt_traits<DT>::size, B = T * NVL * 8, TPW = ZK_WARP / T;
     constexpr int BPI = TPW * U; /* blocks per warp iteration */
@@ -361,7 +407,8 @@ __global__ void __launch_bounds__(ZK_CTA_THREADS, ZK_FQ_MINB) fq_kernel(fq_args 
         for (uint64_t it = gw; it * BPI < d.nb; it += wstride) {
             uint64_t blk[U];
             bool inr[U], fast[U];
-            slot_raw<DT> r[U][NVL];
+            raw_src<DT, U, NVL> rs;
+            auto &r = rs.r;
 #pragma unroll
             for (int u = 0; u < U; u++) {
                 blk[u] = it * BPI + (uint64_t)(u * TPW + team);
@@ -385,13 +432,7 @@ __global__ void __launch_bounds__(ZK_CTA_THREADS, ZK_FQ_MINB) fq_kernel(fq_args 
                     }
                 }
             }
-            float v[U][NVL][8];
-#pragma unroll
-            for (int u = 0; u < U; u++)
-#pragma unroll
-                for (int j = 0; j < NVL; j++)
-                    slot_widen<DT>(r[u][j], v[u][j]);
-            poisoned += fquant<BITS, T, NVL, U>(v, blk, inr, li, d);
+            poisoned += fquant<BITS, T, NVL, U>(rs, blk, inr, li, d);
         }
     }
     if (poisoned && a.d_poisoned)
@@ -455,10 +496,40 @@ __device__ __forceinline__ void fsum(const uint8_t *in, uint64_t stride, int k, 
         for (int i = 0; i < 8; i++)
             acc[u][i] = 0.0f;
     }
+    bool all_ld = true;
+#pragma unroll
+    for (int u = 0; u < U; u++)
+        all_ld = all_ld && ld[u];
     for (int c0 = 0; c0 < k; c0 += ZK_KB) {
         slot_codes<BITS> cd[ZK_KB][U];
         float s[ZK_KB][U];
-        const bool whole = c0 + ZK_KB <= k; /* no per-chunk test: loads back to back */
+        if (all_ld && c0 + ZK_KB <= k) {
+            /* a whole batch: no per-chunk tests or branches */
+#pragma unroll
+            for (int b = 0; b < ZK_KB; b++) {
+#pragma unroll
+                for (int u = 0; u < U; u++) {
+                    codes_load<BITS>(cd[b][u], pc[u]);
+                    s[b][u] = __ldg(ps[u]);
+                    pc[u] += stride;
+                    ps[u] = (const float *)((const uint8_t *)ps[u] + stride);
+                }
+            }
+#pragma unroll
+            for (int b = 0; b < ZK_KB; b++) {
+#pragma unroll
+                for (int u = 0; u < U; u++) {
+                    float q[8];
+                    codes_float<BITS>(cd[b][u], q);
+                    smax[u] = max(smax[u], __float_as_uint(s[b][u]) & ZK_F32_ABS_MASK);
+#pragma unroll
+                    for (int i = 0; i < 8; i++)
+                        acc[u][i] = __fadd_rn(acc[u][i], __fmul_rn(q[i], s[b][u]));
+                }
+            }
+            continue;
+        }
+        const bool whole = c0 + ZK_KB <= k;
 #pragma unroll
         for (int b = 0; b < ZK_KB; b++) {
 #pragma unroll
@@ -506,7 +577,8 @@ __global__ void __launch_bounds__(ZK_CTA_THREADS)
     for (uint64_t it = gw; it * BPI < nb; it += wstride) {
         uint64_t blk[U];
         bool inr[U];
-        float v[U][NVL][8];
+        float_src<U, NVL> fs;
+        auto &v = fs.v;
 #pragma unroll
         for (int u = 0; u < U; u++) {
             blk[u] = it * BPI + (uint64_t)(u * TPW + team);
@@ -531,7 +603,7 @@ __global__ void __launch_bounds__(ZK_CTA_THREADS)
                 for (int i = 0; i < 8; i++)
                     v[u][j][i] = ld[u] && e[u] + i < piece ? acc[u][i] : 0.0f;
         }
-        poisoned += fquant<BITS, T, NVL, U>(v, blk, inr, li, d);
+        poisoned += fquant<BITS, T, NVL, U>(fs, blk, inr, li, d);
     }
     if (poisoned && d_poisoned)
         atomicAdd(d_poisoned, (unsigned long long)poisoned);

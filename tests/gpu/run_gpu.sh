@@ -14,7 +14,8 @@
 #   ZK_ARCH       nvcc -gencode flags (default sm_90 machine code)
 #   ZK_VARIANT_COMPARE  "full" (default) or "quick" (sizes <= 70000) byte-compare
 #       of each variant, to fit more variants into one device call
-#   ZK_SANITIZE   1 (default) runs compute-sanitizer memcheck, 0 skips it
+#   ZK_SANITIZE   1 (default) runs compute-sanitizer memcheck, 0 skips it;
+#       ZK_SANITIZE_TIMEOUT its limit in seconds (default 150)
 #   ZK_TORCH      1 (default) runs bench/kernels/torch_quant.py where torch is, 0 skips it
 # Writes OUTDIR/build.log (with the -Xptxas -v register report),
 # OUTDIR/registers.txt, OUTDIR/compare.log, OUTDIR/bench.log,
@@ -115,7 +116,7 @@ done
 # memory checker over the small cases (no out-of-bounds reads or writes)
 echo "run_gpu: $(($(date +%s) - T0)) s so far"
 if [ "$SANITIZE" = 1 ] && command -v compute-sanitizer >/dev/null; then
-    timeout 150 compute-sanitizer --tool memcheck --leak-check no --print-limit 20 \
+    timeout "${ZK_SANITIZE_TIMEOUT:-150}" compute-sanitizer --tool memcheck --leak-check no --print-limit 20 \
         "$BUILD/default/gpu_compare" 0x5EED quick >"$OUTDIR/sanitizer.log" 2>&1
     echo "compute-sanitizer memcheck exit $?" | tee -a "$OUTDIR/sanitizer.log"
     tail -3 "$OUTDIR/sanitizer.log"

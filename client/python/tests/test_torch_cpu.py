@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import os
 import tempfile
 
@@ -111,13 +112,14 @@ def body_train(rank: int, job: Job, cfg: dict):
         out["stats"] = dict(zp.stats)
         out["scale"] = zp.scale
         out["skipped"] = zp.skipped_steps
-        out["final"] = {k: v.clone() for k, v in zp.full_state_dict().items()} if cfg.get("full") else None
+        out["final"] = {k: v.tolist() for k, v in zp.full_state_dict().items()} if cfg.get("full") else None
         zp.close()
         c.barrier()
     return out
 
 
 def train(daemon, job_id: str, **cfg):
+    job_id = re.sub(r"[^A-Za-z0-9._:@/+=-]", "-", job_id)
     job = Job(socket=daemon.socket, job_id=job_id, world=4, nodes=2)
     return run(functools.partial(body_train, cfg=cfg), job)
 
@@ -153,7 +155,7 @@ def test_plain_fp32_matches_single_process_adamw(daemon, job):
             assert abs(res[r]["loss"][step] - losses[r]) < 1e-4, (step, r)
     ref = dict(model.named_parameters())
     for name, t in res[0]["final"].items():
-        assert torch.allclose(t, ref[name].detach(), atol=1e-5), name
+        assert torch.allclose(torch.tensor(t), ref[name].detach(), atol=1e-5), name
 
 
 @pytest.mark.parametrize("qwz", [False, True], ids=["qwz-off", "qwz-on"])
@@ -185,8 +187,8 @@ def test_resume_equals_continuing(daemon, job):
 
 
 def test_fp16_loss_scale_skips_nonfinite(daemon, job):
-    res = train(daemon, job, steps=6, dtype="float16", qgz=False, init_scale=2.0**30)
+    res = train(daemon, job, steps=8, dtype="float16", qgz=False, init_scale=2.0**20)
     for r in res:
-        assert r["skipped"] >= 1 and r["scale"] < 2.0**30
+        assert r["skipped"] >= 1 and r["scale"] < 2.0**20, (r["skipped"], r["scale"], r["loss"])
         assert all(math.isfinite(v) for v in r["loss"])
         assert r["loss"][-1] < r["loss"][0]

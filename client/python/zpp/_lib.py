@@ -224,6 +224,7 @@ class _Lib:
         self._cdll = cdll
         for name, (restype, argtypes) in SIGNATURES.items():
             if name in OPTIONAL and not hasattr(cdll, name):
+                setattr(self, name, _Missing(name, restype, argtypes))
                 continue
             fn = getattr(cdll, name)
             fn.restype = restype
@@ -232,7 +233,19 @@ class _Lib:
 
     def has(self, name: str) -> bool:
         """Whether the library exports (and this table declares) name."""
-        return name in SIGNATURES and name in self.__dict__
+        fn = self.__dict__.get(name)
+        return fn is not None and not isinstance(fn, _Missing)
+
+
+class _Missing:
+    """An OPTIONAL function this library lacks: declared (restype and
+    argtypes as in SIGNATURES) but raising NotImplementedError when called."""
+
+    def __init__(self, name: str, restype: Any, argtypes: Sequence[Any]) -> None:
+        self.__name__, self.restype, self.argtypes = name, restype, list(argtypes)
+
+    def __call__(self, *args: Any) -> Any:
+        raise NotImplementedError(f"{self.__name__}: not in this libzpp (a CUDA build has it)")
 
 
 def load(path: Optional[str] = None) -> _Lib:

@@ -1,0 +1,385 @@
+#!/usr/bin/env python3
+"""train_gpt.py — a small GPT trained ZeRO-3-style through zppd (zpp.torch),
+or with the baselines a PyTorch user would pick, for issue 12's proof.
+
+Launched by torchrun, one process per rank (RANK, WORLD_SIZE, LOCAL_RANK):
+
+  torchrun --nproc-per-node 4 examples/train_gpt.py --nodes 2 \
+      --socket /tmp/zppd-{node}.sock --leader 127.0.0.1:7399 \
+      --mode zppd-zeropp --tokens-per-rank 1024 --steps 300 --out runs/b-1k
+
+Ranks: node = rank // G, local = rank % G (G = WORLD_SIZE / nodes); the GPU
+is local % (visible GPUs), so the 2 x 2-on-2-GPUs layout puts one rank of
+each node on each GPU. NCCL_HOSTID is set to "zpp-node<node>" (unless set)
+so that NCCL (torch-sharded, fsdp2, hsdp) sees the virtual nodes as hosts.
+
+Modes:
+  zppd-plain    zpp.torch, plain all-gather / reduce-scatter through zppd
+  zppd-zeropp   qwZ + hpZ + qgZ
+  zppd-qwz | zppd-hpz | zppd-qgz   one of the three alone
+  torch-sharded the same zpp.torch loop on torch.distributed (NCCL)
+  fsdp2         fully_shard per block and root, bf16 params and reduction
+  hsdp          FSDP2 on a 2-D mesh (replicate across nodes, shard inside)
+
+Data: byte-level tokens (vocab 256) of the Python standard library's own
+*.py files (sysconfig.get_paths()['stdlib'], sorted, concatenated): offline
+everywhere, identical on every machine with the same Python. The last 2%
+is held out for the evaluation loss. Batches are a deterministic function
+of (seed, step, rank), so every mode sees the same tokens.
+
+Output under --out: rank<r>.csv (step, loss, lr, step_ms, eval_loss) and
+rank<r>.json (config, median step time after --warmup steps, peak GPU
+memory allocated/reserved, final losses, the command and the date).
+--ckpt-dir/--ckpt-every save checkpoints; --resume continues from the
+latest one there (same mode and world size), so a run longer than one
+device call is done in pieces.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import glob
+import json
+import math
+import os
+import statistics
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+MODES = ["zppd-plain", "zppd-zeropp", "zppd-qwz", "zppd-hpz", "zppd-qgz", "torch-sharded", "fsdp2", "hsdp"]
+ZPP_FLAGS = {  # mode -> (qwz, hpz, qgz)
+    "zppd-plain": (False, False, False),
+    "zppd-zeropp": (True, True, True),
+    "zppd-qwz": (True, False, False),
+    "zppd-hpz": (False, True, False),
+    "zppd-qgz": (False, False, True),
+}
+
+
+# ---- model ------------------------------------------------------------------------
+
+
+class Block(nn.Module):
+    def __init__(self, d: int, heads: int) -> None:
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.proj = nn.Linear(d, d)
+        self.ln2 = nn.LayerNorm(d)
+        self.fc = nn.Linear(d, 4 * d)
+        self.out = nn.Linear(4 * d, d)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        B, T, C = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(a.transpose(1, 2).reshape(B, T, C))
+        return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+
+class GPT(nn.Module):
+    def __init__(self, d: int, layers: int, heads: int, seq: int, vocab: int = 256) -> None:
+        super().__init__()
+        self.wte = nn.Embedding(vocab, d)
+        self.wpe = nn.Embedding(seq, d)
+        self.blocks = nn.ModuleList([Block(d, heads) for _ in range(layers)])
+        self.ln_f = nn.LayerNorm(d)
+        self.head = nn.Linear(d, vocab, bias=False)  # untied: zpp.torch units may not share
+        for name, p in self.named_parameters():
+            if p.dim() >= 2:
+                std = 0.02 / math.sqrt(2 * layers) if name.endswith(("proj.weight", "out.weight")) else 0.02
+                nn.init.normal_(p, 0.0, std)
+            elif name.endswith("bias"):
+                nn.init.zeros_(p)
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        pos = torch.arange(idx.shape[1], device=idx.device)
+        x = self.wte(idx) + self.wpe(pos)
+        for b in self.blocks:
+            x = b(x)
+        return self.head(self.ln_f(x))
+
+
+def no_decay(name: str, p: torch.Tensor) -> bool:
+    return p.dim() < 2
+
+
+# ---- data ---------------------------------------------------------------------------
+
+
+def corpus() -> torch.Tensor:
+    root = Path(sysconfig.get_paths()["stdlib"])
+    files = sorted(p for p in root.rglob("*.py") if "site-packages" not in p.parts)
+    data = b"".join(p.read_bytes() for p in files)
+    return torch.frombuffer(bytearray(data), dtype=torch.uint8)
+
+
+class Batches:
+    def __init__(self, data: torch.Tensor, seq: int, batch: int, seed: int) -> None:
+        n = len(data)
+        self.train, self.held = data[: int(n * 0.98)], data[int(n * 0.98) :]
+        self.seq, self.batch, self.seed = seq, batch, seed
+
+    def _take(self, src: torch.Tensor, g: torch.Generator, b: int):
+        starts = torch.randint(0, len(src) - self.seq - 1, (b,), generator=g)
+        x = torch.stack([src[s : s + self.seq + 1].long() for s in starts.tolist()])
+        return x[:, :-1], x[:, 1:]
+
+    def get(self, step: int, rank: int):
+        g = torch.Generator().manual_seed(self.seed * 1_000_003 + step * 4099 + rank)
+        return self._take(self.train, g, self.batch)
+
+    def held_out(self, i: int):
+        g = torch.Generator().manual_seed(self.seed + 7 + i)
+        return self._take(self.held, g, self.batch)
+
+
+def lr_at(step: int, args: argparse.Namespace) -> float:
+    if step < args.lr_warmup:
+        return args.lr * (step + 1) / args.lr_warmup
+    t = (step - args.lr_warmup) / max(1, args.steps - args.lr_warmup)
+    return args.lr * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, t))))
+
+
+# ---- modes --------------------------------------------------------------------------
+
+
+class Runner:
+    """forward/backward/step/save/load for one mode."""
+
+    def __init__(self, args: argparse.Namespace, model: GPT, rank: int, world: int, node: int,
+                 local: int, device: torch.device) -> None:  # fmt: skip
+        self.args, self.rank, self.world, self.device = args, rank, world, device
+        self.mode = args.mode
+        self.zp = None
+        if self.mode.startswith("zppd-") or self.mode == "torch-sharded":
+            import zpp.torch
+
+            qwz, hpz, qgz = ZPP_FLAGS.get(self.mode, (False, False, False))
+            sock = args.socket.format(node=node) if self.mode != "torch-sharded" else None
+            if sock is None and self.mode != "torch-sharded":
+                raise SystemExit("--socket is needed")
+            self.zp = zpp.torch.ZeroPP(
+                model, sock, rank=rank, world_size=world, local_rank=local, nodes=args.nodes,
+                job_id=args.job_id or f"gpt-{self.mode}", leader_addr=args.leader,
+                qwz=qwz, hpz=hpz, qgz=qgz, bits_w=args.bits_w, bits_g=args.bits_g,
+                dtype=DTYPES[args.dtype], device=device, units=(Block,), slots=args.slots,
+                lr=args.lr, betas=(0.9, 0.95), weight_decay=args.wd, no_decay=no_decay,
+                max_grad_norm=args.clip, comm="torch" if self.mode == "torch-sharded" else None,
+            )  # fmt: skip
+            self.model = self.zp
+        else:
+            from torch.distributed.device_mesh import init_device_mesh
+            from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+            model.to(device)
+            G = world // args.nodes
+            if self.mode == "hsdp":
+                mesh = init_device_mesh(device.type, (args.nodes, G), mesh_dim_names=("replicate", "shard"))
+            else:
+                mesh = init_device_mesh(device.type, (world,))
+            dt = DTYPES[args.dtype]
+            mp = MixedPrecisionPolicy(param_dtype=dt, reduce_dtype=dt)
+            for b in model.blocks:
+                fully_shard(b, mesh=mesh, mp_policy=mp)
+            fully_shard(model, mesh=mesh, mp_policy=mp)
+            decay = [p for n, p in model.named_parameters() if not no_decay(n, p)]
+            rest = [p for n, p in model.named_parameters() if no_decay(n, p)]
+            self.opt = torch.optim.AdamW([{"params": decay, "weight_decay": args.wd},
+                                          {"params": rest, "weight_decay": 0.0}],
+                                         lr=args.lr, betas=(0.9, 0.95))  # fmt: skip
+            self.model = model
+
+    def train_step(self, x: torch.Tensor, y: torch.Tensor, lr: float) -> float:
+        loss = F.cross_entropy(self.model(x).float().view(-1, 256), y.reshape(-1))
+        if self.zp is not None:
+            self.zp.backward(loss)
+            self.zp.step(lr=lr)
+        else:
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.args.clip)
+            for g in self.opt.param_groups:
+                g["lr"] = lr
+            self.opt.step()
+            self.opt.zero_grad(set_to_none=True)
+        return float(loss.detach())
+
+    @torch.no_grad()
+    def eval_loss(self, batches: Batches, n: int) -> float:
+        tot = 0.0
+        for i in range(n):
+            x, y = (t.to(self.device) for t in batches.held_out(i))
+            tot += float(F.cross_entropy(self.model(x).float().view(-1, 256), y.reshape(-1)))
+        return tot / n
+
+    def save(self, d: str, step: int) -> None:
+        if self.zp is not None:
+            self.zp.save_checkpoint(d, extra={"step": step})
+            return
+        import torch.distributed.checkpoint as dcp
+        from torch.distributed.checkpoint.state_dict import get_state_dict
+
+        msd, osd = get_state_dict(self.model, self.opt)
+        dcp.save({"model": msd, "optim": osd, "step": torch.tensor(step)}, checkpoint_id=d)
+
+    def load(self, d: str) -> int:
+        if self.zp is not None:
+            return int(self.zp.load_checkpoint(d)["step"])
+        import torch.distributed.checkpoint as dcp
+        from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+        msd, osd = get_state_dict(self.model, self.opt)
+        st = {"model": msd, "optim": osd, "step": torch.tensor(0)}
+        dcp.load(st, checkpoint_id=d)
+        set_state_dict(self.model, self.opt, model_state_dict=st["model"], optim_state_dict=st["optim"])
+        return int(st["step"])
+
+
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mode", choices=MODES, required=True)
+    ap.add_argument("--nodes", type=int, default=1)
+    ap.add_argument("--socket", default=os.environ.get("ZPP_SOCKET"),
+                    help="zppd socket of this rank's node; {node} is replaced by the node index")
+    ap.add_argument("--leader", default=None, help="peer address of node 0's zppd (host:port)")
+    ap.add_argument("--job-id", default=None)
+    ap.add_argument("--tokens-per-rank", type=int, default=1024, help="per step (batch x seq)")
+    ap.add_argument("--seq", type=int, default=1024)
+    ap.add_argument("--d-model", type=int, default=768)
+    ap.add_argument("--layers", type=int, default=14)  # 14 x 12 d^2 + embeddings: about 100M
+    ap.add_argument("--heads", type=int, default=12)
+    ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--warmup", type=int, default=10, help="steps left out of the step-time median")
+    ap.add_argument("--lr", type=float, default=6e-4)
+    ap.add_argument("--lr-warmup", type=int, default=30)
+    ap.add_argument("--wd", type=float, default=0.1)
+    ap.add_argument("--clip", type=float, default=1.0)
+    ap.add_argument("--dtype", choices=list(DTYPES), default="bf16")
+    ap.add_argument("--bits-w", type=int, default=8)
+    ap.add_argument("--bits-g", type=int, default=4)
+    ap.add_argument("--slots", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--eval-every", type=int, default=50)
+    ap.add_argument("--eval-batches", type=int, default=4)
+    ap.add_argument("--ckpt-dir", default=None)
+    ap.add_argument("--ckpt-every", type=int, default=0)
+    ap.add_argument("--resume", action="store_true")
+    ap.add_argument("--max-seconds", type=float, default=0, help="stop (after a checkpoint) past this")
+    ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--out", default="runs/gpt")
+    args = ap.parse_args()
+
+    rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
+    if world % args.nodes:
+        raise SystemExit(f"WORLD_SIZE {world} is not a multiple of --nodes {args.nodes}")
+    G = world // args.nodes
+    node, local = rank // G, rank % G
+    os.environ.setdefault("NCCL_HOSTID", f"zpp-node{node}")
+    if args.device == "cuda":
+        device = torch.device("cuda", local % torch.cuda.device_count())
+        torch.cuda.set_device(device)
+    else:
+        device = torch.device("cpu")
+    needs_dist = args.mode in ("torch-sharded", "fsdp2", "hsdp")
+    if needs_dist:
+        import torch.distributed as dist
+
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo",
+                                device_id=device if device.type == "cuda" else None)  # fmt: skip
+    if args.tokens_per_rank % args.seq and args.tokens_per_rank >= args.seq:
+        raise SystemExit("--tokens-per-rank must be a multiple of --seq (or smaller than it)")
+    seq = min(args.seq, args.tokens_per_rank)
+    batch = args.tokens_per_rank // seq
+
+    torch.manual_seed(args.seed)
+    model = GPT(args.d_model, args.layers, args.heads, args.seq)
+    nparams = sum(p.numel() for p in model.parameters())
+    batches = Batches(corpus(), seq, batch, args.seed)
+    run = Runner(args, model, rank, world, node, local, device)
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    start = 0
+    if args.resume and args.ckpt_dir:
+        done = sorted(glob.glob(os.path.join(args.ckpt_dir, "step-*")))
+        done = [d for d in done if os.path.exists(os.path.join(d, "manifest.json")) or args.mode in ("fsdp2", "hsdp")]
+        if done:
+            start = run.load(done[-1]) + 1
+    csv_path = out / f"rank{rank}.csv"
+    fcsv = open(csv_path, "a" if start else "w", newline="")
+    w = csv.writer(fcsv)
+    if not start:
+        w.writerow(["step", "loss", "lr", "step_ms", "eval_loss"])
+    times, last_loss, last_eval = [], float("nan"), float("nan")
+    t_begin = time.time()
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    for step in range(start, args.steps):
+        x, y = (t.to(device, non_blocking=True) for t in batches.get(step, rank))
+        lr = lr_at(step, args)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        t0 = time.perf_counter()
+        last_loss = run.train_step(x, y, lr)
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        ms = (time.perf_counter() - t0) * 1e3
+        if step - start >= args.warmup:
+            times.append(ms)
+        ev = ""
+        if args.eval_every and ((step + 1) % args.eval_every == 0 or step + 1 == args.steps):
+            last_eval = ev = run.eval_loss(batches, args.eval_batches)
+        w.writerow([step, f"{last_loss:.6f}", f"{lr:.3e}", f"{ms:.2f}", ev if ev == "" else f"{ev:.6f}"])
+        fcsv.flush()
+        if rank == 0 and (step % 10 == 0 or step + 1 == args.steps):
+            print(f"[{args.mode}] step {step} loss {last_loss:.4f} {ms:.1f} ms", flush=True)
+        stop = args.max_seconds and time.time() - t_begin > args.max_seconds
+        if args.ckpt_dir and ((args.ckpt_every and (step + 1) % args.ckpt_every == 0) or stop
+                              or step + 1 == args.steps):  # fmt: skip
+            run.save(os.path.join(args.ckpt_dir, f"step-{step:06d}"), step)
+        if stop:
+            break
+    fcsv.close()
+    summary = {
+        "mode": args.mode, "rank": rank, "world_size": world, "nodes": args.nodes,
+        "params": nparams, "tokens_per_rank": args.tokens_per_rank, "seq": seq, "batch": batch,
+        "dtype": args.dtype, "steps_done": step + 1 if args.steps > start else start,
+        "start_step": start, "final_loss": last_loss, "final_eval_loss": last_eval,
+        "median_step_ms": statistics.median(times) if times else None,
+        "peak_mem_allocated_mib": (torch.cuda.max_memory_allocated(device) / 2**20
+                                   if device.type == "cuda" else None),
+        "peak_mem_reserved_mib": (torch.cuda.max_memory_reserved(device) / 2**20
+                                  if device.type == "cuda" else None),
+        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "command": " ".join([sys.executable] + sys.argv),
+        "zpp_stats": dict(run.zp.stats) if run.zp is not None else None,
+        "hpz_plain": run.zp.hpz_plain if run.zp is not None else None,
+    }  # fmt: skip
+    (out / f"rank{rank}.json").write_text(json.dumps(summary, indent=1))
+    if run.zp is not None:
+        run.zp.close()
+    if needs_dist:
+        import torch.distributed as dist
+
+        dist.barrier()
+        dist.destroy_process_group()
+    if rank == 0:
+        print(json.dumps(summary), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
