@@ -314,7 +314,8 @@ def main() -> int:
     start = 0
     if args.resume and args.ckpt_dir:
         done = sorted(glob.glob(os.path.join(args.ckpt_dir, "step-*")))
-        done = [d for d in done if os.path.exists(os.path.join(d, "manifest.json")) or args.mode in ("fsdp2", "hsdp")]
+        done = [d for d in done if os.path.exists(os.path.join(d, "manifest.json"))
+                or os.path.exists(os.path.join(d, ".metadata"))]  # zpp.torch / DCP, complete
         if done:
             start = run.load(done[-1]) + 1
     csv_path = out / f"rank{rank}.csv"
@@ -367,6 +368,7 @@ def main() -> int:
         "command": " ".join([sys.executable] + sys.argv),
         "zpp_stats": dict(run.zp.stats) if run.zp is not None else None,
         "hpz_plain": run.zp.hpz_plain if run.zp is not None else None,
+        "sync_mode": run.zp.sync_mode if run.zp is not None else None,
     }  # fmt: skip
     (out / f"rank{rank}.json").write_text(json.dumps(summary, indent=1))
     if run.zp is not None:

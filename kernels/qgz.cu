@@ -267,8 +267,9 @@ extern "C" int zk_reduce_requant_cuda(const uint8_t *in, uint64_t in_stride, int
     uint64_t nb = zk_num_blocks(piece, block);
     uint64_t groups = (nb + (uint64_t)sh.tpc - 1) / (uint64_t)sh.tpc;
     uint64_t pay = zk_payload_bytes(piece, bits);
-    if (bits == 8 ? frq_dispatch<8>(in, in_stride, k, piece, block, pay, nb, out, d_poisoned, stream)
-                  : frq_dispatch<4>(in, in_stride, k, piece, block, pay, nb, out, d_poisoned, stream))
+    if (bits == 8
+            ? frq_dispatch<8>(in, in_stride, k, piece, block, pay, nb, out, d_poisoned, stream)
+            : frq_dispatch<4>(in, in_stride, k, piece, block, pay, nb, out, d_poisoned, stream))
         return (int)cudaGetLastError();
     if (bits == 8)
         reduce_requant_kernel<8><<<grid_for(groups), sh.threads, 0, stream>>>(

@@ -106,7 +106,8 @@ __global__ void ZK_LB_FLAT dequantize_kernel(const uint8_t *in, uint64_t pay_byt
                 uint8_t *p = (uint8_t *)y + e[j] * es;
                 /* q * s (|q| <= 128) is NaN only when s is not finite: one check
                  * per vector, then the paired conversions without NaN fix-ups */
-                if ((__float_as_uint(s[j]) & ZK_F32_ABS_MASK) < ZK_F32_EXP_MASK && n_out - e[j] >= (uint64_t)VE && ((uintptr_t)p & 15) == 0)
+                if ((__float_as_uint(s[j]) & ZK_F32_ABS_MASK) < ZK_F32_EXP_MASK &&
+                    n_out - e[j] >= (uint64_t)VE && ((uintptr_t)p & 15) == 0)
                     store_vec_nonan<DT, VE>(p, v);
                 else
                     store_elems<DT, VE>(p, n_out - e[j], v);

@@ -6,6 +6,10 @@
  * record is zk_arith.h, shared with the C reference; where this file takes a
  * faster route it gives the same bits (see code_float and encode_bits).
  *
+ * The fast path for block sizes 32..2048 is the "slot" kernels of
+ * zk_fast.cuh; the team kernels below serve the other block sizes (96, 160,
+ * ..., 8192) and builds with -DZK_FAST=0.
+ *
  * Access patterns. Kernels that quantize (quantize, qgZ reorder, fused
  * reduce+requantize) give each block of B elements a team of threads; a
  * thread owns ZK_NV 16-byte vectors of elements, by default contiguous

@@ -81,8 +81,7 @@ template <int DT> struct slot_raw {
     uint32_t w[words];
 };
 
-template <int DT>
-__device__ __forceinline__ void slot_load(slot_raw<DT> &s, const uint8_t *p)
+template <int DT> __device__ __forceinline__ void slot_load(slot_raw<DT> &s, const uint8_t *p)
 {
     if (DT == ZK_FP32) {
         uint4 a = __ldcs((const uint4 *)p), b = __ldcs((const uint4 *)p + 1);
@@ -163,8 +162,7 @@ __device__ __forceinline__ void codes_float(const slot_codes<BITS> &c, float (&q
  * complement code. int4: the low bits hold u = q + 8 in [1, 15] above the
  * constant 0x4B400000; sum_k f_k * 16^k = sum_k u_k 16^k + K (mod 2^32),
  * and u ^ 8 is q's two's complement nibble. */
-template <int BITS>
-__device__ __forceinline__ slot_codes<BITS> codes_pack(const uint32_t (&b)[8])
+template <int BITS> __device__ __forceinline__ slot_codes<BITS> codes_pack(const uint32_t (&b)[8])
 {
     slot_codes<BITS> c;
     if (BITS == 8) {
@@ -218,8 +216,9 @@ template <int DT, int U, int NVL> struct raw_src {
         uint32_t m16 = max(m & 0xFFFFu, m >> 16);
         if (DT == ZK_BF16)
             return m16 >= 0x7F80u ? ZK_F32_EXP_MASK : m16 << 16;
-        return m16 >= ZK_F16_INF_BITS ? ZK_F32_EXP_MASK
-                                      : __float_as_uint(__half2float(__ushort_as_half((unsigned short)m16)));
+        return m16 >= ZK_F16_INF_BITS
+                   ? ZK_F32_EXP_MASK
+                   : __float_as_uint(__half2float(__ushort_as_half((unsigned short)m16)));
     }
     __device__ __forceinline__ float get(int u, int j, int i) const
     {
@@ -243,7 +242,10 @@ template <int U, int NVL> struct float_src {
                 a = max_nan_abs(a, v[u][j][i]);
         return __float_as_uint(a);
     }
-    __device__ __forceinline__ float get(int u, int j, int i) const { return v[u][j][i]; }
+    __device__ __forceinline__ float get(int u, int j, int i) const
+    {
+        return v[u][j][i];
+    }
 };
 
 /* Where a team's blocks go. */
@@ -305,7 +307,7 @@ __device__ __forceinline__ int fquant(const Src &src, const uint64_t (&blk)[U],
         const bool tiny = absmax < ZK_TINY;
         if (!inr[u])
             continue;
-        /* one slot at a time: encode, pack, store (8 live codes) */
+            /* one slot at a time: encode, pack, store (8 live codes) */
 #pragma unroll
         for (int j = 0; j < NVL; j++) {
             uint64_t e = blk[u] * (uint64_t)(T * NVL * 8) + (uint64_t)(li + j * T) * 8;
@@ -360,8 +362,9 @@ struct fq_args {
     unsigned long long *d_poisoned;
 };
 
-/* CTAs per SM the compiler must allow (caps registers at 64 / 80): measured
- * 72 registers and 78 % of copy for bf16 B=256 without the cap. */
+/* CTAs per SM the compiler must allow: 4 (64 registers) for full-warp teams
+ * with <= 2 slots per lane; measured 72 registers and 78 % of the copy for
+ * bf16 B=256 without the cap, 87 % with it. */
 constexpr int fq_minb(int dt, int t, int nvl)
 {
     return ZK_FQ_MINB > 0 ? ZK_FQ_MINB : t == ZK_WARP && nvl <= 2 ? 4 : 1;
@@ -622,7 +625,7 @@ int frq_dispatch(const uint8_t *in, uint64_t in_stride, int k, uint64_t piece, u
         constexpr int BPI = (ZK_WARP / T) * U;                                                     \
         uint64_t iters = (nb + BPI - 1) / BPI;                                                     \
         uint64_t ctas = (iters + ZK_CTA_THREADS / ZK_WARP - 1) / (ZK_CTA_THREADS / ZK_WARP);       \
-        frq_kernel<BITS, T, NVL, U><<<grid_for(ctas), ZK_CTA_THREADS, 0, stream>>>(               \
+        frq_kernel<BITS, T, NVL, U><<<grid_for(ctas), ZK_CTA_THREADS, 0, stream>>>(                \
             in, in_stride, k, piece, pay, nb, out, d_poisoned);                                    \
         return 1;                                                                                  \
     }
@@ -663,7 +666,8 @@ template <int ODT> __device__ __forceinline__ void slot_store_fast(uint8_t *p, c
 }
 
 /* VE values (16 bytes of DT) stored at p, 16-byte aligned, no NaN among v. */
-template <int DT, int VE> __device__ __forceinline__ void store_vec_nonan(uint8_t *p, const float (&v)[VE])
+template <int DT, int VE>
+__device__ __forceinline__ void store_vec_nonan(uint8_t *p, const float (&v)[VE])
 {
     uint32_t w[4];
 #pragma unroll

@@ -86,8 +86,6 @@ def body_train(rank: int, job: Job, cfg: dict):
     """Steps of training; optionally evaluation, accumulation, save/load.
     Returns the losses (floats, exact) and the counters."""
     torch.set_num_threads(1)
-    import zpp.torch  # noqa: F401
-
     out = {"loss": [], "eval": [], "hpz_plain": None}
     with job.connect(rank) as c:
         zp = wrap(rank, job, c, cfg)

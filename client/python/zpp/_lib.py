@@ -186,6 +186,7 @@ SIGNATURES: Dict[str, Tuple[Any, Sequence[Any]]] = {
     # CUstream is a pointer; a torch stream's .cuda_stream (an int) is passed.
     "zpp_cuda_device_uuid": (c_int, [c_char_p]),
     "zpp_cuda_attach": (c_int, [conn_p, c_int]),
+    "zpp_cuda_sync_mode": (c_char_p, [conn_p]),
     "zpp_register_cuda": (c_int, [conn_p, c_void_p, c_size_t, P(c_uint64), P(c_uint64)]),
     "zpp_collective_async": (c_int, [conn_p, P(CollC), c_void_p, P(c_uint64)]),
     "zpp_wait_stream": (c_int, [conn_p, c_uint64, c_void_p, P(ResultC)]),
@@ -193,9 +194,11 @@ SIGNATURES: Dict[str, Tuple[Any, Sequence[Any]]] = {
 }
 
 # Functions a library may lack (a host-only build has no zpp_cuda.h symbols):
-# _Lib leaves them undeclared and ``LIB.has(name)`` says whether they exist.
+# for a missing one _Lib installs a stub with the declared restype/argtypes
+# that raises NotImplementedError when called; ``LIB.has(name)`` says
+# whether the library really has it.
 OPTIONAL = frozenset(
-    ["zpp_cuda_device_uuid", "zpp_cuda_attach", "zpp_register_cuda",
+    ["zpp_cuda_device_uuid", "zpp_cuda_attach", "zpp_cuda_sync_mode", "zpp_register_cuda",
      "zpp_collective_async", "zpp_wait_stream"]
 )  # fmt: skip
 

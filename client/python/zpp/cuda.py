@@ -32,7 +32,8 @@ from . import errors
 from ._lib import LIB, CollC, ResultC
 from .client import BufRef, Connection, Result
 
-__all__ = ["available", "device_uuid", "attach", "Registry", "submit", "wait_stream", "stream_handle"]
+__all__ = ["available", "device_uuid", "attach", "sync_mode", "Registry", "submit", "wait_stream",
+           "stream_handle"]  # fmt: skip
 
 _NEEDED = ("zpp_cuda_device_uuid", "zpp_cuda_attach", "zpp_register_cuda",
            "zpp_collective_async", "zpp_wait_stream")  # fmt: skip
@@ -74,12 +75,22 @@ def device_uuid() -> str:
 
 
 def attach(conn: Connection, n_events: int = 32) -> None:
-    """Creates conn's pool of interprocess events (1..64) on the current
-    device. Call before conn.hello()."""
+    """Creates conn's n_events call slots (1..64: a flag array and a pool of
+    interprocess events) on the current device. Call before conn.hello()."""
     if not 1 <= n_events <= 64:
         raise errors.invalid(f"n_events must be in 1..64, got {n_events}")
     rc = _need("zpp_cuda_attach")(conn._handle(), n_events)
     conn._check(rc, "zpp_cuda_attach")
+
+
+def sync_mode(conn: Connection) -> str:
+    """How conn orders the daemon's work against its streams after hello:
+    "flags", "events" or "none" (zpp_cuda_sync_mode; "none" also where the
+    library lacks the call)."""
+    if not LIB.has("zpp_cuda_sync_mode"):
+        return "none"
+    r = LIB.zpp_cuda_sync_mode(conn._handle())
+    return r.decode() if r else "none"
 
 
 class Registry:

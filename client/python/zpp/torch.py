@@ -527,6 +527,11 @@ class ZeroPP(nn.Module):
                 raise ValueError("the Connection joined with another rank/world_size")
             self.comm = (CudaComm(conn, self.device, timeout_ms) if self.device.type == "cuda"
                          else HostComm(conn, timeout_ms))  # fmt: skip
+        self.sync_mode = "host" if isinstance(self.comm, HostComm) else self.comm.name
+        if isinstance(self.comm, CudaComm):
+            from . import cuda as zc
+
+            self.sync_mode = zc.sync_mode(self.comm.conn)  # "flags" or "events"
         zpp_ok = self.comm.supports_zeropp
         self.qwz, self.hpz, self.qgz = qwz and zpp_ok, hpz and zpp_ok, qgz and zpp_ok
         if not zpp_ok and (qwz or hpz or qgz):
@@ -576,7 +581,7 @@ class ZeroPP(nn.Module):
         self.stats: Dict[str, int] = {"gathers": 0, "hpz_gathers": 0, "reduces": 0, "prefetches": 0}
 
         # hpZ with qwZ off needs a daemon whose plain all-gather keeps slices.
-        self.hpz_plain = False
+        self.hpz_plain: Optional[bool] = None  # probed only where it matters
         if self.hpz and not self.qwz:
             self.hpz_plain = self._probe_plain_hpz()
             if not self.hpz_plain:
@@ -940,13 +945,16 @@ class ZeroPP(nn.Module):
         (loss * self.scale if self.scale != 1.0 else loss).backward()
 
     # -------------------------------------------------------------- optimizer
-    def _gather_floats(self, vals: Sequence[float]) -> torch.Tensor:
-        """Every rank's vals (at most 4): a (W, 4) CPU tensor."""
+    def _gather_floats(self, vals: Sequence[Union[float, torch.Tensor]]) -> torch.Tensor:
+        """Every rank's vals (at most 4; floats or 0-d tensors on the
+        device): a (W, 4) CPU tensor. One all-gather, one device sync."""
         k = len(vals)
         self._fin.zero_()
-        self._fin[:k] = torch.tensor(list(vals), dtype=torch.float32)
+        for i, v in enumerate(vals[:4]):
+            self._fin[i] = v
         self.comm.allgather(self._fin, self._fout, 4 * self.world, qwz=False, bits=8, block=self.block,
                             key=None, async_op=False)  # fmt: skip
+        del k
         return self._fout.view(self.world, 4).to("cpu")
 
     @torch.no_grad()
@@ -961,13 +969,17 @@ class ZeroPP(nn.Module):
         if lr is not None:
             self.lr = lr
         inv = 1.0 / (self._micro * self.scale)
-        bad = 0.0
-        if self.dtype == torch.float16 or self._nonfinite:
-            bad = float(self._nonfinite > 0 or any(not bool(torch.isfinite(u.gacc).all()) for u in self.units))
-        sq = 0.0
-        if self.max_grad_norm is not None:
-            sq = float(sum(float(u.gacc.double().pow(2).sum()) for u in self.units)) * inv * inv
-        agreed = self._gather_floats([bad, sq])
+        # Computed on the device: the all-gather below is the step's one sync.
+        zero = torch.zeros((), dtype=torch.float32, device=self.device)
+        bad: Union[float, torch.Tensor] = float(self._nonfinite > 0)
+        if self.dtype == torch.float16 and self.units:
+            bad = bad + torch.stack([(~torch.isfinite(u.gacc)).any() for u in self.units]).any().float()
+        sq: Union[float, torch.Tensor] = 0.0
+        if self.max_grad_norm is not None and self.units:
+            sq = torch.stack([u.gacc.pow(2).sum() for u in self.units]).sum() * (inv * inv)
+            if self.dtype != torch.float16:  # a non-finite norm skips the step too
+                bad = bad + (~torch.isfinite(sq)).float()
+        agreed = self._gather_floats([zero + bad, zero + sq])
         self._nonfinite = 0
         if float(agreed[:, 0].sum()) > 0:
             self.skipped_steps += 1
