@@ -285,7 +285,7 @@ static int prepare_store(struct coll_exec *x)
         snprintf(x->msg, sizeof x->msg, "hpZ store not available in this daemon");
         return ZPP_EUNSUPPORTED;
     }
-    if (a->op == ZPP_OP_QWZ_ALLGATHER) {
+    if (op_is_gather(a->op)) {
         struct hpz_spec sp = {
             .tenant = x->owner.tenant_uid,
             .job = x->owner.job,
@@ -484,6 +484,8 @@ int coll_prepare(struct coll_exec *x)
         x->result.algo = ZPP_ALGO_AG_EXACT;
         if (a->flags & ZPP_FLAG_PUBLISH)
             rc = prepare_publish(x);
+        else if (a->hpz_key[0])
+            rc = prepare_store(x);
         break;
     case ZPP_OP_REDUCE_SCATTER:
         x->result.algo = ZPP_ALGO_RS_EXACT;

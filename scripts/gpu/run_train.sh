@@ -50,8 +50,6 @@ log() { echo "== $(date -u +%FT%TZ) $*" | tee -a "$OUT/summary.txt"; }
   python3 -c 'import torch; print("torch", torch.__version__, "gpus", torch.cuda.device_count())'
   echo "ZPP_LIB=$ZPP_LIB"
 } >> "$OUT/summary.txt" 2>&1
-python3 -c 'import zpp.cuda as z; assert z.available(), "libzpp is not a CUDA build"' \
-  >> "$OUT/summary.txt" 2>&1 || { log "no CUDA libzpp: stage it (see the header)"; exit 1; }
 
 # Two cuda daemons = two simulated nodes. NCCL_HOSTID makes NCCL treat them
 # as different hosts (so a GPU may carry one rank of each); peer ports fixed
@@ -70,6 +68,8 @@ stop() { local p; p=$(cat "$T/zppd-$1.pid" 2>/dev/null) && kill "$p" 2>/dev/null
 need_zppd=0
 for m in "$@"; do case $m in zppd-*) need_zppd=1 ;; esac; done
 if [ $need_zppd = 1 ]; then
+  python3 -c 'import zpp.cuda as z; assert z.available(), "libzpp is not a CUDA build"' \
+    >> "$OUT/summary.txt" 2>&1 || { log "no CUDA libzpp: stage it (see the header)"; exit 1; }
   start 0 7399 && start 1 7400 || exit 1
 fi
 

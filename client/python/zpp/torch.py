@@ -808,6 +808,10 @@ class ZeroPP(nn.Module):
 
     # ---------------------------------------------------------------- forward
     def forward(self, *args: Any, **kwargs: Any) -> Any:
+        for u in self.units:  # a forward that raised may have left units marked in use
+            if u.in_use:
+                u.in_use = 0
+                self._detach(u)
         with torch.autograd.graph.saved_tensors_hooks(self._pack, self._unpack):
             out = self.module(*args, **kwargs)
         if not self._order_done and self._order:
