@@ -274,9 +274,7 @@ static int bench_child(int rank, void *arg)
     double th3 = cut_now_us();
     if (rank == 0)
         printf("stream order: %s (%s)\n", zpp_cuda_sync_mode(c.zc),
-               !strcmp(zpp_cuda_sync_mode(c.zc), "flags")
-                   ? "cuStreamWriteValue64 / cuStreamWaitValue64 on a shared flag array"
-                   : "interprocess CUDA events");
+               zpp_cuda_sync_detail(c.zc));
     if (rank == 0)
         printf("first Hello -> first finished collective: %.1f ms (hello %.1f ms, register 2 "
                "buffers %.1f ms, first 4 KiB all-gather incl. communicator creation and NCCL "

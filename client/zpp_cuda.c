@@ -54,13 +54,15 @@
     X(cuMemRetainAllocationHandle) \
     X(cuMemSetAccess) \
     X(cuMemUnmap) \
-    X(cuMemsetD8) \
+    X(cuMemcpyHtoD) \
     X(cuPointerGetAttribute) \
     X(cuStreamCreate) \
     X(cuStreamDestroy) \
     X(cuStreamSynchronize) \
     X(cuStreamWaitEvent) \
+    X(cuStreamWaitValue32) \
     X(cuStreamWaitValue64) \
+    X(cuStreamWriteValue32) \
     X(cuStreamWriteValue64)
 /* clang-format on */
 
@@ -99,10 +101,6 @@ static int zcu_load(void)
     return 0;
 }
 
-/* A dead daemon's done flags get this on close: above any value in use
- * under CU_STREAM_WAIT_VALUE_GEQ's cyclic comparison (not UINT64_MAX). */
-#define FLAG_RELEASE (1ull << 62)
-
 struct zpp_cuda {
     CUcontext ctx;
     int n;
@@ -123,7 +121,24 @@ struct zpp_cuda {
     uint64_t seq;      /* the last flag value used; grows per call */
     uint64_t *val_of;  /* slot -> flag value of its call in flight */
     int waited;        /* a stream waits on a done flag: sync before unmapping */
+    int bits;          /* 64, or 32 where the GPU lacks 64-bit stream memops */
+    char why[160];     /* how the stream order was chosen (zpp_cuda_sync_detail) */
 };
+
+/* The flag operations at the connection's width (values compare
+ * cyclically under CU_STREAM_WAIT_VALUE_GEQ, so 32-bit ones may wrap). */
+static CUresult flag_write(const struct zpp_cuda *z, CUstream st, CUdeviceptr at, uint64_t v)
+{
+    return z->bits == 32 ? ZCU(cuStreamWriteValue32)(st, at, (cuuint32_t)v,
+                                                     CU_STREAM_WRITE_VALUE_DEFAULT)
+                         : ZCU(cuStreamWriteValue64)(st, at, v, CU_STREAM_WRITE_VALUE_DEFAULT);
+}
+
+static CUresult flag_wait(const struct zpp_cuda *z, CUstream st, CUdeviceptr at, uint64_t v)
+{
+    return z->bits == 32 ? ZCU(cuStreamWaitValue32)(st, at, (cuuint32_t)v, CU_STREAM_WAIT_VALUE_GEQ)
+                         : ZCU(cuStreamWaitValue64)(st, at, v, CU_STREAM_WAIT_VALUE_GEQ);
+}
 
 static int drv_err(zpp_conn *c, CUresult r, const char *what)
 {
@@ -188,9 +203,9 @@ static void ext_free(void *state, int dead)
         if (dead) {
             CUstream st = NULL;
             if (ZCU(cuStreamCreate)(&st, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS) {
-                for (int i = 0; i < z->n; i++)
-                    ZCU(cuStreamWriteValue64)(st, z->fbase + 8u * (CUdeviceptr)(z->n + i),
-                                              FLAG_RELEASE, CU_STREAM_WRITE_VALUE_DEFAULT);
+                for (int i = 0; i < z->n; i++) /* no wait asks for more than the last */
+                    if (z->val_of[i])
+                        flag_write(z, st, z->fbase + 8u * (CUdeviceptr)(z->n + i), z->val_of[i]);
                 ZCU(cuStreamSynchronize)(st);
                 ZCU(cuStreamDestroy)(st);
             }
@@ -225,6 +240,7 @@ static int ext_hello_out(void *state, Zpp__Hello *h, int *fd)
         h->flags_nfds = 1;
         h->flags_size = z->fsize;
         h->nslots = (uint32_t)z->n;
+        h->flag_bits = (uint32_t)z->bits;
         *fd = z->ffd;
     }
     return 0;
@@ -242,8 +258,12 @@ static int ext_hello_in(void *state, zpp_conn *c, const Zpp__HelloReply *hr)
             return zpp__set_err(c, ZPP_EPROTO, "the daemon chose flags that were not offered");
         z->flag_sync = 1;
         z->have_done = 1;
+        snprintf(z->why, sizeof z->why, "flags, %d-bit stream memory operations", z->bits);
         return 0;
     }
+    if (z->fbase) /* offered, not taken: the daemon logs why */
+        snprintf(z->why, sizeof z->why,
+                 "events: the daemon did not take the %d-bit flag array (see its log)", z->bits);
     if (hr->n_done_events != (size_t)z->n)
         return zpp__set_err(c, ZPP_EPROTO,
                             "the daemon returned a different number of done events (is it "
@@ -277,58 +297,81 @@ static int flags_create(struct zpp_cuda *z)
     CUdevice dev;
     int mo64 = 0, fd_ok = 0;
     const char *sync = getenv("ZPP_CUDA_SYNC");
+    CUresult r;
+#define FLAGS_NO(...)                                                                              \
+    do {                                                                                           \
+        snprintf(z->why, sizeof z->why, "events: " __VA_ARGS__);                                   \
+        return -1;                                                                                 \
+    } while (0)
     if (sync && !strcmp(sync, "events"))
-        return -1;
-    if (ZCU(cuCtxGetDevice)(&dev) != CUDA_SUCCESS ||
-        ZCU(cuDeviceGetAttribute)(&mo64, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS,
-                                  dev) != CUDA_SUCCESS ||
-        ZCU(cuDeviceGetAttribute)(&fd_ok,
+        FLAGS_NO("ZPP_CUDA_SYNC=events");
+    if ((r = ZCU(cuCtxGetDevice)(&dev)) != CUDA_SUCCESS)
+        FLAGS_NO("cuCtxGetDevice failed (%d)", (int)r);
+    if (ZCU(cuDeviceGetAttribute)(&fd_ok,
                                   CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
                                   dev) != CUDA_SUCCESS ||
-        !mo64 || !fd_ok)
-        return -1;
+        !fd_ok)
+        FLAGS_NO("the GPU cannot export VMM memory as a POSIX fd");
+    if (ZCU(cuDeviceGetAttribute)(&mo64, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS,
+                                  dev) != CUDA_SUCCESS)
+        mo64 = 0;
+    z->bits = mo64 ? 64 : 32; /* 32-bit memops need no attribute (CUDA >= 12) */
     CUmemAllocationProp p = {0};
     p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
     p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     p.location.id = dev;
     p.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
     size_t g = 0, need = 16u * (size_t)z->n;
-    if (ZCU(cuMemGetAllocationGranularity)(&g, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM) !=
+    if ((r = ZCU(cuMemGetAllocationGranularity)(&g, &p, CU_MEM_ALLOC_GRANULARITY_MINIMUM)) !=
             CUDA_SUCCESS ||
         !g)
-        return -1;
+        FLAGS_NO("cuMemGetAllocationGranularity failed (%d)", (int)r);
     size_t size = (need + g - 1) / g * g;
     CUmemGenericAllocationHandle h;
     CUdeviceptr va = 0;
     int fd = -1;
-    if (ZCU(cuMemCreate)(&h, size, &p, 0) != CUDA_SUCCESS)
-        return -1;
-    if (ZCU(cuMemExportToShareableHandle)(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0) !=
-            CUDA_SUCCESS ||
-        ZCU(cuMemAddressReserve)(&va, size, 0, 0, 0) != CUDA_SUCCESS) {
+    if ((r = ZCU(cuMemCreate)(&h, size, &p, 0)) != CUDA_SUCCESS)
+        FLAGS_NO("cuMemCreate of the flag array failed (%d)", (int)r);
+    if ((r = ZCU(cuMemExportToShareableHandle)(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                                               0)) != CUDA_SUCCESS ||
+        (r = ZCU(cuMemAddressReserve)(&va, size, 0, 0, 0)) != CUDA_SUCCESS) {
         if (fd >= 0)
             close(fd);
         ZCU(cuMemRelease)(h);
-        return -1;
+        FLAGS_NO("exporting or reserving the flag array failed (%d)", (int)r);
     }
-    CUresult r = ZCU(cuMemMap)(va, size, 0, h, 0);
+    r = ZCU(cuMemMap)(va, size, 0, h, 0);
     ZCU(cuMemRelease)(h); /* the mapping (and the daemon's) keeps the memory */
     CUmemAccessDesc acc = {0};
     acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     acc.location.id = dev;
     acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    if (r == CUDA_SUCCESS)
+    const char *step = "cuMemMap";
+    int mapped = r == CUDA_SUCCESS;
+    if (mapped) {
+        step = "cuMemSetAccess";
         r = ZCU(cuMemSetAccess)(va, size, &acc, 1);
-    if (r == CUDA_SUCCESS)
-        r = ZCU(cuMemsetD8)(va, 0, size);
-    if (r == CUDA_SUCCESS)
-        r = ZCU(cuCtxSynchronize)(); /* zeroed before the daemon reads them */
+    }
+    if (mapped && r == CUDA_SUCCESS) {
+        /* zeroed before the daemon reads them: a synchronous copy, no
+         * kernel, only the flags' bytes (the rest of the granule is unused) */
+        uint64_t zero[2 * ZPP_MAX_EVENTS] = {0};
+        step = "cuMemcpyHtoD";
+        r = ZCU(cuMemcpyHtoD)(va, zero, need);
+    }
     if (r != CUDA_SUCCESS) {
-        ZCU(cuMemUnmap)(va, size);
+        if (mapped)
+            ZCU(cuMemUnmap)(va, size);
         ZCU(cuMemAddressFree)(va, size);
         close(fd);
-        return -1;
+        snprintf(z->why, sizeof z->why, "events: %s on the flag array failed (%d)", step, (int)r);
+        /* a sticky error (the context is unusable) must not pass silently */
+        return r == CUDA_ERROR_ILLEGAL_ADDRESS || r == CUDA_ERROR_LAUNCH_FAILED ||
+                       r == CUDA_ERROR_ECC_UNCORRECTABLE || r == CUDA_ERROR_UNKNOWN
+                   ? -2
+                   : -1;
     }
+#undef FLAGS_NO
     z->fbase = va;
     z->fsize = size;
     z->ffd = fd;
@@ -396,7 +439,12 @@ int zpp_cuda_attach(zpp_conn *c, int n_events)
         ext_free(z, 0);
         return rc;
     }
-    flags_create(z); /* offered with the events; the daemon picks */
+    if (flags_create(z) == -2) { /* else offered with the events; the daemon picks */
+        char msg[200];
+        snprintf(msg, sizeof msg, "zpp_cuda_attach: %s", z->why + 8);
+        ext_free(z, 0);
+        return zpp__set_err(c, ZPP_EBACKEND, msg);
+    }
     x->state = z;
     x->hello_out = ext_hello_out;
     x->hello_in = ext_hello_in;
@@ -417,6 +465,14 @@ const char *zpp_cuda_sync_mode(zpp_conn *c)
     if (!z || !z->have_done)
         return "none";
     return z->flag_sync ? "flags" : "events";
+}
+
+const char *zpp_cuda_sync_detail(zpp_conn *c)
+{
+    struct zpp_cuda *z = c ? attached(c) : NULL;
+    if (!z)
+        return "not attached";
+    return z->why[0] ? z->why : z->have_done ? "events" : "before Hello";
 }
 
 /* ---- buffers ------------------------------------------------------------ */
@@ -535,10 +591,9 @@ int zpp_collective_async(zpp_conn *c, const zpp_coll *call, CUstream stream, uin
     CUresult r;
     if (z->flag_sync) {
         v = ++z->seq;
-        r = ZCU(cuStreamWriteValue64)(stream, z->fbase + 8u * (CUdeviceptr)slot, v,
-                                      CU_STREAM_WRITE_VALUE_DEFAULT);
+        r = flag_write(z, stream, z->fbase + 8u * (CUdeviceptr)slot, v);
         if (r != CUDA_SUCCESS)
-            return drv_err(c, r, "cuStreamWriteValue64 (ready flag)");
+            return drv_err(c, r, "cuStreamWriteValue (ready flag)");
     } else if ((r = ZCU(cuEventRecord)(z->ready[slot], stream)) != CUDA_SUCCESS) {
         return drv_err(c, r, "cuEventRecord (ready event)");
     }
@@ -578,10 +633,9 @@ int zpp_wait_stream(zpp_conn *c, uint64_t req_id, CUstream stream, zpp_result *r
          * was enqueued), and waiting for it would block the stream. */
         if (rc != 0)
             return rc;
-        r = ZCU(cuStreamWaitValue64)(stream, z->fbase + 8u * (CUdeviceptr)(z->n + slot),
-                                     z->val_of[slot], CU_STREAM_WAIT_VALUE_GEQ);
+        r = flag_wait(z, stream, z->fbase + 8u * (CUdeviceptr)(z->n + slot), z->val_of[slot]);
         if (r != CUDA_SUCCESS)
-            return drv_err(c, r, "cuStreamWaitValue64 (done flag)");
+            return drv_err(c, r, "cuStreamWaitValue (done flag)");
         z->waited = 1;
         return 0;
     }

@@ -148,6 +148,7 @@ struct be_sync {
     int flags_fd;               /* VMM flag array (fd), -1: none offered */
     uint64_t flags_size;        /* its bytes */
     int nslots;                 /* ready[i] at 8*i, done[i] at 8*(nslots + i) */
+    int flag_bits;              /* 64 or 32: width of the flag operations */
 };
 
 /* A client buffer to import (cuda backend). */

@@ -28,10 +28,11 @@
  * memory operations, the client's flag array (a VMM allocation on its GPU,
  * fd sent with Hello) is imported like a buffer: call_wait is
  * cuStreamWaitValue64(ready[i] >= v) and call_record
- * cuStreamWriteValue64(done[i] = v) on the slot's stream, v the call's
+ * cuStreamWriteValue64(done[i] = v) on the slot's stream (the 32-bit ops
+ * where the GPU lacks 64-bit ones: Hello.flag_bits), v the call's
  * Collective.flag_value (call_note). When the session closes, the daemon
- * writes a release value into every ready flag from a side stream, so a
- * dead client never leaves our streams waiting. Otherwise (or with
+ * writes each slot's last announced value into its ready flag from a side
+ * stream, so a dead client never leaves our streams waiting. Otherwise (or with
  * ZPPD_CUDA_SYNC=events): the client's ready events (opened from their IPC
  * handles) and as many daemon done events, whose handles go back in
  * HelloReply. Either way no CPU waits for the GPU.
@@ -278,6 +279,10 @@ void cu_reap(struct cu_backend *b)
             }
         }
         if (!done) {
+            if (g->tick && now - g->tick_ms >= 1000) {
+                g->tick_ms = now;
+                g->tick(b, g->arg);
+            }
             if (g->stuck && !g->stuck_done && now - g->since_ms > 10000) {
                 g->stuck_done = 1;
                 ZLOG_W("cuda",
@@ -370,6 +375,7 @@ void *be_cuda_open(int allow_legacy_ipc, char *why, size_t why_len)
                                       d->dev) != CUDA_SUCCESS)
             mo64 = 0;
         d->memops = mo64 != 0;
+        ZLOG_I("cuda", "device", "index=%d uuid=%s memops64=%d", i, d->uuid, d->memops);
         if (fd_ok) {
             CUmemAllocationProp p = {0};
             p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -707,12 +713,6 @@ fail:
 
 /* ---- stream order: flags (stream memory operations) or events ------------ */
 
-/* The value a dead client's ready flags get on session close: above any
- * value a connection will ever use under the cyclic >= comparison of
- * CU_STREAM_WAIT_VALUE_GEQ ((int64_t)(*addr - v) >= 0), so every wait on
- * them proceeds. (UINT64_MAX would read as -1: it must not be that.) */
-#define CU_FLAG_RELEASE (1ull << 62)
-
 struct cu_events {
     struct cu_backend *b;
     int device;
@@ -723,8 +723,25 @@ struct cu_events {
     /* flags path: the client's flag array, imported and mapped here */
     struct cu_import *flags;
     CUdeviceptr fbase;
-    uint64_t *value; /* slot -> Collective.flag_value of its call in flight */
+    uint64_t *value; /* slot -> Collective.flag_value of its last call */
+    int bits;        /* 64 or 32: cuStream{Wait,Write}Value64 or ...32 */
 };
+
+/* The flag operations at the session's width (32: the low word; values
+ * compare cyclically, (int32_t)(*addr - v) >= 0, so they may wrap). */
+static CUresult flag_write(const struct cu_events *ev, CUstream st, CUdeviceptr at, uint64_t v)
+{
+    return ev->bits == 32 ? ZCU(cuStreamWriteValue32)(st, at, (cuuint32_t)v,
+                                                      CU_STREAM_WRITE_VALUE_DEFAULT)
+                          : ZCU(cuStreamWriteValue64)(st, at, v, CU_STREAM_WRITE_VALUE_DEFAULT);
+}
+
+static CUresult flag_wait(const struct cu_events *ev, CUstream st, CUdeviceptr at, uint64_t v)
+{
+    return ev->bits == 32
+               ? ZCU(cuStreamWaitValue32)(st, at, (cuuint32_t)v, CU_STREAM_WAIT_VALUE_GEQ)
+               : ZCU(cuStreamWaitValue64)(st, at, v, CU_STREAM_WAIT_VALUE_GEQ);
+}
 
 static CUdeviceptr ready_flag(const struct cu_events *ev, int i)
 {
@@ -739,9 +756,51 @@ static CUdeviceptr done_flag(const struct cu_events *ev, int i)
 /* Runs when every stream that may touch the flag array has passed the
  * session's end: unmaps it (the client's memory goes when its last
  * mapping does). */
+/* A closed session's flag array until the streams that use it drain. */
+struct cu_flag_rel {
+    struct cu_import *im;
+    CUdeviceptr base;
+    int device, n, bits;
+    uint64_t value[]; /* per slot: the last announced Collective.flag_value */
+};
+
+/* Writes each slot's last announced value into its ready flag on the
+ * device's side stream: every wait of ours on that flag asks for at most
+ * that (values only grow; GEQ is cyclic, so no "huge" value would do).
+ * 1 if a write was queued. */
+static int flags_release(struct cu_backend *b, const struct cu_flag_rel *r)
+{
+    int wrote = 0;
+    if (!b->unblock || cu_use(b, r->device))
+        return 0;
+    CUstream ub = (CUstream)b->unblock[r->device];
+    for (int i = 0; i < r->n; i++) {
+        if (!r->value[i])
+            continue;
+        CUdeviceptr at = r->base + 8u * (CUdeviceptr)i;
+        CUresult e = r->bits == 32 ? ZCU(cuStreamWriteValue32)(ub, at, (cuuint32_t)r->value[i],
+                                                               CU_STREAM_WRITE_VALUE_DEFAULT)
+                                   : ZCU(cuStreamWriteValue64)(ub, at, r->value[i],
+                                                               CU_STREAM_WRITE_VALUE_DEFAULT);
+        wrote |= e == CUDA_SUCCESS;
+    }
+    return wrote;
+}
+
+/* While the streams have not drained: write the release again (a dead
+ * client's own ready write still in flight when we first wrote could have
+ * lowered the flag again). */
+static void flags_tick(struct cu_backend *b, void *arg)
+{
+    if (flags_release(b, arg))
+        cudaStreamSynchronize(b->unblock[((struct cu_flag_rel *)arg)->device]); /* bytes */
+}
+
 static void flags_free(struct cu_backend *b, void *arg)
 {
-    import_free(b, arg);
+    struct cu_flag_rel *r = arg;
+    import_free(b, r->im);
+    free(r);
 }
 
 static void cuda_events_close(void *backend, void *state)
@@ -753,19 +812,29 @@ static void cuda_events_close(void *backend, void *state)
     cu_use(b, ev->device);
     if (ev->flags) {
         /* A client that died before its stream wrote ready[i] leaves our
-         * slot streams waiting on it. Writing the release value here, on a
-         * side stream, lets every such wait proceed: the queued calls run
-         * (on whatever the buffers hold) and drain, and the session's
-         * memory is released as usual. Then the flag array itself goes,
-         * once the job streams and this write have passed this point. */
-        CUstream ub = b->unblock ? (CUstream)b->unblock[ev->device] : NULL;
-        int wrote = 0;
-        for (int i = 0; i < ev->n && ub; i++)
-            if (ZCU(cuStreamWriteValue64)(ub, ready_flag(ev, i), CU_FLAG_RELEASE,
-                                          CU_STREAM_WRITE_VALUE_DEFAULT) == CUDA_SUCCESS)
-                wrote = 1;
+         * slot streams waiting on it. Writing here, on a side stream, the
+         * last value the session announced for each slot (Collective.
+         * flag_value: no wait of ours asks for more, and values only grow)
+         * lets every such wait proceed: the queued calls run (on whatever
+         * the buffers hold) and drain, and the session's memory is
+         * released as usual. Then the flag array itself goes, once the
+         * job streams and this write have passed this point. */
+        struct cu_flag_rel *rel = malloc(sizeof *rel + sizeof(uint64_t) * (size_t)ev->n);
+        if (!rel) { /* out of memory: free once the queue has passed */
+            cu_defer(b, ev->device, import_free, ev->flags);
+            ev->flags = NULL;
+            goto events;
+        }
+        rel->im = ev->flags;
+        rel->base = ev->fbase;
+        rel->device = ev->device;
+        rel->n = ev->n;
+        rel->bits = ev->bits;
+        memcpy(rel->value, ev->value, sizeof(uint64_t) * (size_t)ev->n);
+        int wrote = flags_release(b, rel);
         cudaEvent_t *fence = NULL;
         int nf = 0;
+        struct cu_grave *g = NULL;
         if (cu_jobs_fence(b, ev->device, &fence, &nf) == 0) {
             cudaEvent_t e = NULL, *f2 = NULL;
             if (wrote && cudaEventCreateWithFlags(&e, cudaEventDisableTiming) == cudaSuccess &&
@@ -778,17 +847,20 @@ static void cuda_events_close(void *backend, void *state)
                 cudaEventDestroy(e);
             }
             if (nf)
-                cu_grave_add(b, fence, nf, flags_free, ev->flags);
+                g = cu_grave_add(b, fence, nf, flags_free, rel);
             else {
                 free(fence);
-                flags_free(b, ev->flags);
+                flags_free(b, rel);
             }
         } else {
             free(fence);
-            cu_defer(b, ev->device, flags_free, ev->flags);
+            cu_defer(b, ev->device, flags_free, rel);
         }
+        if (g)
+            g->tick = flags_tick;
         ev->flags = NULL;
     }
+events:
     /* Events path: recording a dead client's ready event here was meant to
      * complete it; run 2 showed it does not release a stream already
      * waiting (the wait binds to the client's record), which is why the
@@ -839,6 +911,7 @@ static int flags_open(struct cu_backend *b, int device, const struct be_sync *o,
     ev->flags = h;
     ev->fbase = (CUdeviceptr)(uintptr_t)p;
     ev->n = o->nslots;
+    ev->bits = o->flag_bits == 32 ? 32 : 64;
     return 0;
 }
 
@@ -865,9 +938,18 @@ static int cuda_events_open(void *backend, int device, const struct be_sync *o,
     }
     ev->b = b;
     ev->device = device;
-    if (o->flags_fd >= 0 && b->devs[device].memops && !b->no_flags) {
+    const char *nowhy = NULL; /* why not flags */
+    if (o->flags_fd < 0)
+        nowhy = "the client offered no flag array";
+    else if (b->no_flags)
+        nowhy = "ZPPD_CUDA_SYNC=events";
+    else if (o->flag_bits != 32 && !b->devs[device].memops)
+        nowhy = "64-bit flags offered, the GPU lacks 64-bit stream memory operations";
+    if (!nowhy) {
         char fwhy[200];
         if ((rc = flags_open(b, device, o, ev, fwhy, sizeof fwhy)) == 0) {
+            ZLOG_I("cuda", "session stream order: flags", "device=%d slots=%d bits=%d", device,
+                   ev->n, ev->bits);
             *flags_used = 1;
             *state = ev;
             return 0;
@@ -880,12 +962,12 @@ static int cuda_events_open(void *backend, int device, const struct be_sync *o,
                "why=\"%s\"", fwhy);
         rc = 0;
     } else if (n < 1) {
-        snprintf(why, why_len,
-                 "this zppd does not use stream memory operations (%s) and no events were "
-                 "offered",
-                 b->no_flags ? "ZPPD_CUDA_SYNC=events" : "the GPU lacks 64-bit stream memops");
+        snprintf(why, why_len, "no events offered, and no flags usable: %s", nowhy);
         rc = ZPP_EUNSUPPORTED;
         goto fail;
+    } else {
+        ZLOG_I("cuda", "session stream order: interprocess events", "device=%d events=%d why=\"%s\"",
+               device, n, nowhy);
     }
     if (!(ev->ready = calloc((size_t)n, sizeof *ev->ready)) ||
         !(ev->done = calloc((size_t)n, sizeof *ev->done))) {
@@ -939,10 +1021,9 @@ static int cuda_call_wait(struct be_call *c, int s, void *events, int slot_ev)
     }
     CUresult r;
     if (ev->flags) {
-        r = ZCU(cuStreamWaitValue64)(st, ready_flag(ev, slot_ev), ev->value[slot_ev],
-                                     CU_STREAM_WAIT_VALUE_GEQ);
+        r = flag_wait(ev, st, ready_flag(ev, slot_ev), ev->value[slot_ev]);
         if (r != CUDA_SUCCESS)
-            return cu_drv_fail(r, "cuStreamWaitValue64 (ready flag)", c->err, sizeof c->err);
+            return cu_drv_fail(r, "cuStreamWaitValue (ready flag)", c->err, sizeof c->err);
         return 0;
     }
     r = ZCU(cuStreamWaitEvent)(st, ev->ready[slot_ev], 0);
@@ -963,10 +1044,9 @@ static int cuda_call_record(struct be_call *c, int s, void *events, int slot_ev)
     CUresult r;
     if (ev->flags) {
         /* the default write is fenced after the stream's earlier work */
-        r = ZCU(cuStreamWriteValue64)(st, done_flag(ev, slot_ev), ev->value[slot_ev],
-                                      CU_STREAM_WRITE_VALUE_DEFAULT);
+        r = flag_write(ev, st, done_flag(ev, slot_ev), ev->value[slot_ev]);
         if (r != CUDA_SUCCESS)
-            return cu_drv_fail(r, "cuStreamWriteValue64 (done flag)", c->err, sizeof c->err);
+            return cu_drv_fail(r, "cuStreamWriteValue (done flag)", c->err, sizeof c->err);
         return 0;
     }
     r = ZCU(cuEventRecord)(ev->done[slot_ev], st);

@@ -37,7 +37,9 @@
     X(cuEventDestroy) \
     X(cuEventRecord) \
     X(cuStreamWaitEvent) \
+    X(cuStreamWaitValue32) \
     X(cuStreamWaitValue64) \
+    X(cuStreamWriteValue32) \
     X(cuStreamWriteValue64) \
     X(cuIpcOpenMemHandle) \
     X(cuIpcCloseMemHandle) \
@@ -96,6 +98,9 @@ struct cu_grave {
     /* optional: runs once when not drained after CU_STUCK_MS */
     void (*stuck)(struct cu_backend *b, void *arg);
     int stuck_done;
+    /* optional: runs about once a second while not drained */
+    void (*tick)(struct cu_backend *b, void *arg);
+    uint64_t tick_ms;
 };
 
 struct cu_backend {

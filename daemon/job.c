@@ -347,7 +347,8 @@ static void hello(struct session *s, uint64_t req_id, const Zpp__Hello *h, int f
                                     .ready = ready,
                                     .flags_fd = flags_fd,
                                     .flags_size = h->flags_size,
-                                    .nslots = (int)h->nslots};
+                                    .nslots = (int)h->nslots,
+                                    .flag_bits = h->flag_bits == 32 ? 32 : 64};
             char why[256];
             int rc = d->be->events_open(d->be_state, s->device, &offer, done, &flag_sync,
                                         &s->events, why, sizeof why);

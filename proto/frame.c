@@ -187,6 +187,8 @@ static int validate_hello(const Zpp__Hello *h, const char **why)
               "hello.ready_events: each event handle must be 64 bytes");
     CHECK(h->flags_nfds <= 1, ZPP_EINVAL, "hello.flags_nfds: at most one flag array");
     CHECK(h->nslots <= ZPP_MAX_EVENTS, ZPP_EINVAL, "hello.nslots: too many flag slots");
+    CHECK(h->flag_bits == 0 || h->flag_bits == 32 || h->flag_bits == 64, ZPP_EINVAL,
+          "hello.flag_bits: 32 or 64");
     if (h->flags_nfds)
         CHECK(h->nslots >= 1 && h->flags_size >= 16u * (uint64_t)h->nslots &&
                   h->flags_size <= ZPP_MAX_FLAGS_BYTES,

@@ -44,11 +44,16 @@ ZPP_EXPORT int zpp_cuda_attach(zpp_conn *c, int n_events);
 
 /* How the connection orders the daemon's work against its streams, once
  * zpp_hello has answered: "flags" (stream memory operations on a shared
- * flag array: cuStreamWriteValue64 / cuStreamWaitValue64), "events"
+ * flag array: cuStreamWriteValue64 / cuStreamWaitValue64, or the 32-bit
+ * ones where the GPU lacks 64-bit memops), "events"
  * (interprocess events: a GPU or driver without 64-bit stream memory
  * operations, or ZPP_CUDA_SYNC=events here or ZPPD_CUDA_SYNC=events in the
  * daemon), or "none" (not attached, or before Hello). */
 ZPP_EXPORT const char *zpp_cuda_sync_mode(zpp_conn *c);
+/* One line on how that was decided ("flags, 64-bit stream memory
+ * operations", "events: ZPP_CUDA_SYNC=events", "events: the daemon did not
+ * take the 64-bit flag array (see its log)", ...); for logs and benches. */
+ZPP_EXPORT const char *zpp_cuda_sync_detail(zpp_conn *c);
 
 /* Registers the device memory around [dptr, dptr + len): a VMM allocation
  * (cuMemCreate with the POSIX-fd handle type; PyTorch expandable segments)

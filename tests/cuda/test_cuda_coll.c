@@ -106,7 +106,8 @@ static int kill_child(int rank, void *arg)
                        .gpu_uuid = uuid};
     CK("hello", zpp_hello(gc, &jd, NULL));
     if (rank == 0 && !o->after_kill)
-        printf("kill-test: stream order: %s\n", zpp_cuda_sync_mode(gc));
+        printf("kill-test: stream order: %s (%s)\n", zpp_cuda_sync_mode(gc),
+               zpp_cuda_sync_detail(gc));
     CK("alloc in", cut_vmm_alloc(&in, rank, count * 2 / (uint64_t)o->world));
     CK("alloc out", cut_vmm_alloc(&out, rank, count * 2));
     CK("register in", zpp_register_cuda(gc, (void *)in.ptr, in.size, &bin, &oin));
@@ -319,7 +320,7 @@ static int coll_child(int rank, void *arg)
     double t0 = cut_now_us();
     CK("hello cuda", zpp_hello(gc, &jd, NULL));
     if (rank == 0)
-        printf("stream order: %s\n", zpp_cuda_sync_mode(gc));
+        printf("stream order: %s (%s)\n", zpp_cuda_sync_mode(gc), zpp_cuda_sync_detail(gc));
     {
         zpp_conn *sv = gc;
         gc = NULL;
