@@ -17,8 +17,7 @@
  * per call, p50 and p90 over the samples; daemon overhead = zppd p50 minus
  * NCCL p50 of the same collective.
  * Also: the time from the first Hello to the first finished collective
- * (job formation and communicator creation included), and the stream-order
- * mechanism in use (flags, or events with ZPP_CUDA_SYNC=events).
+ * (job formation and communicator creation included).
  * Rank 0 prints the table; "speedup" = NCCL time / zppd time of the
  * baseline named in the row.
  */
@@ -272,9 +271,6 @@ static int bench_child(int rank, void *arg)
         return 1;
     }
     double th3 = cut_now_us();
-    if (rank == 0)
-        printf("stream order: %s (%s)\n", zpp_cuda_sync_mode(c.zc),
-               zpp_cuda_sync_detail(c.zc));
     if (rank == 0)
         printf("first Hello -> first finished collective: %.1f ms (hello %.1f ms, register 2 "
                "buffers %.1f ms, first 4 KiB all-gather incl. communicator creation and NCCL "

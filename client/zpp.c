@@ -168,7 +168,7 @@ void zpp_close(zpp_conn *c)
     if (!c)
         return;
     if (c->ext.free)
-        c->ext.free(c->ext.state, c->dead);
+        c->ext.free(c->ext.state);
     if (c->fd >= 0)
         close(c->fd);
     while (c->stash) {
@@ -504,9 +504,8 @@ int zpp_hello(zpp_conn *c, const zpp_job_desc *job, zpp_hello_info *info)
     h.leader_addr = nz(job->leader_addr);
     h.tenant_label = nz(job->tenant_label);
     h.pid = (uint32_t)getpid();
-    int flags_fd = -1;
     if (c->ext.hello_out) {
-        int erc = c->ext.hello_out(c->ext.state, &h, &flags_fd);
+        int erc = c->ext.hello_out(c->ext.state, &h.ready_events, &h.n_ready_events);
         if (erc < 0)
             return set_err(c, erc, "cannot export the CUDA ready events");
     }
@@ -518,7 +517,7 @@ int zpp_hello(zpp_conn *c, const zpp_job_desc *job, zpp_hello_info *info)
     if (rc < 0)
         return rc;
     Zpp__Reply *rep = NULL;
-    rc = conn_call(c, &req, flags_fd, ZPP__REPLY__BODY_HELLO, &rep);
+    rc = conn_call(c, &req, -1, ZPP__REPLY__BODY_HELLO, &rep);
     if (rc < 0)
         return rc;
     const Zpp__HelloReply *hr = rep->hello;
@@ -636,11 +635,10 @@ void zpp_coll_init(zpp_coll *call, zpp_op_t op, zpp_dtype_t dtype, uint64_t coun
 /* Validates and sends a collective; returns 0 and *req_id, or a code. */
 int zpp_submit(zpp_conn *c, const zpp_coll *call, uint64_t *req_id)
 {
-    return zpp__submit_ev(c, call, 0, 0, req_id);
+    return zpp__submit_ev(c, call, 0, req_id);
 }
 
-int zpp__submit_ev(zpp_conn *c, const zpp_coll *call, uint32_t event_slot, uint64_t flag_value,
-                   uint64_t *req_id)
+int zpp__submit_ev(zpp_conn *c, const zpp_coll *call, uint32_t event_slot, uint64_t *req_id)
 {
     if (!c)
         return ZPP_EINVAL;
@@ -671,7 +669,6 @@ int zpp__submit_ev(zpp_conn *c, const zpp_coll *call, uint32_t event_slot, uint6
     co.flags = call->flags;
     co.timeout_ms = call->timeout_ms;
     co.event_slot = event_slot;
-    co.flag_value = flag_value;
     Zpp__Request req = ZPP__REQUEST__INIT;
     req.version = ZPP__PROTOCOL_VERSION__PROTOCOL_VERSION;
     req.body_case = ZPP__REQUEST__BODY_COLLECTIVE;

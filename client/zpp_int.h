@@ -32,21 +32,17 @@ int zpp__drain_json(const Zpp__DrainReply *dr, char **out);
 
 /* ---- hooks for the CUDA side (zpp_cuda.c; zpp.c stays CUDA-free) ---- */
 
-/* Per-connection extension state, set by zpp_cuda_attach. hello_out
- * fills the Hello's stream-order offer (ready event handles, 64 bytes
- * each, and/or the flag array: flags_nfds, flags_size, nslots; the arrays
- * stay valid until hello_in) and *fd, the flag array's descriptor to send
- * with the Hello (-1: none; the extension keeps and closes it); hello_in
- * takes the reply (done events or flag_sync; 0 or a code, which fails
- * zpp_hello); collective, if set, replaces zpp_collective's body
- * (stream-ordered calls); free runs in zpp_close (dead: the connection
- * had failed, the daemon may be gone). */
+/* Per-connection extension state, set by zpp_cuda_attach. hello_out fills
+ * the Hello's ready event handles (64 bytes each; the array stays valid
+ * until hello_in); hello_in takes the reply's done events (0 or a code,
+ * which fails zpp_hello); collective, if set, replaces zpp_collective's
+ * body (stream-ordered calls); free runs in zpp_close. */
 typedef struct {
     void *state;
-    int (*hello_out)(void *state, Zpp__Hello *h, int *fd);
+    int (*hello_out)(void *state, ProtobufCBinaryData **ev, size_t *n);
     int (*hello_in)(void *state, zpp_conn *c, const Zpp__HelloReply *hr);
     int (*collective)(void *state, zpp_conn *c, const zpp_coll *call, zpp_result *res);
-    void (*free)(void *state, int dead);
+    void (*free)(void *state);
 } zpp__ext;
 
 /* The connection's extension slot (never NULL for a live c). */
@@ -55,10 +51,8 @@ zpp__ext *zpp__ext_of(zpp_conn *c);
 /* Records a failure on c with a message; returns code. */
 int zpp__set_err(zpp_conn *c, int code, const char *msg);
 
-/* zpp_submit with Collective.event_slot (1-based; 0 = none) and
- * Collective.flag_value (the flag path's value; 0 on the events path). */
-int zpp__submit_ev(zpp_conn *c, const zpp_coll *call, uint32_t event_slot, uint64_t flag_value,
-                   uint64_t *req_id);
+/* zpp_submit with Collective.event_slot (1-based; 0 = none). */
+int zpp__submit_ev(zpp_conn *c, const zpp_coll *call, uint32_t event_slot, uint64_t *req_id);
 
 /* Registers device memory: nfds VMM descriptors with their chunk sizes
  * (sent with SCM_RIGHTS, at most 4 per message; the caller keeps and

@@ -37,7 +37,6 @@ struct be_topo {
 };
 
 struct be_call; /* one collective in progress; owned by the caller */
-struct be_sync;
 struct be_import;
 
 struct be_ops {
@@ -93,16 +92,11 @@ struct be_ops {
     int (*buf_import)(void *backend, const struct be_import *desc, void **handle, uint8_t **ptr,
                       char *why, size_t why_len);
     void (*buf_release)(void *backend, void *handle);
-    /* Opens a session's stream-order state from what its Hello offered
-     * (be_sync): the flag array (stream memory operations) when the
-     * backend can use it, else the client's ready events (64-byte handles)
-     * and as many daemon done events, whose handles go to done_out[i].
-     * *flags_used says which (1: flags; done_out unused). *state is
-     * released with events_close, which also releases any daemon stream
-     * still waiting on the session's ready flags (a dead client). */
-    int (*events_open)(void *backend, int device, const struct be_sync *offer,
-                       uint8_t (*done_out)[64], int *flags_used, void **state, char *why,
-                       size_t why_len);
+    /* Opens a session's event pools: the client's ready events (n handles
+     * of 64 bytes) and as many daemon done events, whose handles go to
+     * done_out[i] (64 bytes each). *state is released with events_close. */
+    int (*events_open)(void *backend, int device, const uint8_t *const *ready, int n,
+                       uint8_t (*done_out)[64], void **state, char *why, size_t why_len);
     void (*events_close)(void *backend, void *state);
     /* Per job: communicators and streams for the hosted ranks, whose
      * devices are devices[slot]. job_close(abort=1) aborts NCCL first. */
@@ -123,14 +117,9 @@ struct be_ops {
     /* Device memory the job holds (communicators, staging). */
     uint64_t (*job_memory)(void *backend, void *job);
     /* Around coll_run: slot s's stream waits on the client's ready event
-     * (or ready flag) `slot_ev`, and afterwards records the daemon's done
-     * event (or writes the done flag). */
+     * `slot_ev`, and afterwards records the daemon's done event. */
     int (*call_wait)(struct be_call *c, int s, void *events, int slot_ev);
     int (*call_record)(struct be_call *c, int s, void *events, int slot_ev);
-    /* Loop thread, when a Collective naming slot_ev (0-based) arrives:
-     * the flag value it carries (Collective.flag_value), used by the
-     * call_wait/call_record of that call. NULL where unused. */
-    void (*call_note)(void *events, int slot_ev, uint64_t value);
     /* Copies `bytes` of slot s's device memory at src into host memory dst
      * and waits for the copy (ordered after the work already enqueued on
      * the slot's stream). Used to verify the content key of a shared hpZ
@@ -139,16 +128,6 @@ struct be_ops {
      * pass, on the loop thread. NULL on the host backend, whose memory is
      * host memory; a device backend without it refuses to publish. */
     int (*to_host)(struct be_call *c, int s, void *dst, const void *src, size_t bytes);
-};
-
-/* What a client offered at Hello for stream order (cuda backend). */
-struct be_sync {
-    int nready;                 /* interprocess ready events */
-    const uint8_t *const *ready; /* their 64-byte handles */
-    int flags_fd;               /* VMM flag array (fd), -1: none offered */
-    uint64_t flags_size;        /* its bytes */
-    int nslots;                 /* ready[i] at 8*i, done[i] at 8*(nslots + i) */
-    int flag_bits;              /* 64 or 32: width of the flag operations */
 };
 
 /* A client buffer to import (cuda backend). */

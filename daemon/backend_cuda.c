@@ -1,6 +1,6 @@
 /*
  * backend_cuda.c — the cuda backend: the node's GPUs, client memory
- * imported into the daemon, the sessions' stream order (flags or events), hpZ store
+ * imported into the daemon, the sessions' interprocess events, hpZ store
  * memory, and the ops table. A job's streams, NCCL communicators, staging
  * and the collectives live in backend_cuda_job.c.
  *
@@ -21,21 +21,13 @@
  *     size against which the range is checked. One open per (device, uid,
  *     handle), reference-counted: the driver refuses a second open of the
  *     same allocation in one process.
- * Release is deferred until the device's queued work has passed it
- * (cu_defer): a call still enqueued may read the memory.
+ * Release waits for the device's work to end (cuCtxSynchronize) before it
+ * unmaps: a call still enqueued may read the memory.
  *
- * Stream order, per session (docs/cuda.md): where the GPU has 64-bit stream
- * memory operations, the client's flag array (a VMM allocation on its GPU,
- * fd sent with Hello) is imported like a buffer: call_wait is
- * cuStreamWaitValue64(ready[i] >= v) and call_record
- * cuStreamWriteValue64(done[i] = v) on the slot's stream (the 32-bit ops
- * where the GPU lacks 64-bit ones: Hello.flag_bits), v the call's
- * Collective.flag_value (call_note). When the session closes, the daemon
- * writes each slot's last announced value into its ready flag from a side
- * stream, so a dead client never leaves our streams waiting. Otherwise (or with
- * ZPPD_CUDA_SYNC=events): the client's ready events (opened from their IPC
- * handles) and as many daemon done events, whose handles go back in
- * HelloReply. Either way no CPU waits for the GPU.
+ * Events: per session, the client's ready events (opened from their IPC
+ * handles) and as many daemon done events (interprocess, no timing), whose
+ * handles go back in HelloReply. call_wait/call_record use them on the
+ * slot's stream: no CPU waits for the GPU.
  *
  * Sticky CUDA errors (illegal address and the like) make the whole process
  * unusable: they set b->fatal; be_cuda_fatal() tells main, which exits.
@@ -279,10 +271,6 @@ void cu_reap(struct cu_backend *b)
             }
         }
         if (!done) {
-            if (g->tick && now - g->tick_ms >= 1000) {
-                g->tick_ms = now;
-                g->tick(b, g->arg);
-            }
             if (g->stuck && !g->stuck_done && now - g->since_ms > 10000) {
                 g->stuck_done = 1;
                 ZLOG_W("cuda",
@@ -349,10 +337,6 @@ void *be_cuda_open(int allow_legacy_ipc, char *why, size_t why_len)
         return NULL;
     }
     b->allow_legacy = allow_legacy_ipc;
-    {
-        const char *sync = getenv("ZPPD_CUDA_SYNC");
-        b->no_flags = sync && !strcmp(sync, "events");
-    }
     for (int i = 0; i < n; i++) {
         struct cu_dev *d = &b->devs[i];
         CUuuid u;
@@ -367,15 +351,9 @@ void *be_cuda_open(int allow_legacy_ipc, char *why, size_t why_len)
         }
         b->ndev = i + 1;
         format_uuid(&u, d->uuid, sizeof d->uuid);
-        int fd_ok = 0, mo64 = 0;
+        int fd_ok = 0;
         ZCU(cuDeviceGetAttribute)
         (&fd_ok, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, d->dev);
-        /* GEQ waits need no NOR support; 64-bit ones need this attribute. */
-        if (ZCU(cuDeviceGetAttribute)(&mo64, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS,
-                                      d->dev) != CUDA_SUCCESS)
-            mo64 = 0;
-        d->memops = mo64 != 0;
-        ZLOG_I("cuda", "device", "index=%d uuid=%s memops64=%d", i, d->uuid, d->memops);
         if (fd_ok) {
             CUmemAllocationProp p = {0};
             p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -711,97 +689,14 @@ fail:
     return rc;
 }
 
-/* ---- stream order: flags (stream memory operations) or events ------------ */
+/* ---- events ----------------------------------------------------------- */
 
 struct cu_events {
-    struct cu_backend *b;
     int device;
     int n;
-    /* events path */
     CUevent *ready; /* opened from the client's handles */
     CUevent *done;  /* ours, exported */
-    /* flags path: the client's flag array, imported and mapped here */
-    struct cu_import *flags;
-    CUdeviceptr fbase;
-    uint64_t *value; /* slot -> Collective.flag_value of its last call */
-    int bits;        /* 64 or 32: cuStream{Wait,Write}Value64 or ...32 */
 };
-
-/* The flag operations at the session's width (32: the low word; values
- * compare cyclically, (int32_t)(*addr - v) >= 0, so they may wrap). */
-static CUresult flag_write(const struct cu_events *ev, CUstream st, CUdeviceptr at, uint64_t v)
-{
-    return ev->bits == 32 ? ZCU(cuStreamWriteValue32)(st, at, (cuuint32_t)v,
-                                                      CU_STREAM_WRITE_VALUE_DEFAULT)
-                          : ZCU(cuStreamWriteValue64)(st, at, v, CU_STREAM_WRITE_VALUE_DEFAULT);
-}
-
-static CUresult flag_wait(const struct cu_events *ev, CUstream st, CUdeviceptr at, uint64_t v)
-{
-    return ev->bits == 32
-               ? ZCU(cuStreamWaitValue32)(st, at, (cuuint32_t)v, CU_STREAM_WAIT_VALUE_GEQ)
-               : ZCU(cuStreamWaitValue64)(st, at, v, CU_STREAM_WAIT_VALUE_GEQ);
-}
-
-static CUdeviceptr ready_flag(const struct cu_events *ev, int i)
-{
-    return ev->fbase + 8u * (CUdeviceptr)i;
-}
-
-static CUdeviceptr done_flag(const struct cu_events *ev, int i)
-{
-    return ev->fbase + 8u * (CUdeviceptr)(ev->n + i);
-}
-
-/* Runs when every stream that may touch the flag array has passed the
- * session's end: unmaps it (the client's memory goes when its last
- * mapping does). */
-/* A closed session's flag array until the streams that use it drain. */
-struct cu_flag_rel {
-    struct cu_import *im;
-    CUdeviceptr base;
-    int device, n, bits;
-    uint64_t value[]; /* per slot: the last announced Collective.flag_value */
-};
-
-/* Writes each slot's last announced value into its ready flag on the
- * device's side stream: every wait of ours on that flag asks for at most
- * that (values only grow; GEQ is cyclic, so no "huge" value would do).
- * 1 if a write was queued. */
-static int flags_release(struct cu_backend *b, const struct cu_flag_rel *r)
-{
-    int wrote = 0;
-    if (!b->unblock || cu_use(b, r->device))
-        return 0;
-    CUstream ub = (CUstream)b->unblock[r->device];
-    for (int i = 0; i < r->n; i++) {
-        if (!r->value[i])
-            continue;
-        CUdeviceptr at = r->base + 8u * (CUdeviceptr)i;
-        CUresult e = r->bits == 32 ? ZCU(cuStreamWriteValue32)(ub, at, (cuuint32_t)r->value[i],
-                                                               CU_STREAM_WRITE_VALUE_DEFAULT)
-                                   : ZCU(cuStreamWriteValue64)(ub, at, r->value[i],
-                                                               CU_STREAM_WRITE_VALUE_DEFAULT);
-        wrote |= e == CUDA_SUCCESS;
-    }
-    return wrote;
-}
-
-/* While the streams have not drained: write the release again (a dead
- * client's own ready write still in flight when we first wrote could have
- * lowered the flag again). */
-static void flags_tick(struct cu_backend *b, void *arg)
-{
-    if (flags_release(b, arg))
-        cudaStreamSynchronize(b->unblock[((struct cu_flag_rel *)arg)->device]); /* bytes */
-}
-
-static void flags_free(struct cu_backend *b, void *arg)
-{
-    struct cu_flag_rel *r = arg;
-    import_free(b, r->im);
-    free(r);
-}
 
 static void cuda_events_close(void *backend, void *state)
 {
@@ -810,63 +705,12 @@ static void cuda_events_close(void *backend, void *state)
     if (!ev)
         return;
     cu_use(b, ev->device);
-    if (ev->flags) {
-        /* A client that died before its stream wrote ready[i] leaves our
-         * slot streams waiting on it. Writing here, on a side stream, the
-         * last value the session announced for each slot (Collective.
-         * flag_value: no wait of ours asks for more, and values only grow)
-         * lets every such wait proceed: the queued calls run (on whatever
-         * the buffers hold) and drain, and the session's memory is
-         * released as usual. Then the flag array itself goes, once the
-         * job streams and this write have passed this point. */
-        struct cu_flag_rel *rel = malloc(sizeof *rel + sizeof(uint64_t) * (size_t)ev->n);
-        if (!rel) { /* out of memory: free once the queue has passed */
-            cu_defer(b, ev->device, import_free, ev->flags);
-            ev->flags = NULL;
-            goto events;
-        }
-        rel->im = ev->flags;
-        rel->base = ev->fbase;
-        rel->device = ev->device;
-        rel->n = ev->n;
-        rel->bits = ev->bits;
-        memcpy(rel->value, ev->value, sizeof(uint64_t) * (size_t)ev->n);
-        int wrote = flags_release(b, rel);
-        cudaEvent_t *fence = NULL;
-        int nf = 0;
-        struct cu_grave *g = NULL;
-        if (cu_jobs_fence(b, ev->device, &fence, &nf) == 0) {
-            cudaEvent_t e = NULL, *f2 = NULL;
-            if (wrote && cudaEventCreateWithFlags(&e, cudaEventDisableTiming) == cudaSuccess &&
-                cudaEventRecord(e, b->unblock[ev->device]) == cudaSuccess &&
-                (f2 = realloc(fence, sizeof *fence * (size_t)(nf + 1)))) {
-                fence = f2;
-                fence[nf++] = e;
-            } else if (e) {
-                cudaStreamSynchronize(b->unblock[ev->device]); /* a few bytes: at once */
-                cudaEventDestroy(e);
-            }
-            if (nf)
-                g = cu_grave_add(b, fence, nf, flags_free, rel);
-            else {
-                free(fence);
-                flags_free(b, rel);
-            }
-        } else {
-            free(fence);
-            cu_defer(b, ev->device, flags_free, rel);
-        }
-        if (g)
-            g->tick = flags_tick;
-        ev->flags = NULL;
-    }
-events:
-    /* Events path: recording a dead client's ready event here was meant to
-     * complete it; run 2 showed it does not release a stream already
-     * waiting (the wait binds to the client's record), which is why the
-     * flags path exists. Kept: it is harmless. */
-    for (int i = 0; i < ev->n && b->unblock && ev->ready; i++)
-        if (ev->ready[i])
+    /* A client that died between recording a ready event and its
+     * completion leaves our streams waiting on it forever. Recording the
+     * event here completes it: those waits end, the queued calls drain,
+     * and their memory can be released (docs/cuda.md, "Failure"). */
+    for (int i = 0; i < ev->n && b->unblock; i++)
+        if (ev->ready && ev->ready[i])
             ZCU(cuEventRecord)(ev->ready[i], (CUstream)b->unblock[ev->device]);
     for (int i = 0; i < ev->n; i++) {
         if (ev->ready && ev->ready[i])
@@ -876,55 +720,17 @@ events:
     }
     free(ev->ready);
     free(ev->done);
-    free(ev->value);
     free(ev);
 }
 
-/* Imports the client's flag array on the session's device. 0, or a code
- * with why (the caller then falls back to events where it can). */
-static int flags_open(struct cu_backend *b, int device, const struct be_sync *o,
-                      struct cu_events *ev, char *why, size_t why_len)
-{
-    void *h = NULL;
-    uint8_t *p = NULL;
-    uint64_t size = o->flags_size;
-    int fd = o->flags_fd;
-    struct be_import imp = {.device = device,
-                            .nfds = 1,
-                            .fds = &fd,
-                            .chunk_sizes = &size,
-                            .offset = 0,
-                            .length = 16u * (uint64_t)o->nslots};
-    if (o->nslots < 1 || o->nslots > 64 || size < imp.length) {
-        snprintf(why, why_len, "a flag array of %" PRIu64 " bytes cannot hold %d slots", size,
-                 o->nslots);
-        return ZPP_EINVAL;
-    }
-    int rc = cuda_buf_import(b, &imp, &h, &p, why, why_len);
-    if (rc)
-        return rc;
-    if (!(ev->value = calloc((size_t)o->nslots, sizeof *ev->value))) {
-        import_free(b, h);
-        snprintf(why, why_len, "out of memory");
-        return ZPP_ENOMEM;
-    }
-    ev->flags = h;
-    ev->fbase = (CUdeviceptr)(uintptr_t)p;
-    ev->n = o->nslots;
-    ev->bits = o->flag_bits == 32 ? 32 : 64;
-    return 0;
-}
-
-static int cuda_events_open(void *backend, int device, const struct be_sync *o,
-                            uint8_t (*done_out)[64], int *flags_used, void **state, char *why,
-                            size_t why_len)
+static int cuda_events_open(void *backend, int device, const uint8_t *const *ready, int n,
+                            uint8_t (*done_out)[64], void **state, char *why, size_t why_len)
 {
     struct cu_backend *b = backend;
     struct cu_events *ev = NULL;
     CUresult r;
-    int rc = 0, n = o->nready;
-    *flags_used = 0;
-    if (device < 0 || device >= b->ndev || (n < 1 && o->flags_fd < 0)) {
+    int rc = 0;
+    if (n < 1 || device < 0 || device >= b->ndev) {
         snprintf(why, why_len, "bad device or event count");
         return ZPP_EINVAL;
     }
@@ -932,53 +738,18 @@ static int cuda_events_open(void *backend, int device, const struct be_sync *o,
         snprintf(why, why_len, "cannot use device %d", device);
         return ZPP_EBACKEND;
     }
-    if (!(ev = calloc(1, sizeof *ev))) {
-        snprintf(why, why_len, "out of memory");
-        return ZPP_ENOMEM;
-    }
-    ev->b = b;
-    ev->device = device;
-    const char *nowhy = NULL; /* why not flags */
-    if (o->flags_fd < 0)
-        nowhy = "the client offered no flag array";
-    else if (b->no_flags)
-        nowhy = "ZPPD_CUDA_SYNC=events";
-    else if (o->flag_bits != 32 && !b->devs[device].memops)
-        nowhy = "64-bit flags offered, the GPU lacks 64-bit stream memory operations";
-    if (!nowhy) {
-        char fwhy[200];
-        if ((rc = flags_open(b, device, o, ev, fwhy, sizeof fwhy)) == 0) {
-            ZLOG_I("cuda", "session stream order: flags", "device=%d slots=%d bits=%d", device,
-                   ev->n, ev->bits);
-            *flags_used = 1;
-            *state = ev;
-            return 0;
-        }
-        if (n < 1) {
-            snprintf(why, why_len, "cannot map the flag array: %s", fwhy);
-            goto fail;
-        }
-        ZLOG_W("cuda", "cannot map a client's flag array: using interprocess events",
-               "why=\"%s\"", fwhy);
-        rc = 0;
-    } else if (n < 1) {
-        snprintf(why, why_len, "no events offered, and no flags usable: %s", nowhy);
-        rc = ZPP_EUNSUPPORTED;
-        goto fail;
-    } else {
-        ZLOG_I("cuda", "session stream order: interprocess events", "device=%d events=%d why=\"%s\"",
-               device, n, nowhy);
-    }
-    if (!(ev->ready = calloc((size_t)n, sizeof *ev->ready)) ||
+    ev = calloc(1, sizeof *ev);
+    if (!ev || !(ev->ready = calloc((size_t)n, sizeof *ev->ready)) ||
         !(ev->done = calloc((size_t)n, sizeof *ev->done))) {
         snprintf(why, why_len, "out of memory");
         rc = ZPP_ENOMEM;
         goto fail;
     }
+    ev->device = device;
     ev->n = n;
     for (int i = 0; i < n; i++) {
         CUipcEventHandle h;
-        memcpy(&h, o->ready[i], sizeof h);
+        memcpy(&h, ready[i], sizeof h);
         if ((r = ZCU(cuIpcOpenEventHandle)(&ev->ready[i], h)) != CUDA_SUCCESS) {
             ev->ready[i] = NULL;
             rc = cu_drv_fail(r, "cuIpcOpenEventHandle (client ready event)", why, why_len);
@@ -1003,13 +774,6 @@ fail:
     return rc;
 }
 
-static void cuda_call_note(void *events, int slot_ev, uint64_t value)
-{
-    struct cu_events *ev = events;
-    if (ev && ev->value && slot_ev >= 0 && slot_ev < ev->n)
-        ev->value[slot_ev] = value;
-}
-
 static int cuda_call_wait(struct be_call *c, int s, void *events, int slot_ev)
 {
     struct cu_events *ev = events;
@@ -1019,14 +783,7 @@ static int cuda_call_wait(struct be_call *c, int s, void *events, int slot_ev)
         snprintf(c->err, sizeof c->err, "slot %d: no stream or no such event %d", s, slot_ev);
         return ZPP_EINVAL;
     }
-    CUresult r;
-    if (ev->flags) {
-        r = flag_wait(ev, st, ready_flag(ev, slot_ev), ev->value[slot_ev]);
-        if (r != CUDA_SUCCESS)
-            return cu_drv_fail(r, "cuStreamWaitValue (ready flag)", c->err, sizeof c->err);
-        return 0;
-    }
-    r = ZCU(cuStreamWaitEvent)(st, ev->ready[slot_ev], 0);
+    CUresult r = ZCU(cuStreamWaitEvent)(st, ev->ready[slot_ev], 0);
     if (r != CUDA_SUCCESS)
         return cu_drv_fail(r, "cuStreamWaitEvent", c->err, sizeof c->err);
     return 0;
@@ -1041,15 +798,7 @@ static int cuda_call_record(struct be_call *c, int s, void *events, int slot_ev)
         snprintf(c->err, sizeof c->err, "slot %d: no stream or no such event %d", s, slot_ev);
         return ZPP_EINVAL;
     }
-    CUresult r;
-    if (ev->flags) {
-        /* the default write is fenced after the stream's earlier work */
-        r = flag_write(ev, st, done_flag(ev, slot_ev), ev->value[slot_ev]);
-        if (r != CUDA_SUCCESS)
-            return cu_drv_fail(r, "cuStreamWriteValue (done flag)", c->err, sizeof c->err);
-        return 0;
-    }
-    r = ZCU(cuEventRecord)(ev->done[slot_ev], st);
+    CUresult r = ZCU(cuEventRecord)(ev->done[slot_ev], st);
     if (r != CUDA_SUCCESS)
         return cu_drv_fail(r, "cuEventRecord", c->err, sizeof c->err);
     return 0;
@@ -1105,7 +854,6 @@ const struct be_ops be_cuda_ops = {
     .job_memory = cu_job_memory,
     .call_wait = cuda_call_wait,
     .call_record = cuda_call_record,
-    .call_note = cuda_call_note,
     .job_open_ids = cu_job_open_ids,
     .make_ids = cu_make_ids,
     .to_host = cu_to_host,

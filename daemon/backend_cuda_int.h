@@ -37,10 +37,6 @@
     X(cuEventDestroy) \
     X(cuEventRecord) \
     X(cuStreamWaitEvent) \
-    X(cuStreamWaitValue32) \
-    X(cuStreamWaitValue64) \
-    X(cuStreamWriteValue32) \
-    X(cuStreamWriteValue64) \
     X(cuIpcOpenMemHandle) \
     X(cuIpcCloseMemHandle) \
     X(cuIpcOpenEventHandle) \
@@ -77,7 +73,6 @@ struct cu_dev {
     CUcontext ctx; /* the primary context, retained */
     char uuid[CU_UUID_LEN];
     size_t granularity; /* VMM minimum granularity (0: no VMM fd support) */
-    int memops;         /* 64-bit stream memory operations (cuStreamWaitValue64) */
 };
 
 #define CU_MAX_COUNTERS 4096 /* poisoned-block counters (one per hosted rank of a live job) */
@@ -98,9 +93,6 @@ struct cu_grave {
     /* optional: runs once when not drained after CU_STUCK_MS */
     void (*stuck)(struct cu_backend *b, void *arg);
     int stuck_done;
-    /* optional: runs about once a second while not drained */
-    void (*tick)(struct cu_backend *b, void *arg);
-    uint64_t tick_ms;
 };
 
 struct cu_backend {
@@ -115,7 +107,6 @@ struct cu_backend {
                                      re-recorded when a session closes */
     unsigned long long *counters; /* pinned host memory, CU_MAX_COUNTERS */
     unsigned char *counter_used;
-    int no_flags; /* ZPPD_CUDA_SYNC=events: never take a client's flag array */
 };
 
 /* Daemon-owned device memory (staging, store, counters): cuMemCreate +

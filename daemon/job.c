@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "cluster.h"
 #include "daemon.h"
@@ -135,7 +134,7 @@ static void job_unref(struct job *j)
 /* ---- Hello --------------------------------------------------------------- */
 
 static void reply_hello(struct session *s, uint64_t req_id, struct job *j,
-                        uint8_t (*done)[64], uint32_t ndone, int flag_sync)
+                        uint8_t (*done)[64], uint32_t ndone)
 {
     struct zppd *d = s->d;
     Zpp__Reply rep = ZPP__REPLY__INIT;
@@ -162,7 +161,6 @@ static void reply_hello(struct session *s, uint64_t req_id, struct job *j,
     hr.n_done_events = ndone;
     hr.done_events = ev;
     hr.device = s->device;
-    hr.flag_sync = flag_sync != 0;
     rep.req_id = req_id;
     rep.body_case = ZPP__REPLY__BODY_HELLO;
     rep.hello = &hr;
@@ -239,26 +237,7 @@ static void job_form(struct job *j)
     job_open_backend(j, NULL, 0);
 }
 
-int sess_take_fd(struct session *s); /* server.c */
-
-static void close_fd(int fd)
-{
-    if (fd >= 0)
-        close(fd);
-}
-
-static void hello(struct session *s, uint64_t req_id, const Zpp__Hello *h, int flags_fd);
-
-/* The flag array's descriptor rides on the Hello frame: claim it first,
- * whatever happens next, so that it is never taken for a buffer's. */
 void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h)
-{
-    int fd = h->flags_nfds ? sess_take_fd(s) : -1;
-    hello(s, req_id, h, fd);
-    close_fd(fd); /* imported (the mapping holds the memory) or not wanted */
-}
-
-static void hello(struct session *s, uint64_t req_id, const Zpp__Hello *h, int flags_fd)
 {
     struct zppd *d = s->d;
     if (s->role != SESS_ROLE_NONE) {
@@ -267,7 +246,7 @@ static void hello(struct session *s, uint64_t req_id, const Zpp__Hello *h, int f
     }
     if (h->role == ZPP__ROLE__ROLE_ADMIN) {
         s->role = SESS_ROLE_ADMIN;
-        reply_hello(s, req_id, NULL, NULL, 0, 0);
+        reply_hello(s, req_id, NULL, NULL, 0);
         return;
     }
     if (d->stopping) {
@@ -316,12 +295,6 @@ static void hello(struct session *s, uint64_t req_id, const Zpp__Hello *h, int f
     }
     static uint8_t done[ZPP_MAX_EVENTS][64];
     uint32_t ndone = 0;
-    int flag_sync = 0;
-    if (h->flags_nfds && flags_fd < 0) {
-        sess_send_error(s, req_id, ZPP_EINVAL, "Hello says it carries a flag array descriptor; "
-                                               "none arrived");
-        return;
-    }
     if (d->be->device_of_uuid) {
         s->device = d->be->device_of_uuid(d->be_state, h->gpu_uuid);
         if (s->device < 0) {
@@ -334,7 +307,7 @@ static void hello(struct session *s, uint64_t req_id, const Zpp__Hello *h, int f
                             ZPP_MAX_EVENTS);
             return;
         }
-        if (h->n_ready_events || flags_fd >= 0) {
+        if (h->n_ready_events) {
             const uint8_t *ready[ZPP_MAX_EVENTS];
             for (size_t i = 0; i < h->n_ready_events; i++) {
                 if (h->ready_events[i].len != 64) {
@@ -343,23 +316,14 @@ static void hello(struct session *s, uint64_t req_id, const Zpp__Hello *h, int f
                 }
                 ready[i] = h->ready_events[i].data;
             }
-            struct be_sync offer = {.nready = (int)h->n_ready_events,
-                                    .ready = ready,
-                                    .flags_fd = flags_fd,
-                                    .flags_size = h->flags_size,
-                                    .nslots = (int)h->nslots,
-                                    .flag_bits = h->flag_bits == 32 ? 32 : 64};
             char why[256];
-            int rc = d->be->events_open(d->be_state, s->device, &offer, done, &flag_sync,
-                                        &s->events, why, sizeof why);
+            int rc = d->be->events_open(d->be_state, s->device, ready, (int)h->n_ready_events,
+                                        done, &s->events, why, sizeof why);
             if (rc) {
                 sess_send_error(s, req_id, rc, "cannot open the session's events: %s", why);
                 return;
             }
-            if (flag_sync)
-                s->nevents = h->nslots;
-            else
-                s->nevents = ndone = (uint32_t)h->n_ready_events;
+            s->nevents = ndone = (uint32_t)h->n_ready_events;
         }
     }
 
@@ -466,7 +430,7 @@ static void hello(struct session *s, uint64_t req_id, const Zpp__Hello *h, int f
     s->rank = h->rank;
     s->role = SESS_ROLE_RANK;
     snprintf(s->label, sizeof s->label, "%s", h->tenant_label);
-    reply_hello(s, req_id, j, done, ndone, flag_sync);
+    reply_hello(s, req_id, j, done, ndone);
     if (j->njoined == j->nlocal)
         job_form(j);
     job_pump(j);

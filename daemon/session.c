@@ -249,12 +249,6 @@ void sess_dispatch(struct session *s, const Zpp__Request *req)
         do_deregister(s, req->req_id, req->deregister_buffer);
         break;
     case ZPP__REQUEST__BODY_COLLECTIVE:
-        /* cuda, stream memory operations: the value this call's ready and
-         * done flags carry (used when the call is enqueued; docs/cuda.md) */
-        if (s->events && s->d->be->call_note && req->collective->event_slot &&
-            req->collective->event_slot <= s->nevents)
-            s->d->be->call_note(s->events, (int)req->collective->event_slot - 1,
-                                req->collective->flag_value);
         job_submit(s, req->req_id, req->collective);
         break;
     case ZPP__REQUEST__BODY_STATUS:

@@ -34,26 +34,10 @@ extern "C" {
  * Hello's gpu_uuid). Returns 0 or a ZPP_E* code. */
 ZPP_EXPORT int zpp_cuda_device_uuid(char out[ZPP_CUDA_UUID_LEN]);
 
-/* Creates the connection's n_events call slots (1..64) on the current
- * context's device: a flag array (exportable VMM memory, where the GPU has
- * 64-bit stream memory operations) and a pool of interprocess events; call
- * before zpp_hello, which offers both; the daemon picks (flags where it
- * can). Freed by zpp_close, which waits for the device when a stream may
- * still wait on a flag (the memory must outlive those waits). */
+/* Creates the connection's pool of n_events interprocess events (1..64)
+ * on the current context's device; call before zpp_hello, which then sends
+ * them and keeps the daemon's. Freed by zpp_close. */
 ZPP_EXPORT int zpp_cuda_attach(zpp_conn *c, int n_events);
-
-/* How the connection orders the daemon's work against its streams, once
- * zpp_hello has answered: "flags" (stream memory operations on a shared
- * flag array: cuStreamWriteValue64 / cuStreamWaitValue64, or the 32-bit
- * ones where the GPU lacks 64-bit memops), "events"
- * (interprocess events: a GPU or driver without 64-bit stream memory
- * operations, or ZPP_CUDA_SYNC=events here or ZPPD_CUDA_SYNC=events in the
- * daemon), or "none" (not attached, or before Hello). */
-ZPP_EXPORT const char *zpp_cuda_sync_mode(zpp_conn *c);
-/* One line on how that was decided ("flags, 64-bit stream memory
- * operations", "events: ZPP_CUDA_SYNC=events", "events: the daemon did not
- * take the 64-bit flag array (see its log)", ...); for logs and benches. */
-ZPP_EXPORT const char *zpp_cuda_sync_detail(zpp_conn *c);
 
 /* Registers the device memory around [dptr, dptr + len): a VMM allocation
  * (cuMemCreate with the POSIX-fd handle type; PyTorch expandable segments)
@@ -69,17 +53,15 @@ ZPP_EXPORT const char *zpp_cuda_sync_detail(zpp_conn *c);
 ZPP_EXPORT int zpp_register_cuda(zpp_conn *c, const void *dptr, size_t len, uint64_t *buffer_id,
                                  uint64_t *offset_out);
 
-/* Submits call ordered after the work on `stream` (writes the next free
- * slot's ready flag, or records its ready event, on it). *req_id for
- * zpp_wait_stream. ZPP_EBUSY when every slot is in flight. */
+/* Submits call ordered after the work on `stream` (records the next free
+ * ready event on it). *req_id for zpp_wait_stream. ZPP_EBUSY when every
+ * event of the pool is in flight. */
 ZPP_EXPORT int zpp_collective_async(zpp_conn *c, const zpp_coll *call, CUstream stream,
                                     uint64_t *req_id);
 
 /* Waits for req_id's reply, then makes `stream` wait (on the GPU) for the
  * daemon's work: results may be used by work enqueued on stream after
- * this returns. res may be NULL. On the flags path a failed call adds no
- * wait (its done flag may never be written): after a failure, do not
- * rely on the output buffer. */
+ * this returns. res may be NULL. */
 ZPP_EXPORT int zpp_wait_stream(zpp_conn *c, uint64_t req_id, CUstream stream, zpp_result *res);
 
 #ifdef __cplusplus

@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # run_cuda.sh — the cuda backend's checks on a GPU machine (the device
 # tool's nvidia-h200-x2): the GPU integration test in 1 node x 2 GPUs and
-# 2 virtual nodes x 1 GPU, the SIGKILL test, and zpp-bench (stream memory
-# operations, then the interprocess-event path for comparison). At most 7
-# files land in $OUT (the device tool brings back 8). Binaries and
+# 2 virtual nodes x 1 GPU, the SIGKILL test, and zpp-bench. At most 6 files
+# land in $OUT (the device tool brings back 8). Binaries and
 # their libraries come prebuilt in .carry/cu (scripts/gpu/stage.sh); NCCL
 # and the CUDA driver come from the machine. Logs go to $OUT (or ./out).
 #   scripts/gpu/run_cuda.sh [all|test|bench|kill] [MAX_MIB]
@@ -63,12 +62,6 @@ if [ "$what" = all ] || [ "$what" = bench ]; then
   log "bench 1x2 up to $max MiB"
   timeout 180 "$B/zpp-bench" -s "$T/cuda.sock" -w 2 -n 1 -m "$max" > "$OUT/bench-1x2.log" 2>&1
   r=$?; log "bench exit $r"; [ $r = 0 ] || rc=1
-  # the same daemon, the interprocess-event path forced on the clients:
-  # old (events) against new (flags) in one run
-  log "bench 1x2, events path (ZPP_CUDA_SYNC=events), quick, up to 64 MiB"
-  ZPP_CUDA_SYNC=events timeout 90 "$B/zpp-bench" -s "$T/cuda.sock" -w 2 -n 1 -m 64 -q \
-    > "$OUT/bench-events.log" 2>&1
-  r=$?; log "bench (events) exit $r"; [ $r = 0 ] || rc=1
 fi
 if [ "$what" = all ] || [ "$what" = test ] || [ "$what" = kill ]; then
   # last: a daemon left wedged by it must not cost the other results
