@@ -463,18 +463,46 @@ static int conn_call_fds(zpp_conn *c, Zpp__Request *req, const int *fds, int nfd
     return 0;
 }
 
-/* conn_call_fds with at most one descriptor (pass_fd < 0: none). */
-static int conn_call(zpp_conn *c, Zpp__Request *req, int pass_fd, int want_body, Zpp__Reply **out)
+/* conn_call_fds without descriptors. */
+static int conn_call(zpp_conn *c, Zpp__Request *req, int want_body, Zpp__Reply **out)
 {
-    return conn_call_fds(c, req, pass_fd >= 0 ? &pass_fd : NULL, pass_fd >= 0, want_body, out);
+    return conn_call_fds(c, req, NULL, 0, want_body, out);
 }
 
-static int check_local(zpp_conn *c, const Zpp__Request *req)
+/* Stamps the protocol version on req and checks what the framing layer can
+ * check alone, so a bad request fails here with the reason. */
+static int check_local(zpp_conn *c, Zpp__Request *req)
 {
     const char *why = NULL;
+    req->version = ZPP__PROTOCOL_VERSION__PROTOCOL_VERSION;
     int rc = zpp_request_validate(req, &why);
     if (rc < 0)
         return set_err(c, rc, "%s", why);
+    return 0;
+}
+
+/* check_local, then conn_call_fds. */
+static int conn_call_checked(zpp_conn *c, Zpp__Request *req, const int *fds, int nfds,
+                             int want_body, Zpp__Reply **out)
+{
+    int rc = check_local(c, req);
+    return rc < 0 ? rc : conn_call_fds(c, req, fds, nfds, want_body, out);
+}
+
+/* Sends a RegisterBuffer (with its descriptors) and returns 0 and the
+ * daemon's *buffer_id, or a negative code. */
+static int register_call(zpp_conn *c, Zpp__RegisterBuffer *rb, const int *fds, int nfds,
+                         uint64_t *buffer_id)
+{
+    Zpp__Request req = ZPP__REQUEST__INIT;
+    req.body_case = ZPP__REQUEST__BODY_REGISTER_BUFFER;
+    req.register_buffer = rb;
+    Zpp__Reply *rep = NULL;
+    int rc = conn_call_checked(c, &req, fds, nfds, ZPP__REPLY__BODY_REGISTER_BUFFER, &rep);
+    if (rc < 0)
+        return rc;
+    *buffer_id = rep->register_buffer->buffer_id;
+    zpp_reply_free(rep);
     return 0;
 }
 
@@ -510,14 +538,10 @@ int zpp_hello(zpp_conn *c, const zpp_job_desc *job, zpp_hello_info *info)
             return set_err(c, erc, "cannot export the CUDA ready events");
     }
     Zpp__Request req = ZPP__REQUEST__INIT;
-    req.version = ZPP__PROTOCOL_VERSION__PROTOCOL_VERSION;
     req.body_case = ZPP__REQUEST__BODY_HELLO;
     req.hello = &h;
-    int rc = check_local(c, &req);
-    if (rc < 0)
-        return rc;
     Zpp__Reply *rep = NULL;
-    rc = conn_call(c, &req, -1, ZPP__REPLY__BODY_HELLO, &rep);
+    int rc = conn_call_checked(c, &req, NULL, 0, ZPP__REPLY__BODY_HELLO, &rep);
     if (rc < 0)
         return rc;
     const Zpp__HelloReply *hr = rep->hello;
@@ -566,20 +590,7 @@ int zpp_register_fd(zpp_conn *c, int fd, uint64_t offset, uint64_t length, uint6
     rb.length = length;
     rb.nfds = 1;
     rb.gpu_uuid = (char *)"host";
-    Zpp__Request req = ZPP__REQUEST__INIT;
-    req.version = ZPP__PROTOCOL_VERSION__PROTOCOL_VERSION;
-    req.body_case = ZPP__REQUEST__BODY_REGISTER_BUFFER;
-    req.register_buffer = &rb;
-    int rc = check_local(c, &req);
-    if (rc < 0)
-        return rc;
-    Zpp__Reply *rep = NULL;
-    rc = conn_call(c, &req, fd, ZPP__REPLY__BODY_REGISTER_BUFFER, &rep);
-    if (rc < 0)
-        return rc;
-    *buffer_id = rep->register_buffer->buffer_id;
-    zpp_reply_free(rep);
-    return 0;
+    return register_call(c, &rb, &fd, 1, buffer_id);
 }
 
 /* zpp_register_fd on s's memfd, after checking the range against s. */
@@ -609,7 +620,7 @@ int zpp_deregister(zpp_conn *c, uint64_t buffer_id)
     req.body_case = ZPP__REQUEST__BODY_DEREGISTER_BUFFER;
     req.deregister_buffer = &db;
     Zpp__Reply *rep = NULL;
-    int rc = conn_call(c, &req, -1, 0, &rep);
+    int rc = conn_call(c, &req, 0, &rep);
     if (rc < 0)
         return rc;
     zpp_reply_free(rep);
@@ -670,7 +681,6 @@ int zpp__submit_ev(zpp_conn *c, const zpp_coll *call, uint32_t event_slot, uint6
     co.timeout_ms = call->timeout_ms;
     co.event_slot = event_slot;
     Zpp__Request req = ZPP__REQUEST__INIT;
-    req.version = ZPP__PROTOCOL_VERSION__PROTOCOL_VERSION;
     req.body_case = ZPP__REQUEST__BODY_COLLECTIVE;
     req.collective = &co;
     int rc = check_local(c, &req);
@@ -701,31 +711,32 @@ static int collective_result(zpp_conn *c, Zpp__Reply *rep, zpp_result *res)
     return rc;
 }
 
-/* Blocks until request req_id's reply; other replies are kept. ZPP_ENOENT
- * for an id that is not outstanding. */
-int zpp_wait(zpp_conn *c, uint64_t req_id, zpp_result *res)
+/* The result of request req_id; ZPP_EBUSY when !block and its reply has
+ * not arrived (a blocking take never returns without one). */
+static int take_result(zpp_conn *c, uint64_t req_id, int block, zpp_result *res)
 {
     if (!c)
         return ZPP_EINVAL;
     Zpp__Reply *rep = NULL;
-    int rc = conn_take(c, req_id, 1, &rep);
-    if (rc < 0)
-        return rc;
-    return collective_result(c, rep, res);
-}
-
-/* zpp_wait without blocking: ZPP_EBUSY if the reply has not arrived. */
-int zpp_test(zpp_conn *c, uint64_t req_id, zpp_result *res)
-{
-    if (!c)
-        return ZPP_EINVAL;
-    Zpp__Reply *rep = NULL;
-    int rc = conn_take(c, req_id, 0, &rep);
+    int rc = conn_take(c, req_id, block, &rep);
     if (rc < 0)
         return rc;
     if (rc == 0)
         return ZPP_EBUSY;
     return collective_result(c, rep, res);
+}
+
+/* Blocks until request req_id's reply; other replies are kept. ZPP_ENOENT
+ * for an id that is not outstanding. */
+int zpp_wait(zpp_conn *c, uint64_t req_id, zpp_result *res)
+{
+    return take_result(c, req_id, 1, res);
+}
+
+/* zpp_wait without blocking: ZPP_EBUSY if the reply has not arrived. */
+int zpp_test(zpp_conn *c, uint64_t req_id, zpp_result *res)
+{
+    return take_result(c, req_id, 0, res);
 }
 
 /* Submit + wait. */
@@ -740,14 +751,22 @@ int zpp_collective(zpp_conn *c, const zpp_coll *call, zpp_result *res)
     return zpp_wait(c, id, res);
 }
 
+/* A call of op from in to out, the rest zpp_coll_init's defaults. */
+static zpp_coll coll_io(zpp_op_t op, zpp_dtype_t dtype, uint64_t count, zpp_bufref in,
+                        zpp_bufref out)
+{
+    zpp_coll call;
+    zpp_coll_init(&call, op, dtype, count);
+    call.input = in;
+    call.output = out;
+    return call;
+}
+
 /* qwZ all-gather; hpz_key (may be NULL) keeps this node's slice. */
 int zpp_qwz_allgather(zpp_conn *c, zpp_bufref in, zpp_bufref out, uint64_t count, zpp_dtype_t dtype,
                       uint32_t bits, uint32_t block, const char *hpz_key, zpp_result *res)
 {
-    zpp_coll call;
-    zpp_coll_init(&call, ZPP_OP_QWZ_ALLGATHER, dtype, count);
-    call.input = in;
-    call.output = out;
+    zpp_coll call = coll_io(ZPP_OP_QWZ_ALLGATHER, dtype, count, in, out);
     call.bits = bits;
     call.block = block;
     call.hpz_key = hpz_key;
@@ -781,10 +800,7 @@ int zpp_qgz_reduce_scatter(zpp_conn *c, zpp_bufref in, zpp_bufref out, uint64_t 
                            zpp_dtype_t dtype, zpp_dtype_t out_dtype, uint32_t bits,
                            zpp_reduce_t reduce, zpp_result *res)
 {
-    zpp_coll call;
-    zpp_coll_init(&call, ZPP_OP_QGZ_REDUCE_SCATTER, dtype, count);
-    call.input = in;
-    call.output = out;
+    zpp_coll call = coll_io(ZPP_OP_QGZ_REDUCE_SCATTER, dtype, count, in, out);
     call.out_dtype = out_dtype;
     call.bits = bits;
     call.reduce = reduce;
@@ -795,10 +811,7 @@ int zpp_qgz_reduce_scatter(zpp_conn *c, zpp_bufref in, zpp_bufref out, uint64_t 
 int zpp_allgather(zpp_conn *c, zpp_bufref in, zpp_bufref out, uint64_t count, zpp_dtype_t dtype,
                   zpp_result *res)
 {
-    zpp_coll call;
-    zpp_coll_init(&call, ZPP_OP_ALLGATHER, dtype, count);
-    call.input = in;
-    call.output = out;
+    zpp_coll call = coll_io(ZPP_OP_ALLGATHER, dtype, count, in, out);
     return zpp_collective(c, &call, res);
 }
 
@@ -807,10 +820,7 @@ int zpp_reduce_scatter(zpp_conn *c, zpp_bufref in, zpp_bufref out, uint64_t coun
                        zpp_dtype_t dtype, zpp_dtype_t out_dtype, zpp_reduce_t reduce,
                        zpp_result *res)
 {
-    zpp_coll call;
-    zpp_coll_init(&call, ZPP_OP_REDUCE_SCATTER, dtype, count);
-    call.input = in;
-    call.output = out;
+    zpp_coll call = coll_io(ZPP_OP_REDUCE_SCATTER, dtype, count, in, out);
     call.out_dtype = out_dtype;
     call.reduce = reduce;
     return zpp_collective(c, &call, res);
@@ -853,20 +863,7 @@ int zpp__register_dev(zpp_conn *c, const int *fds, int nfds, const uint64_t *chu
     rb.chunk_sizes = (uint64_t *)chunk_sizes;
     rb.ipc_handle.data = (uint8_t *)ipc;
     rb.ipc_handle.len = ipc_len;
-    Zpp__Request req = ZPP__REQUEST__INIT;
-    req.version = ZPP__PROTOCOL_VERSION__PROTOCOL_VERSION;
-    req.body_case = ZPP__REQUEST__BODY_REGISTER_BUFFER;
-    req.register_buffer = &rb;
-    int rc = check_local(c, &req);
-    if (rc < 0)
-        return rc;
-    Zpp__Reply *rep = NULL;
-    rc = conn_call_fds(c, &req, fds, nfds, ZPP__REPLY__BODY_REGISTER_BUFFER, &rep);
-    if (rc < 0)
-        return rc;
-    *buffer_id = rep->register_buffer->buffer_id;
-    zpp_reply_free(rep);
-    return 0;
+    return register_call(c, &rb, fds, nfds, buffer_id);
 }
 
 /* ---- admin -------------------------------------------------------------------- */
@@ -897,7 +894,7 @@ int zpp__admin_query(zpp_conn *c, int which, Zpp__Reply **out)
     default: return set_err(c, ZPP_EINVAL, "unknown admin query");
     }
     req.body_case = (Zpp__Request__BodyCase)which;
-    return conn_call(c, &req, -1, want, out);
+    return conn_call(c, &req, want, out);
 }
 
 /* Sends a DrainRequest (off: undo) and waits for the DrainReply. */
@@ -910,7 +907,7 @@ int zpp__admin_drain(zpp_conn *c, int off, Zpp__Reply **out)
     dr.off = off != 0;
     req.body_case = ZPP__REQUEST__BODY_DRAIN;
     req.drain = &dr;
-    return conn_call(c, &req, -1, ZPP__REPLY__BODY_DRAIN, out);
+    return conn_call(c, &req, ZPP__REPLY__BODY_DRAIN, out);
 }
 
 static int admin_json(zpp_conn *c, int which, char *buf, size_t len)

@@ -17,9 +17,36 @@
 #include "session.h"
 #include "zpp.h"
 
+/* Sends a reply to req_id whose body is `msg` (a pointer) in the Reply
+ * field `member`, case ZPP__REPLY__BODY_<CASE>. */
+#define SEND_REPLY(s, req_id, CASE, member, msg)                                                   \
+    do {                                                                                           \
+        Zpp__Reply rep_ = ZPP__REPLY__INIT;                                                        \
+        rep_.req_id = (req_id);                                                                    \
+        rep_.body_case = ZPP__REPLY__BODY_##CASE;                                                  \
+        rep_.member = (msg);                                                                       \
+        sess_send((s), &rep_);                                                                     \
+    } while (0)
+
 static int sees_all(const struct session *s)
 {
     return s->uid == 0 || s->uid == s->d->uid;
+}
+
+/* Whether s may see what belongs to uid (a job, a session). */
+static int sees_uid(const struct session *s, uint32_t uid)
+{
+    return sees_all(s) || uid == s->uid;
+}
+
+/* The jobs s may see. */
+static uint32_t visible_jobs(const struct session *s)
+{
+    uint32_t n = 0;
+    for (const struct job *j = s->d->jobs; j; j = j->next)
+        if (sees_uid(s, j->uid))
+            n++;
+    return n;
 }
 
 static uint32_t running_jobs(const struct zppd *d)
@@ -53,11 +80,7 @@ void admin_status(struct session *s, uint64_t req_id)
     st.peer_address = (char *)cluster_address(d);
     st.stopping = d->stopping;
     st.running_jobs = running_jobs(d);
-    Zpp__Reply rep = ZPP__REPLY__INIT;
-    rep.req_id = req_id;
-    rep.body_case = ZPP__REPLY__BODY_STATUS;
-    rep.status = &st;
-    sess_send(s, &rep);
+    SEND_REPLY(s, req_id, STATUS, status, &st);
 }
 
 static const char *const rec_state[] = {"pending", "running", "done", "failed"};
@@ -65,10 +88,7 @@ static const char *const rec_state[] = {"pending", "running", "done", "failed"};
 void admin_jobs(struct session *s, uint64_t req_id)
 {
     struct zppd *d = s->d;
-    uint32_t n = 0;
-    for (struct job *j = d->jobs; j; j = j->next)
-        if (sees_all(s) || j->uid == s->uid)
-            n++;
+    uint32_t n = visible_jobs(s);
     Zpp__JobInfo *infos = calloc(n ? n : 1, sizeof *infos);
     Zpp__JobInfo **ptrs = calloc(n ? n : 1, sizeof *ptrs);
     /* Per job: joined ranks, missing ranks, ring records. */
@@ -77,7 +97,7 @@ void admin_jobs(struct session *s, uint64_t req_id)
     Zpp__CallRecord **recp = calloc((size_t)(n ? n : 1) * JOB_RING, sizeof *recp);
     size_t total_world = 0;
     for (struct job *j = d->jobs; j; j = j->next)
-        if (sees_all(s) || j->uid == s->uid)
+        if (sees_uid(s, j->uid))
             total_world += j->world;
     ranks = calloc(total_world ? total_world : 1, sizeof *ranks);
     missing = calloc(total_world ? total_world : 1, sizeof *missing);
@@ -88,7 +108,7 @@ void admin_jobs(struct session *s, uint64_t req_id)
     uint32_t i = 0;
     size_t rpos = 0, mpos = 0;
     for (struct job *j = d->jobs; j; j = j->next) {
-        if (!(sees_all(s) || j->uid == s->uid))
+        if (!sees_uid(s, j->uid))
             continue;
         Zpp__JobInfo *ji = &infos[i];
         zpp__job_info__init(ji);
@@ -136,11 +156,7 @@ void admin_jobs(struct session *s, uint64_t req_id)
     Zpp__JobsReply jr = ZPP__JOBS_REPLY__INIT;
     jr.n_jobs = n;
     jr.jobs = ptrs;
-    Zpp__Reply rep = ZPP__REPLY__INIT;
-    rep.req_id = req_id;
-    rep.body_case = ZPP__REPLY__BODY_JOBS;
-    rep.jobs = &jr;
-    sess_send(s, &rep);
+    SEND_REPLY(s, req_id, JOBS, jobs, &jr);
 out:
     free(infos);
     free(ptrs);
@@ -160,7 +176,7 @@ void admin_sessions(struct session *s, uint64_t req_id)
     struct zppd *d = s->d;
     uint32_t n = 0;
     for (struct session *x = d->sessions; x; x = x->next)
-        if (x->state == SESS_OPEN && (sees_all(s) || x->uid == s->uid))
+        if (x->state == SESS_OPEN && sees_uid(s, x->uid))
             n++;
     Zpp__SessionInfo *infos = calloc(n ? n : 1, sizeof *infos);
     Zpp__SessionInfo **ptrs = calloc(n ? n : 1, sizeof *ptrs);
@@ -171,7 +187,7 @@ void admin_sessions(struct session *s, uint64_t req_id)
     uint64_t now = zppd_now_ms();
     uint32_t i = 0;
     for (struct session *x = d->sessions; x && i < n; x = x->next) {
-        if (x->state != SESS_OPEN || !(sees_all(s) || x->uid == s->uid))
+        if (x->state != SESS_OPEN || !sees_uid(s, x->uid))
             continue;
         Zpp__SessionInfo *si = &infos[i];
         zpp__session_info__init(si);
@@ -192,11 +208,7 @@ void admin_sessions(struct session *s, uint64_t req_id)
     Zpp__SessionsReply sr = ZPP__SESSIONS_REPLY__INIT;
     sr.n_sessions = i;
     sr.sessions = ptrs;
-    Zpp__Reply rep = ZPP__REPLY__INIT;
-    rep.req_id = req_id;
-    rep.body_case = ZPP__REPLY__BODY_SESSIONS;
-    rep.sessions = &sr;
-    sess_send(s, &rep);
+    SEND_REPLY(s, req_id, SESSIONS, sessions, &sr);
 out:
     free(infos);
     free(ptrs);
@@ -209,10 +221,7 @@ void admin_store(struct session *s, uint64_t req_id)
     hpz_store_stats(d->store, &sr.bytes, &sr.entries, &sr.hits, &sr.misses);
     sr.budget_per_device = d->cfg.store_budget;
     sr.budget_per_tenant = d->cfg.store_budget_per_tenant;
-    uint32_t n = 0;
-    for (struct job *j = d->jobs; j; j = j->next)
-        if (sees_all(s) || j->uid == s->uid)
-            n++;
+    uint32_t n = visible_jobs(s);
     /* Tenants: the callers' uid, and every uid with a job that the caller
      * may see (at most one row per job, plus one). */
     Zpp__StoreJob *jobs = calloc(n ? n : 1, sizeof *jobs);
@@ -225,7 +234,7 @@ void admin_store(struct session *s, uint64_t req_id)
     }
     uint32_t nj = 0, nt = 0;
     for (struct job *j = d->jobs; j; j = j->next) {
-        if (!(sees_all(s) || j->uid == s->uid))
+        if (!sees_uid(s, j->uid))
             continue;
         zpp__store_job__init(&jobs[nj]);
         jobs[nj].job_id = j->id;
@@ -252,11 +261,7 @@ void admin_store(struct session *s, uint64_t req_id)
     sr.jobs = jp;
     sr.n_tenants = nt;
     sr.tenants = tp;
-    Zpp__Reply rep = ZPP__REPLY__INIT;
-    rep.req_id = req_id;
-    rep.body_case = ZPP__REPLY__BODY_STORE;
-    rep.store = &sr;
-    sess_send(s, &rep);
+    SEND_REPLY(s, req_id, STORE, store, &sr);
 out:
     free(jobs);
     free(jp);
@@ -280,11 +285,7 @@ void admin_metrics(struct session *s, uint64_t req_id)
     }
     Zpp__MetricsReply mr = ZPP__METRICS_REPLY__INIT;
     mr.text = text;
-    Zpp__Reply rep = ZPP__REPLY__INIT;
-    rep.req_id = req_id;
-    rep.body_case = ZPP__REPLY__BODY_METRICS;
-    rep.metrics = &mr;
-    sess_send(s, &rep);
+    SEND_REPLY(s, req_id, METRICS, metrics, &mr);
     free(text);
 }
 
@@ -303,9 +304,5 @@ void admin_drain(struct session *s, uint64_t req_id, const Zpp__DrainRequest *dr
     Zpp__DrainReply r = ZPP__DRAIN_REPLY__INIT;
     r.draining = d->draining;
     r.running_jobs = running_jobs(d);
-    Zpp__Reply rep = ZPP__REPLY__INIT;
-    rep.req_id = req_id;
-    rep.body_case = ZPP__REPLY__BODY_DRAIN;
-    rep.drain = &r;
-    sess_send(s, &rep);
+    SEND_REPLY(s, req_id, DRAIN, drain, &r);
 }

@@ -127,59 +127,85 @@ static int topo_ok(struct be_call *c)
     return 0;
 }
 
+/* Starts a transfer: counts it for fault injection, then checks the
+ * topology (the communicator sizes below divide by it). */
+static int transfer_begin(struct be_call *c)
+{
+    int rc = fault_check(c, 1);
+    return rc ? rc : topo_ok(c);
+}
+
+/* What one hosted slot does in a transfer: slots[0..n) are its
+ * communicator's members in comm rank order (as slots), me is its own index
+ * among them. */
+typedef int (*slot_fn)(struct be_call *c, int s, int me, const int *slots, int n, void *arg);
+
+/* Calls fn for every hosted slot with its communicator's members; stops at
+ * the first error (a member not hosted here, or fn's). */
+static int each_slot_members(struct be_call *c, int comm, slot_fn fn, void *arg)
+{
+    int *slots = malloc(sizeof *slots * (size_t)c->topo.world);
+    if (!slots)
+        return host_fail(c, ZPP_ENOMEM, "out of memory");
+    int rc = 0;
+    int n = comm_size(&c->topo, comm);
+    for (int s = 0; s < c->topo.nslots && !rc; s++) {
+        rc = comm_slots(c, comm, s, slots);
+        if (!rc)
+            rc = fn(c, s, comm_index(&c->topo, comm, be_rank(&c->topo, s)), slots, n, arg);
+    }
+    free(slots);
+    return rc;
+}
+
+/* The buffers of an allgather or alltoall: bytes per member block. */
+struct host_xfer {
+    void *const *send;
+    void *const *recv;
+    size_t bytes;
+};
+
+static int allgather_slot(struct be_call *c, int s, int me, const int *slots, int n, void *arg)
+{
+    const struct host_xfer *x = arg;
+    (void)c;
+    (void)me;
+    for (int j = 0; j < n; j++) {
+        uint8_t *dst = (uint8_t *)x->recv[s] + (size_t)j * x->bytes;
+        if (dst != x->send[slots[j]]) /* in place: own block already there */
+            memcpy(dst, x->send[slots[j]], x->bytes);
+    }
+    return 0;
+}
+
 static int host_allgather(struct be_call *c, int comm, void *const *send, void *const *recv,
                           size_t bytes)
 {
-    int rc = fault_check(c, 1);
+    int rc = transfer_begin(c);
     if (rc)
         return rc;
-    rc = topo_ok(c);
-    int *slots = NULL;
-    if (rc)
-        return rc;
-    slots = malloc(sizeof *slots * (size_t)c->topo.world);
-    if (!slots)
-        return host_fail(c, ZPP_ENOMEM, "out of memory");
-    int n = comm_size(&c->topo, comm);
-    for (int s = 0; s < c->topo.nslots; s++) {
-        if ((rc = comm_slots(c, comm, s, slots)))
-            goto exit;
-        for (int j = 0; j < n; j++) {
-            uint8_t *dst = (uint8_t *)recv[s] + (size_t)j * bytes;
-            if (dst != send[slots[j]]) /* in place: own block already there */
-                memcpy(dst, send[slots[j]], bytes);
-        }
-    }
-exit:
-    free(slots);
-    return rc;
+    struct host_xfer x = {.send = send, .recv = recv, .bytes = bytes};
+    return each_slot_members(c, comm, allgather_slot, &x);
+}
+
+static int alltoall_slot(struct be_call *c, int s, int me, const int *slots, int n, void *arg)
+{
+    const struct host_xfer *x = arg;
+    (void)c;
+    for (int j = 0; j < n; j++)
+        memcpy((uint8_t *)x->recv[s] + (size_t)j * x->bytes,
+               (const uint8_t *)x->send[slots[j]] + (size_t)me * x->bytes, x->bytes);
+    return 0;
 }
 
 static int host_alltoall(struct be_call *c, int comm, void *const *send, void *const *recv,
                          size_t bytes_per_peer)
 {
-    int rc = fault_check(c, 1);
+    int rc = transfer_begin(c);
     if (rc)
         return rc;
-    rc = topo_ok(c);
-    int *slots = NULL;
-    if (rc)
-        return rc;
-    slots = malloc(sizeof *slots * (size_t)c->topo.world);
-    if (!slots)
-        return host_fail(c, ZPP_ENOMEM, "out of memory");
-    int n = comm_size(&c->topo, comm);
-    for (int s = 0; s < c->topo.nslots; s++) {
-        if ((rc = comm_slots(c, comm, s, slots)))
-            goto exit;
-        int me = comm_index(&c->topo, comm, be_rank(&c->topo, s));
-        for (int j = 0; j < n; j++)
-            memcpy((uint8_t *)recv[s] + (size_t)j * bytes_per_peer,
-                   (const uint8_t *)send[slots[j]] + (size_t)me * bytes_per_peer, bytes_per_peer);
-    }
-exit:
-    free(slots);
-    return rc;
+    struct host_xfer x = {.send = send, .recv = recv, .bytes = bytes_per_peer};
+    return each_slot_members(c, comm, alltoall_slot, &x);
 }
 
 /* ---- scratch and kernels -------------------------------------------- */
@@ -273,48 +299,59 @@ static int host_zero(struct be_call *c, int s, void *dst, size_t bytes)
     return 0;
 }
 
+/* A reduce-scatter's arguments, for reduce_scatter_slot. */
+struct host_rs {
+    void *const *send;
+    void *const *recv;
+    uint64_t count, shard;
+    int dtype, out_dtype, op;
+    size_t esize;
+};
+
 /* Rank r's shard of every member's input, zero-padded, gathered into one
  * scratch buffer, then summed in fp32 by the reference kernel. */
+static int reduce_scatter_slot(struct be_call *c, int s, int me, const int *slots, int n, void *arg)
+{
+    const struct host_rs *a = arg;
+    size_t esize = a->esize;
+    size_t seg = (size_t)a->shard * esize;
+    uint8_t *tmp;
+    int rc = host_scratch(c, s, seg * (size_t)n, (void **)&tmp);
+    if (rc)
+        return rc;
+    uint64_t lo = (uint64_t)me * a->shard;
+    uint64_t valid = lo >= a->count ? 0 : (a->count - lo < a->shard ? a->count - lo : a->shard);
+    for (int j = 0; j < n; j++) {
+        uint8_t *dst = tmp + (size_t)j * seg;
+        if (valid)
+            memcpy(dst, (const uint8_t *)a->send[slots[j]] + lo * esize, (size_t)valid * esize);
+        memset(dst + valid * esize, 0, seg - (size_t)valid * esize);
+    }
+    zk_sum_ref(tmp, a->shard, n, a->shard, a->dtype, a->op, (float)n, a->recv[s], a->out_dtype);
+    return 0;
+}
+
 static int host_reduce_scatter(struct be_call *c, int comm, void *const *send, void *const *recv,
                                uint64_t count, uint64_t shard, int dtype, int out_dtype, int op)
 {
-    int rc = fault_check(c, 1);
+    int rc = transfer_begin(c);
     if (rc)
         return rc;
-    rc = topo_ok(c);
-    int *slots = NULL;
     size_t esize = zk_dtype_size(dtype);
-    if (rc)
-        return rc;
     if (!esize || !zk_dtype_size(out_dtype))
         return host_fail(c, ZPP_EINVAL, "bad dtype");
     int n = comm_size(&c->topo, comm);
     if (shard == 0 || shard > SIZE_MAX / esize / (size_t)n)
         return host_fail(c, ZPP_EINVAL, "bad shard size");
-    slots = malloc(sizeof *slots * (size_t)c->topo.world);
-    if (!slots)
-        return host_fail(c, ZPP_ENOMEM, "out of memory");
-    size_t seg = (size_t)shard * esize;
-    for (int s = 0; s < c->topo.nslots; s++) {
-        uint8_t *tmp;
-        if ((rc = comm_slots(c, comm, s, slots)))
-            goto exit;
-        if ((rc = host_scratch(c, s, seg * (size_t)n, (void **)&tmp)))
-            goto exit;
-        uint64_t me = (uint64_t)comm_index(&c->topo, comm, be_rank(&c->topo, s));
-        uint64_t lo = me * shard;
-        uint64_t valid = lo >= count ? 0 : (count - lo < shard ? count - lo : shard);
-        for (int j = 0; j < n; j++) {
-            uint8_t *dst = tmp + (size_t)j * seg;
-            if (valid)
-                memcpy(dst, (const uint8_t *)send[slots[j]] + lo * esize, (size_t)valid * esize);
-            memset(dst + valid * esize, 0, seg - (size_t)valid * esize);
-        }
-        zk_sum_ref(tmp, shard, n, shard, dtype, op, (float)n, recv[s], out_dtype);
-    }
-exit:
-    free(slots);
-    return rc;
+    struct host_rs a = {.send = send,
+                        .recv = recv,
+                        .count = count,
+                        .shard = shard,
+                        .dtype = dtype,
+                        .out_dtype = out_dtype,
+                        .op = op,
+                        .esize = esize};
+    return each_slot_members(c, comm, reduce_scatter_slot, &a);
 }
 
 /* ---- store memory --------------------------------------------------- */

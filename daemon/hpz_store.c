@@ -372,8 +372,8 @@ int hpz_store_reserve(struct hpz_store *st, const struct hpz_spec *sp, struct hp
         if (need_dev[d] && st->budget_device &&
             st->device_bytes[d] + need_dev[d] > st->budget_device) {
             snprintf(msg, msg_len,
-                     "hpZ store budget exceeded on device %d: key '%s' of job %s needs %llu "
-                     "bytes, %llu of %llu in use",
+                     "hpZ store budget exceeded on device %d (store_budget): key '%s' of job %s "
+                     "needs %llu bytes, %llu of %llu in use",
                      d, sp->key, jid, (unsigned long long)need_dev[d],
                      (unsigned long long)st->device_bytes[d],
                      (unsigned long long)st->budget_device);
@@ -384,8 +384,8 @@ int hpz_store_reserve(struct hpz_store *st, const struct hpz_spec *sp, struct hp
     uint64_t tb = hpz_store_tenant_bytes(st, sp->tenant);
     if (st->budget_tenant && tb + total > st->budget_tenant) {
         snprintf(msg, msg_len,
-                 "hpZ store budget of tenant %u exceeded: key '%s' of job %s needs %llu bytes, "
-                 "%llu of %llu in use",
+                 "hpZ store budget of tenant %u exceeded (store_budget_per_tenant): key '%s' of "
+                 "job %s needs %llu bytes, %llu of %llu in use",
                  sp->tenant, sp->key, jid, (unsigned long long)total, (unsigned long long)tb,
                  (unsigned long long)st->budget_tenant);
         rc = ZPP_ELIMIT;

@@ -56,6 +56,7 @@ typedef int peer_c_is_empty_without_grpc;
 #include <grpc/support/log.h>
 #include <grpc/support/time.h>
 
+#include "frame.h"
 #include "zpp.h"
 
 #define CONTAINER(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
@@ -395,29 +396,6 @@ static int code_ok(int32_t code)
 
 /* ---- (un)packing ------------------------------------------------------------- */
 
-typedef struct {
-    size_t left;
-} budget_t;
-
-static void *budget_alloc(void *data, size_t size)
-{
-    budget_t *b = data;
-    if (size == 0)
-        size = 1;
-    if (size > b->left || b->left - size < UNPACK_OVERHEAD)
-        return NULL;
-    void *ptr = malloc(size);
-    if (ptr)
-        b->left -= size + UNPACK_OVERHEAD;
-    return ptr;
-}
-
-static void budget_free(void *data, void *ptr)
-{
-    (void)data;
-    free(ptr);
-}
-
 /* Unpacks a received byte buffer under a budget (what the message may cost
  * in heap: a few times its size). NULL when it does not unpack. The result
  * is freed with protobuf_c_message_free_unpacked(m, NULL) (plain free). */
@@ -429,11 +407,8 @@ static ProtobufCMessage *bb_unpack(grpc_byte_buffer *bb, const ProtobufCMessageD
     grpc_slice s = grpc_byte_buffer_reader_readall(&rd);
     grpc_byte_buffer_reader_destroy(&rd);
     size_t n = GRPC_SLICE_LENGTH(s);
-    budget_t b = {.left = 4 * n + 4096};
-    ProtobufCAllocator alloc = {.alloc = budget_alloc, .free = budget_free, .allocator_data = &b};
-    static const uint8_t empty[1];
-    ProtobufCMessage *m =
-        protobuf_c_message_unpack(desc, &alloc, n, n ? GRPC_SLICE_START_PTR(s) : empty);
+    ProtobufCMessage *m = zpp_unpack_budgeted(desc, n ? GRPC_SLICE_START_PTR(s) : NULL, n,
+                                              4 * n + 4096, UNPACK_OVERHEAD);
     grpc_slice_unref(s);
     return m;
 }

@@ -7,7 +7,8 @@
  * input (a 2-byte empty sub-message becomes a struct of ~100 bytes), so every
  * unpack runs under an allocator that refuses to go past a byte budget; the
  * accounting charges a fixed overhead per allocation to approximate what the
- * heap really spends.
+ * heap really spends. The same allocator serves the peer messages of
+ * daemon/peer.c (zpp_unpack_budgeted, with its own overhead).
  */
 #include "frame.h"
 
@@ -34,6 +35,7 @@
 
 typedef struct {
     size_t left;
+    size_t overhead;
 } budget_t;
 
 static void *budget_alloc(void *data, size_t size)
@@ -41,11 +43,11 @@ static void *budget_alloc(void *data, size_t size)
     budget_t *b = data;
     if (size == 0)
         size = 1;
-    if (size > b->left || b->left - size < BUDGET_ALLOC_OVERHEAD)
+    if (size > b->left || b->left - size < b->overhead)
         return NULL;
     void *p = malloc(size);
     if (p)
-        b->left -= size + BUDGET_ALLOC_OVERHEAD;
+        b->left -= size + b->overhead;
     return p;
 }
 
@@ -55,14 +57,15 @@ static void budget_free(void *data, void *ptr)
     free(ptr);
 }
 
-static ProtobufCMessage *unpack_budget(const ProtobufCMessageDescriptor *desc, const uint8_t *body,
-                                       size_t len, size_t budget)
+/* Unpacks any message under a budget; NULL when it does not unpack. */
+ProtobufCMessage *zpp_unpack_budgeted(const ProtobufCMessageDescriptor *desc, const uint8_t *data,
+                                      size_t len, size_t budget, size_t overhead_per_alloc)
 {
-    budget_t b = {.left = budget};
+    budget_t b = {.left = budget, .overhead = overhead_per_alloc};
     ProtobufCAllocator alloc = {.alloc = budget_alloc, .free = budget_free, .allocator_data = &b};
     /* protobuf-c reads nothing for len 0 but wants a non-NULL pointer. */
     static const uint8_t empty[1];
-    return protobuf_c_message_unpack(desc, &alloc, len, body ? body : empty);
+    return protobuf_c_message_unpack(desc, &alloc, len, data ? data : empty);
 }
 
 /* Frame: 4-byte big-endian body length, then the body. */
@@ -87,7 +90,8 @@ int zpp_request_unpack(const uint8_t *body, size_t len, size_t budget, Zpp__Requ
 {
     if (!out || (!body && len))
         return ZPP_EINVAL;
-    ProtobufCMessage *m = unpack_budget(&zpp__request__descriptor, body, len, budget);
+    ProtobufCMessage *m =
+        zpp_unpack_budgeted(&zpp__request__descriptor, body, len, budget, BUDGET_ALLOC_OVERHEAD);
     if (!m)
         return ZPP_EPROTO;
     *out = (Zpp__Request *)m;
@@ -106,7 +110,8 @@ int zpp_reply_unpack(const uint8_t *body, size_t len, size_t budget, Zpp__Reply 
 {
     if (!out || (!body && len))
         return ZPP_EINVAL;
-    ProtobufCMessage *m = unpack_budget(&zpp__reply__descriptor, body, len, budget);
+    ProtobufCMessage *m =
+        zpp_unpack_budgeted(&zpp__reply__descriptor, body, len, budget, BUDGET_ALLOC_OVERHEAD);
     if (!m)
         return ZPP_EPROTO;
     *out = (Zpp__Reply *)m;

@@ -32,6 +32,16 @@ extern "C" {
 int zpp_frame_peek(const uint8_t *data, size_t len, size_t max_frame, size_t *body_off,
                    size_t *body_len);
 
+/* Unpacks any protobuf-c message from data[0..len) under an allocation
+ * budget: every allocation is charged its size plus overhead_per_alloc
+ * bytes (what the heap spends beyond the bytes asked for), and the unpack
+ * fails once the budget would be spent. data may be NULL when len is 0.
+ * Returns the message (the caller frees it with
+ * protobuf_c_message_free_unpacked(m, NULL): plain free) or NULL when the
+ * bytes do not unpack or exceed the budget. Keeps no state; any thread. */
+ProtobufCMessage *zpp_unpack_budgeted(const ProtobufCMessageDescriptor *desc, const uint8_t *data,
+                                      size_t len, size_t budget, size_t overhead_per_alloc);
+
 /* Unpacks a Request/Reply body with an allocation budget in bytes.
  * Returns 0 and *out (free with zpp_request_free / zpp_reply_free), or
  * ZPP_EPROTO when the bytes do not unpack or exceed the budget. */

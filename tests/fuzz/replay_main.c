@@ -1,10 +1,11 @@
 /*
- * replay_main.c — runs fuzz_frame.c without libFuzzer (gcc builds): every
+ * replay_main.c — runs a fuzz target (fuzz_frame.c, fuzz_peer.c) without
+ * libFuzzer (gcc builds): every
  * file of the corpus, then N pseudo-random mutations of them (bit flips,
  * interesting bytes, inserts, deletes, truncations, splices, rewritten
  * length headers), reproducible from the seed.
  *
- * usage: fuzz_frame_replay [-n MUTATIONS] [-s SEED] PATH...  (files or dirs)
+ * usage: fuzz_<target>_replay [-n MUTATIONS] [-s SEED] PATH...  (files or dirs)
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@ typedef struct {
 
 static input_t seeds[MAX_SEEDS];
 static size_t n_seeds;
+static const char *prog = "fuzz_replay"; /* argv[0]'s last component, for messages */
 
 static void load_file(const char *path)
 {
@@ -49,7 +51,7 @@ static void load(const char *path)
 {
     struct stat st;
     if (stat(path, &st) != 0) {
-        fprintf(stderr, "fuzz_frame_replay: cannot read %s\n", path);
+        fprintf(stderr, "%s: cannot read %s\n", prog, path);
         return;
     }
     if (!S_ISDIR(st.st_mode)) {
@@ -147,6 +149,10 @@ int main(int argc, char **argv)
 {
     long mutations = 20000;
     uint64_t rng = 0x5eed;
+    if (argc > 0 && argv[0][0]) {
+        const char *slash = strrchr(argv[0], '/');
+        prog = slash ? slash + 1 : argv[0];
+    }
     int i = 1;
     for (; i < argc && argv[i][0] == '-'; i += 2) {
         if (i + 1 >= argc)
@@ -159,7 +165,7 @@ int main(int argc, char **argv)
     for (; i < argc; i++)
         load(argv[i]);
     if (n_seeds == 0) {
-        fprintf(stderr, "usage: fuzz_frame_replay [-n N] [-s SEED] PATH... (no inputs found)\n");
+        fprintf(stderr, "usage: %s [-n N] [-s SEED] PATH... (no inputs found)\n", prog);
         return 2;
     }
     for (size_t k = 0; k < n_seeds; k++)
@@ -177,6 +183,6 @@ int main(int argc, char **argv)
     free(buf);
     for (size_t k = 0; k < n_seeds; k++)
         free(seeds[k].data);
-    printf("fuzz_frame_replay: %zu inputs, %ld mutations, no failure\n", n_seeds, mutations);
+    printf("%s: %zu inputs, %ld mutations, no failure\n", prog, n_seeds, mutations);
     return 0;
 }

@@ -446,7 +446,39 @@ static void base(fixture_t *f, int kind)
     X(coll_out_dtype_on_allgather, K_COLL, ZPP_EINVAL, "collective.out_dtype",                     \
       f->coll.op = ZPP__OP__ALLGATHER)                                                             \
     X(coll_input_missing, K_COLL, ZPP_EINVAL, "collective.input", f->coll.input = NULL)            \
-    X(coll_output_missing, K_COLL, ZPP_EINVAL, "collective.output", f->coll.output = NULL)
+    X(coll_output_missing, K_COLL, ZPP_EINVAL, "collective.output", f->coll.output = NULL)        \
+    X(hello_flags_nfds_two, K_HELLO, ZPP_EINVAL, "hello.flags_nfds",                               \
+      (f->hello.flags_nfds = 2, f->hello.nslots = 1, f->hello.flags_size = 16))                    \
+    X(hello_nslots_too_many, K_HELLO, ZPP_EINVAL, "hello.nslots",                                  \
+      (f->hello.flags_nfds = 1, f->hello.nslots = ZPP_MAX_EVENTS + 1,                              \
+       f->hello.flags_size = 16u * (ZPP_MAX_EVENTS + 1)))                                          \
+    X(hello_flag_bits_sixteen, K_HELLO, ZPP_EINVAL, "hello.flag_bits", f->hello.flag_bits = 16)    \
+    X(hello_flag_bits_one, K_HELLO, ZPP_EINVAL, "hello.flag_bits", f->hello.flag_bits = 1)         \
+    X(hello_flags_array_without_slots, K_HELLO, ZPP_EINVAL, "hello.flags_size",                    \
+      (f->hello.flags_nfds = 1, f->hello.nslots = 0, f->hello.flags_size = 4096))                  \
+    X(hello_flags_size_below_two_flags_per_slot, K_HELLO, ZPP_EINVAL, "hello.flags_size",          \
+      (f->hello.flags_nfds = 1, f->hello.nslots = 4, f->hello.flags_size = 63))                    \
+    X(hello_flags_size_zero_with_array, K_HELLO, ZPP_EINVAL, "hello.flags_size",                   \
+      (f->hello.flags_nfds = 1, f->hello.nslots = 1, f->hello.flags_size = 0))                     \
+    X(hello_flags_size_over_64_mib, K_HELLO, ZPP_EINVAL, "hello.flags_size",                       \
+      (f->hello.flags_nfds = 1, f->hello.nslots = 1, f->hello.flags_size = (64ull << 20) + 1))     \
+    X(hello_nslots_without_flag_array, K_HELLO, ZPP_EINVAL, "hello.nslots", f->hello.nslots = 1)   \
+    X(hello_flags_size_without_flag_array, K_HELLO, ZPP_EINVAL, "hello.nslots",                    \
+      f->hello.flags_size = 4096)                                                                  \
+    X(coll_flags_publish_with_unknown_bit, K_COLL, ZPP_EINVAL, "collective.flags",                 \
+      f->coll.flags = ZPP__COLL_FLAG__FLAG_PUBLISH | 8)                                            \
+    X(coll_content_key_one_past_sha256_form, K_COLL, ZPP_EINVAL, "collective.content_key",         \
+      (f->longstr[72] = '\0', f->coll.content_key = f->longstr))                                   \
+    X(coll_event_slot_huge, K_COLL, ZPP_EINVAL, "collective.event_slot",                           \
+      f->coll.event_slot = UINT32_MAX)                                                             \
+    X(coll_hpz_gather_empty_content_key, K_COLL, ZPP_EINVAL, "collective.hpz_key",                 \
+      (f->coll.op = ZPP__OP__HPZ_GATHER, f->coll.content_key = (char *)""))                        \
+    X(coll_invalidate_publish_flag_is_no_key, K_COLL, ZPP_EINVAL, "collective.hpz_key",            \
+      (f->coll.op = ZPP__OP__HPZ_INVALIDATE, f->coll.flags = ZPP__COLL_FLAG__FLAG_PUBLISH))        \
+    X(hello_ready_event_too_long, K_HELLO, ZPP_EINVAL, "hello.ready_events",                       \
+      (f->hello.n_ready_events = 2, f->hello.ready_events = f->events, f->events[1].len = 65))     \
+    X(hello_ready_event_empty, K_HELLO, ZPP_EINVAL, "hello.ready_events",                          \
+      (f->hello.n_ready_events = 1, f->hello.ready_events = f->events, f->events[0].len = 0))
 
 #define VROW(name, kind, code, needle, mutation) {#name, kind, code, needle, mut_##name},
 VCASES(VCASE)
@@ -521,6 +553,89 @@ static void test_validate_accepts_good_requests(void)
     ASSERT_EQ(zpp_request_validate(&st, NULL), 0);
 }
 
+/* The fields added for stream-memory-op flags (Hello) and shared hpZ
+ * replicas (Collective), at and inside their bounds. */
+static void test_validate_accepts_flag_array_and_content_key_fields(void)
+{
+    fixture_t f;
+    const char *why = NULL;
+    static const uint32_t bits[] = {0, 32, 64};
+    for (size_t i = 0; i < sizeof(bits) / sizeof(bits[0]); i++) {
+        base(&f, K_HELLO);
+        f.hello.flag_bits = bits[i];
+        ASSERT_EQ(zpp_request_validate(&f.req, &why), 0);
+    }
+    /* One flag array: 2 * nslots 8-byte flags fit exactly; the most slots;
+     * the largest array. */
+    base(&f, K_HELLO);
+    f.hello.flags_nfds = 1;
+    f.hello.nslots = 1;
+    f.hello.flags_size = 16;
+    f.hello.flag_bits = 32;
+    ASSERT_EQ(zpp_request_validate(&f.req, &why), 0);
+    f.hello.nslots = ZPP_MAX_EVENTS;
+    f.hello.flags_size = 16u * ZPP_MAX_EVENTS;
+    ASSERT_EQ(zpp_request_validate(&f.req, &why), 0);
+    f.hello.flags_size = 64ull << 20;
+    ASSERT_EQ(zpp_request_validate(&f.req, &why), 0);
+    /* Offered alongside the event pool. */
+    f.hello.n_ready_events = ZPP_MAX_EVENTS;
+    f.hello.ready_events = f.events;
+    ASSERT_EQ(zpp_request_validate(&f.req, &why), 0);
+    /* An admin hello is held to the same flag rules (they come first). */
+    base(&f, K_HELLO);
+    f.hello.role = ZPP__ROLE__ROLE_ADMIN;
+    f.hello.nslots = 1;
+    ASSERT_EQ(zpp_request_validate(&f.req, &why), ZPP_EINVAL);
+    ASSERT_EQ(strstr(why, "hello.nslots") != NULL, 1);
+
+    /* flag_value is not bounded: it grows with every call and wraps. */
+    base(&f, K_COLL);
+    f.coll.flag_value = UINT64_MAX;
+    f.coll.event_slot = 1;
+    ASSERT_EQ(zpp_request_validate(&f.req, &why), 0);
+    f.coll.event_slot = 0;
+    ASSERT_EQ(zpp_request_validate(&f.req, &why), 0);
+
+    /* "sha256:" + 64 hex digits (71 bytes) is the longest content key the
+     * framing lets through; its form is the daemon's to check, so any text
+     * under the limit passes here. */
+    char key[72];
+    memcpy(key, "sha256:", 7);
+    memset(key + 7, 'a', 64);
+    key[71] = '\0';
+    base(&f, K_COLL);
+    f.coll.op = ZPP__OP__ALLGATHER;
+    f.coll.out_dtype = ZPP__DTYPE__DTYPE_UNSPECIFIED;
+    f.coll.bits = 0;
+    f.coll.flags = ZPP__COLL_FLAG__FLAG_PUBLISH;
+    f.coll.content_key = key;
+    ASSERT_EQ(zpp_request_validate(&f.req, &why), 0);
+    f.coll.op = ZPP__OP__QWZ_ALLGATHER;
+    f.coll.bits = 8;
+    ASSERT_EQ(zpp_request_validate(&f.req, &why), 0);
+    f.coll.content_key = (char *)"NOT-A-KEY";
+    ASSERT_EQ(zpp_request_validate(&f.req, &why), 0);
+    /* FLAG_PUBLISH with every other known flag. */
+    f.coll.content_key = key;
+    f.coll.flags = ZPP__COLL_FLAG__FLAG_PUBLISH | ZPP__COLL_FLAG__FLAG_FORCE_QUANT |
+                   ZPP__COLL_FLAG__FLAG_INVALIDATE_ALL;
+    ASSERT_EQ(zpp_request_validate(&f.req, &why), 0);
+    /* A content key stands in for hpz_key on a read and a detach. */
+    base(&f, K_COLL);
+    f.coll.op = ZPP__OP__HPZ_GATHER;
+    f.coll.out_dtype = ZPP__DTYPE__DTYPE_UNSPECIFIED;
+    f.coll.bits = 0;
+    f.coll.flags = 0;
+    f.coll.input = NULL;
+    f.coll.content_key = key;
+    ASSERT_EQ(zpp_request_validate(&f.req, &why), 0);
+    f.coll.op = ZPP__OP__HPZ_INVALIDATE;
+    f.coll.output = NULL;
+    f.coll.count = 0;
+    ASSERT_EQ(zpp_request_validate(&f.req, &why), 0);
+}
+
 static void test_validate_refuses_each_malformed_field(void)
 {
     fixture_t f;
@@ -555,6 +670,7 @@ int main(void)
     test_budget_refuses_long_string_and_packed_array();
     test_free_accepts_null();
     test_validate_accepts_good_requests();
+    test_validate_accepts_flag_array_and_content_key_fields();
     test_validate_refuses_each_malformed_field();
     printf("test_frame: %zu validation cases, all passed\n", sizeof(vcases) / sizeof(vcases[0]));
     return 0;

@@ -147,6 +147,7 @@ static void test_budget_exceeded_allocates_nothing(void)
     s1.devices = dev0;
     ASSERT_EQ(hpz_store_reserve(st, &s1, &e, msg, sizeof msg), ZPP_ELIMIT);
     ASSERT_CONTAINS(msg, "device 0");
+    ASSERT_CONTAINS(msg, "(store_budget)"); /* the config key to raise */
     int dev2[1] = {2};
     s1.devices = dev2;
     ASSERT_EQ(hpz_store_reserve(st, &s1, &e, msg, sizeof msg), 0);
@@ -157,6 +158,7 @@ static void test_budget_exceeded_allocates_nothing(void)
     struct hpz_spec t1 = spec(1, &g_job_a, "c", 100, 1); /* 400 more: 2000 > 1000 */
     ASSERT_EQ(hpz_store_reserve(st, &t1, &e, msg, sizeof msg), ZPP_ELIMIT);
     ASSERT_CONTAINS(msg, "tenant 1");
+    ASSERT_CONTAINS(msg, "(store_budget_per_tenant)");
     struct hpz_spec t2 = spec(2, &g_job_b, "c", 100, 1);
     ASSERT_EQ(hpz_store_reserve(st, &t2, &e, msg, sizeof msg), 0);
     ASSERT_EQ(hpz_store_commit(st, e), 0);

@@ -15,7 +15,7 @@ Layers (who owns what is said in each module):
 
 from . import errors
 from ._lib import LIB, ZPP_ERRNO_MAX, DType, Op, Reduce
-from .client import BufRef, Connection, HelloInfo, Request, Result, connect, dtype_of
+from .client import BufRef, Connection, HelloInfo, Request, Result, connect, content_key, dtype_of
 from .errors import *  # noqa: F401,F403  (the generated exception classes)
 from .errors import ZppError, error_class, error_from_code
 from .shm import SharedBuffer, locate
@@ -25,6 +25,6 @@ library_path: str = LIB.path
 
 __all__ = [
     "BufRef", "Connection", "DType", "HelloInfo", "Op", "Reduce", "Request", "Result",
-    "SharedBuffer", "ZppError", "ZPP_ERRNO_MAX", "connect", "dtype_of", "error_class",
+    "SharedBuffer", "ZppError", "ZPP_ERRNO_MAX", "connect", "content_key", "dtype_of", "error_class",
     "error_from_code", "errors", "library_path", "locate",
 ] + [n for n in errors.__all__ if n.startswith("Zpp") and n != "ZppError"]  # fmt: skip

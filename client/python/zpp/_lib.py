@@ -74,6 +74,7 @@ class Op(enum.IntEnum):
 
 FLAG_FORCE_QUANT = 1
 FLAG_INVALIDATE_ALL = 2
+FLAG_PUBLISH = 4  # ZPP_FLAG_PUBLISH: all-gather publishes a shared hpZ replica
 
 
 # ---- structs ------------------------------------------------------------------
@@ -114,8 +115,9 @@ class BufRefC(ctypes.Structure):
 
 
 class CollC(ctypes.Structure):
-    """zpp_coll; fill with zpp_coll_init. hpz_key is borrowed until submit
-    returns (the C library copies it into the request it sends)."""
+    """zpp_coll; fill with zpp_coll_init. hpz_key and content_key are
+    borrowed until submit returns (the C library copies them into the
+    request it sends)."""
 
     _fields_ = [
         ("op", c_int),

@@ -15,6 +15,12 @@ and contiguity are checked here before C is called; the daemon checks again.
 Every collective blocks by default; with ``async_op=True`` it returns a
 Request (wait()/test()), which keeps its arrays alive until it completes.
 
+Shared hpZ replicas (docs/hpz-sharing.md): ``allgather``/``qwz_allgather``
+with ``publish=True, content_key=...`` keep one read-only copy per node
+under the tensor's content key (``content_key(x)``: "sha256:" + the hex
+SHA-256 of its bytes); ``hpz_gather(content_key=...)`` reads it from any job
+of the tenant, ``hpz_invalidate(content_key=...)`` detaches the job.
+
 Failures raise the ZppError subclass of the code, carrying the daemon's
 message (see errors.py). Thread: a Connection is used by one thread at a
 time, like the C handle.
@@ -23,8 +29,11 @@ time, like the C handle.
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import json
 import os
+import re
+import sys
 from dataclasses import dataclass
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
@@ -32,6 +41,7 @@ from . import errors
 from ._lib import (
     FLAG_FORCE_QUANT,
     FLAG_INVALIDATE_ALL,
+    FLAG_PUBLISH,
     LIB,
     BufRefC,
     CollC,
@@ -46,7 +56,13 @@ from ._lib import (
 )
 from .shm import SharedBuffer, address_of, locate
 
-__all__ = ["Connection", "Request", "Result", "HelloInfo", "BufRef", "connect", "dtype_of"]
+__all__ = [
+    "Connection", "Request", "Result", "HelloInfo", "BufRef", "connect", "content_key", "dtype_of",
+]  # fmt: skip
+
+CONTENT_KEY_PREFIX = "sha256:"
+_CONTENT_KEY_RE = re.compile(r"sha256:[0-9a-f]{64}")
+_LITTLE = sys.byteorder == "little"
 
 DTypeLike = Union[DType, int, str, None]
 
@@ -452,30 +468,43 @@ class Connection:
 
     # ---- collectives ------------------------------------------------------------
     def allgather(self, input: Any, output: Any, *, count: Optional[int] = None,
-                  dtype: DTypeLike = None, timeout_ms: int = 0,
+                  dtype: DTypeLike = None, content_key: Optional[str] = None,
+                  publish: bool = False, timeout_ms: int = 0,
                   async_op: bool = False) -> Union[Result, Request]:  # fmt: skip
         """Plain all-gather: input is this rank's shard of ceil(count/W)
-        elements, output receives count elements (count: output's size)."""
-        call, keep = self._gather(Op.ALLGATHER, input, output, count, dtype, timeout_ms=timeout_ms)
-        return self._go(call, keep, async_op)
+        elements, output receives count elements (count: output's size).
+        With publish=True the node also keeps the gathered tensor as a
+        shared hpZ replica under content_key (``content_key(full_tensor)``);
+        the daemon checks the hash and refuses a wrong key."""
+        flags = _publish_flags(content_key, publish, None)
+        call, keep = self._gather(Op.ALLGATHER, input, output, count, dtype, flags=flags,
+                                  content_key=content_key, timeout_ms=timeout_ms)  # fmt: skip
+        return self._go(call, keep + (call._ckey,), async_op)
 
     def qwz_allgather(self, input: Any, output: Any, *, count: Optional[int] = None,
                       dtype: DTypeLike = None, bits: int = 8, block: int = 0,
-                      hpz_key: Optional[str] = None, timeout_ms: int = 0,
+                      hpz_key: Optional[str] = None, content_key: Optional[str] = None,
+                      publish: bool = False, timeout_ms: int = 0,
                       async_op: bool = False) -> Union[Result, Request]:  # fmt: skip
         """qwZ: quantized (bits 8 or 4, block a multiple of 32; 0 = daemon
-        default) all-gather; with hpz_key the node keeps the hpZ slice."""
+        default) all-gather; with hpz_key the node keeps the hpZ slice.
+        With publish=True it keeps a shared replica under content_key
+        instead: the key of the *dequantized* output (docs/hpz-sharing.md)."""
+        flags = _publish_flags(content_key, publish, hpz_key)
         call, keep = self._gather(Op.QWZ_ALLGATHER, input, output, count, dtype, bits=bits,
-                                  block=block, hpz_key=hpz_key, timeout_ms=timeout_ms)  # fmt: skip
-        return self._go(call, keep + (call._key,), async_op)
+                                  block=block, hpz_key=hpz_key, content_key=content_key,
+                                  flags=flags, timeout_ms=timeout_ms)  # fmt: skip
+        return self._go(call, keep + (call._key, call._ckey), async_op)
 
-    def hpz_gather(self, output: Any, *, hpz_key: str, count: Optional[int] = None,
+    def hpz_gather(self, output: Any, *, hpz_key: Optional[str] = None,
+                   content_key: Optional[str] = None, count: Optional[int] = None,
                    dtype: DTypeLike = None, timeout_ms: int = 0,
                    async_op: bool = False) -> Union[Result, Request]:  # fmt: skip
-        """hpZ: node-local gather of what qwz_allgather kept under hpz_key
-        (count and dtype must match that call)."""
-        if not hpz_key:
-            raise errors.invalid("hpz_gather needs an hpz_key")
+        """hpZ: node-local gather of what qwz_allgather kept under hpz_key,
+        or of the shared replica published under content_key (by any job
+        the tenant may read from); count and dtype must match that call."""
+        if bool(hpz_key) == bool(content_key):
+            raise errors.invalid("hpz_gather needs an hpz_key or a content_key (one of them)")
         d, n = self._elem(output, dtype, "output")
         if d is None:
             raise errors.invalid("pass dtype= with a BufRef output")
@@ -488,20 +517,25 @@ class Connection:
         call = CollC()
         LIB.zpp_coll_init(ctypes.byref(call), Op.HPZ_GATHER, d, count)
         call.output = self._ref(output, count * d.itemsize, "output")
-        _apply(call, hpz_key=hpz_key, timeout_ms=timeout_ms)
-        return self._go(call, (output, call._key), async_op)
+        _apply(call, hpz_key=hpz_key, content_key=content_key, timeout_ms=timeout_ms)
+        return self._go(call, (output, call._key, call._ckey), async_op)
 
-    def hpz_invalidate(self, hpz_key: Optional[str] = None, *, all: bool = False,
-                       timeout_ms: int = 0, async_op: bool = False) -> Union[Result, Request]:  # fmt: skip
-        """Drops hpz_key's slices (or every key of the job with all=True)."""
-        if not hpz_key and not all:
-            raise errors.invalid("hpz_invalidate needs a key or all=True")
+    def hpz_invalidate(self, hpz_key: Optional[str] = None, *, content_key: Optional[str] = None,
+                       all: bool = False, timeout_ms: int = 0,
+                       async_op: bool = False) -> Union[Result, Request]:  # fmt: skip
+        """Drops hpz_key's slices, or detaches the job from the shared
+        replica of content_key (the replica stays for other jobs), or with
+        all=True both for every key of the job."""
+        if hpz_key and content_key:
+            raise errors.invalid("hpz_invalidate takes an hpz_key or a content_key, not both")
+        if not hpz_key and not content_key and not all:
+            raise errors.invalid("hpz_invalidate needs a key, a content_key or all=True")
         self._world()
         call = CollC()
         LIB.zpp_coll_init(ctypes.byref(call), Op.HPZ_INVALIDATE, DType.FP32, 0)
-        _apply(call, hpz_key=hpz_key, timeout_ms=timeout_ms,
+        _apply(call, hpz_key=hpz_key, content_key=content_key, timeout_ms=timeout_ms,
                flags=FLAG_INVALIDATE_ALL if all else 0)  # fmt: skip
-        return self._go(call, (call._key,), async_op)
+        return self._go(call, (call._key, call._ckey), async_op)
 
     def reduce_scatter(self, input: Any, output: Any, *, count: Optional[int] = None,
                        dtype: DTypeLike = None, out_dtype: DTypeLike = None,
@@ -603,10 +637,59 @@ def _check_count(count: int) -> None:
         raise errors.invalid(f"count must be a positive int, got {count!r}")
 
 
+def content_key(obj: Any) -> str:
+    """The content key of a tensor: "sha256:" + the 64 lowercase hex digits
+    of the SHA-256 of its bytes (docs/hpz-sharing.md). obj: bytes-like, a
+    NumPy array or a CPU torch tensor; arrays are hashed as their elements
+    in C order, little-endian, with no padding — what an all-gather of them
+    writes. For a publish, pass the full gathered tensor (for qwZ: the
+    dequantized output), not this rank's shard."""
+    if hasattr(obj, "detach") and hasattr(obj, "element_size"):  # torch.Tensor
+        import torch  # only when given one
+
+        t = obj.detach()
+        if t.device.type != "cpu":
+            raise errors.invalid("content_key: copy the tensor to the CPU first")
+        obj = t.contiguous().reshape(-1).view(torch.uint8).numpy()
+    dt = getattr(obj, "dtype", None)
+    if dt is not None and hasattr(obj, "tobytes"):  # NumPy (and alike)
+        if getattr(dt, "byteorder", "=") == ">" or (dt.byteorder == "=" and not _LITTLE):
+            obj = obj.astype(dt.newbyteorder("<"))
+        data = obj.tobytes(order="C")
+    else:
+        try:
+            data = memoryview(obj).tobytes()
+        except TypeError:
+            raise errors.invalid(f"content_key: cannot hash a {type(obj).__name__}") from None
+    return CONTENT_KEY_PREFIX + hashlib.sha256(data).hexdigest()
+
+
+def _check_content_key(key: str) -> bytes:
+    if not isinstance(key, str) or not _CONTENT_KEY_RE.fullmatch(key):
+        raise errors.invalid(
+            f"content_key must be \"sha256:\" and 64 lowercase hex digits, got {key!r} "
+            "(zpp.content_key(tensor) computes it)"
+        )
+    return key.encode()
+
+
+def _publish_flags(content_key: Optional[str], publish: bool, hpz_key: Optional[str]) -> int:
+    """FLAG_PUBLISH for an all-gather, after checking the combination the
+    daemon would refuse anyway (coll.c), so the error names the argument."""
+    if publish and not content_key:
+        raise errors.invalid("publish=True needs a content_key (zpp.content_key(full_tensor))")
+    if content_key and not publish:
+        raise errors.invalid("an all-gather takes content_key only with publish=True")
+    if publish and hpz_key:
+        raise errors.invalid("a publish takes content_key, not hpz_key")
+    return FLAG_PUBLISH if publish else 0
+
+
 def _apply(call: CollC, *, bits: Optional[int] = None, block: int = 0, stages: int = 0,
-           hpz_key: Optional[str] = None, flags: int = 0, timeout_ms: int = 0) -> CollC:  # fmt: skip
-    """Sets the optional fields of call after checking them; keeps the key's
-    bytes on call._key (the C struct only borrows them)."""
+           hpz_key: Optional[str] = None, content_key: Optional[str] = None, flags: int = 0,
+           timeout_ms: int = 0) -> CollC:  # fmt: skip
+    """Sets the optional fields of call after checking them; keeps the keys'
+    bytes on call._key and call._ckey (the C struct only borrows them)."""
     if bits is not None:
         if bits not in (4, 8):
             raise errors.invalid(f"bits must be 8 or 4, got {bits!r}")
@@ -622,5 +705,8 @@ def _apply(call: CollC, *, bits: Optional[int] = None, block: int = 0, stages: i
         raise errors.invalid("hpz_key is longer than 256 bytes")
     call._key = key  # type: ignore[attr-defined]
     call.hpz_key = key
+    ckey = _check_content_key(content_key) if content_key else None
+    call._ckey = ckey  # type: ignore[attr-defined]
+    call.content_key = ckey
     call.block, call.stages, call.flags, call.timeout_ms = block, stages, flags, timeout_ms
     return call
