@@ -549,6 +549,8 @@ int zpp_hello(zpp_conn *c, const zpp_job_desc *job, zpp_hello_info *info)
         zpp_reply_free(rep);
         return rc;
     }
+    if (hr->next_seq > 1) /* rejoining a running job: continue its numbering */
+        c->last_seq = hr->next_seq - 1;
     if (hr->limits && hr->limits->max_frame >= ZPP_FRAME_MIN_MAX &&
         hr->limits->max_frame <= UINT32_MAX)
         c->send_max = (size_t)hr->limits->max_frame;

@@ -78,6 +78,7 @@ static const struct cfg_key keys[] = {
     {"peer_heartbeat_ms", T_U32, F(peer_heartbeat_ms), 0, 50, 600000, 1},
     {"peer_timeout_ms", T_U32, F(peer_timeout_ms), 0, 100, 3600000, 1},
     {"join_timeout_ms", T_U32, F(join_timeout_ms), 0, 100, 86400000, 1},
+    {"rejoin_timeout_ms", T_U32, F(rejoin_timeout_ms), 0, 0, 86400000, 1},
 };
 #undef F
 #undef SZ
@@ -105,6 +106,7 @@ void cfg_defaults(struct zpp_config *c)
     c->peer_heartbeat_ms = 1000;
     c->peer_timeout_ms = 5000;
     c->join_timeout_ms = 60000;
+    c->rejoin_timeout_ms = 30000;
 }
 
 /* Parses an unsigned integer with an optional K/M/G suffix. */

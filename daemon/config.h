@@ -62,6 +62,7 @@ struct zpp_config {
     uint32_t peer_heartbeat_ms;
     uint32_t peer_timeout_ms;
     uint32_t join_timeout_ms;
+    uint32_t rejoin_timeout_ms; /* a rank that left between calls may rejoin */
 };
 
 /* Fills c with the defaults. */

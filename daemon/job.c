@@ -92,6 +92,7 @@ static void job_free(struct job *j)
     d->njobs--;
     ZLOG_I("job", "job freed", "job=%s uid=%u", j->id, j->uid);
     free(j->members);
+    free(j->detached_ms);
     free(j);
 }
 
@@ -152,6 +153,7 @@ static void reply_hello(struct session *s, uint64_t req_id, struct job *j,
     if (j) {
         hr.nodes = j->nodes;
         hr.local_size = j->local;
+        hr.next_seq = j->next_seq;
     }
     ProtobufCBinaryData ev[ZPP_MAX_EVENTS];
     for (uint32_t i = 0; i < ndone && i < ZPP_MAX_EVENTS; i++) {
@@ -349,6 +351,29 @@ void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h)
                         "%u is on node %u (leader %s)",
                         h->rank, j->id, j->node, j->multi ? j->leader : "none", h->rank, node,
                         multi ? h->leader_addr : "none");
+        return;
+    }
+    if (j && j->detached_ms && j->detached_ms[h->rank]) {
+        /* A rank that left between calls comes back: same job, same
+         * communicators and hpZ slices; it resumes at the job's next call. */
+        if (j->devices && s->device != j->devices[h->rank]) {
+            sess_send_error(s, req_id, ZPP_EMISMATCH,
+                            "rank %u of job %s was on device %d; it must rejoin on the same GPU",
+                            h->rank, j->id, j->devices[h->rank]);
+            return;
+        }
+        j->detached_ms[h->rank] = 0;
+        j->ndetached--;
+        j->members[h->rank] = s;
+        j->njoined++; /* the detached rank's job reference passes to s */
+        s->job = j;
+        s->rank = h->rank;
+        s->role = SESS_ROLE_RANK;
+        snprintf(s->label, sizeof s->label, "%s", h->tenant_label);
+        ZLOG_I("job", "rank rejoined", "job=%s rank=%u next_seq=%" PRIu64, j->id, h->rank,
+               j->next_seq);
+        reply_hello(s, req_id, j, done, ndone);
+        job_pump(j);
         return;
     }
     if (j && j->members[h->rank]) {
@@ -966,37 +991,93 @@ void job_abort(struct job *j, int cause, const char *fmt, ...)
     }
 }
 
+/* Drops the references of the ranks still away (an aborted job, or one
+ * whose ranks did not come back); may free the job. */
+static void drop_detached(struct job *j)
+{
+    uint32_t n = 0;
+    for (uint32_t r = 0; j->detached_ms && r < j->world; r++) {
+        if (j->detached_ms[r]) {
+            j->detached_ms[r] = 0;
+            n++;
+        }
+    }
+    j->ndetached = 0;
+    while (n--)
+        job_unref(j);
+}
+
 void job_leave(struct session *s, const char *reason)
 {
     struct job *j = s->job;
+    struct zppd *d = j ? j->d : NULL;
     if (!j)
         return;
-    if (j->state != JOB_ABORTED && !j->calls && j->state == JOB_RUNNING) {
-        /* Nothing in flight: the job is ending the ordinary way. It still
-         * cannot go on without this rank. */
-        j->state = JOB_ABORTED;
-        snprintf(j->abort_reason, sizeof j->abort_reason, "rank %u (pid %u) left: %s", s->rank,
-                 s->pid, reason);
-        ZLOG_I("job", "job ending", "job=%s uid=%u first_to_leave=%u", j->id, j->uid, s->rank);
-    } else if (j->state != JOB_ABORTED) {
-        job_abort(j, MET_ABORT_DISCONNECT, "rank %u (pid %u) left: %s", s->rank, s->pid, reason);
-    }
-    j->members[s->rank] = NULL;
+    uint32_t r = s->rank;
+    j->members[r] = NULL;
     j->njoined--;
     s->job = NULL;
+    if (j->njoined == 0 && !j->multi) {
+        /* The last rank connected here left: the job ends, and the ranks
+         * that were away will not find it. */
+        if (j->state != JOB_ABORTED) {
+            j->state = JOB_ABORTED;
+            snprintf(j->abort_reason, sizeof j->abort_reason, "every rank left");
+            ZLOG_I("job", "job ended", "job=%s uid=%u", j->id, j->uid);
+        }
+        drop_detached(j);
+        job_unref(j);
+        return;
+    }
+    if (j->state == JOB_RUNNING && !j->multi && d->cfg.rejoin_timeout_ms && !j->calls &&
+        (j->detached_ms || (j->detached_ms = calloc(j->world, sizeof *j->detached_ms)))) {
+        /* Between calls, with nobody waiting on it: the rank may come back
+         * on a new connection. Its reference on the job stays with the
+         * detached slot. (A rank that leaves while calls are pending
+         * aborts the job at once: its peers would otherwise hang.) */
+        j->detached_ms[r] = zppd_now_ms();
+        j->ndetached++;
+        ZLOG_I("job", "rank left between calls: it may rejoin", "job=%s rank=%u pid=%u "
+               "rejoin_timeout_ms=%u why=\"%s\"", j->id, r, s->pid, d->cfg.rejoin_timeout_ms,
+               reason);
+        return;
+    }
+    if (j->state != JOB_ABORTED)
+        job_abort(j, MET_ABORT_DISCONNECT, "rank %u (pid %u) left: %s", r, s->pid, reason);
     job_unref(j);
 }
 
 void job_abort_all(struct zppd *d, const char *reason)
 {
-    for (struct job *j = d->jobs; j; j = j->next)
+    struct job *next;
+    for (struct job *j = d->jobs; j; j = next) {
+        next = j->next;
         job_abort(j, MET_ABORT_SHUTDOWN, "%s", reason);
+        drop_detached(j); /* may free j */
+    }
 }
 
 void job_tick(struct zppd *d)
 {
     uint64_t now = zppd_now_ms();
-    for (struct job *j = d->jobs; j; j = j->next) {
+    struct job *next;
+    for (struct job *j = d->jobs; j; j = next) {
+        next = j->next;
+        if (j->ndetached) {
+            uint32_t late = UINT32_MAX;
+            for (uint32_t r = 0; r < j->world && late == UINT32_MAX; r++)
+                if (j->detached_ms[r] && now - j->detached_ms[r] > d->cfg.rejoin_timeout_ms)
+                    late = r;
+            if (j->state == JOB_ABORTED || late != UINT32_MAX) {
+                if (j->state != JOB_ABORTED) {
+                    job_abort(j, MET_ABORT_DISCONNECT,
+                              "rank %u left and did not rejoin within %u ms", late,
+                              d->cfg.rejoin_timeout_ms);
+                }
+                drop_detached(j); /* may free j */
+                continue;
+            }
+        }
         if (j->state == JOB_ABORTED)
             continue;
         if (j->be_job && d->be->job_poll) {

@@ -80,6 +80,12 @@ struct job {
     uint32_t world, nodes, local;
     struct session **members;
     uint32_t njoined;
+    /* A rank that left between calls may rejoin (a new connection, the
+     * same rank) within rejoin_timeout_ms: the job, its communicators and
+     * its hpZ slices wait for it. detached_ms[r] != 0 while rank r is away;
+     * each such rank keeps its reference on the job. */
+    uint64_t *detached_ms;
+    uint32_t ndetached;
     enum job_state state;
     char abort_reason[384];
     struct call *calls;

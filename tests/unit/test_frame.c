@@ -446,7 +446,7 @@ static void base(fixture_t *f, int kind)
     X(coll_out_dtype_on_allgather, K_COLL, ZPP_EINVAL, "collective.out_dtype",                     \
       f->coll.op = ZPP__OP__ALLGATHER)                                                             \
     X(coll_input_missing, K_COLL, ZPP_EINVAL, "collective.input", f->coll.input = NULL)            \
-    X(coll_output_missing, K_COLL, ZPP_EINVAL, "collective.output", f->coll.output = NULL)        \
+    X(coll_output_missing, K_COLL, ZPP_EINVAL, "collective.output", f->coll.output = NULL)         \
     X(hello_flags_nfds_two, K_HELLO, ZPP_EINVAL, "hello.flags_nfds",                               \
       (f->hello.flags_nfds = 2, f->hello.nslots = 1, f->hello.flags_size = 16))                    \
     X(hello_nslots_too_many, K_HELLO, ZPP_EINVAL, "hello.nslots",                                  \

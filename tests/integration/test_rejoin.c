@@ -1,0 +1,163 @@
+/*
+ * test_rejoin.c — a rank that leaves between calls may come back.
+ *
+ * 1. Rank 1 of a 2-rank job closes its connection while nothing is
+ *    pending, reconnects, says Hello for the same rank, registers new
+ *    buffers and goes on: its calls continue the job's numbering (the
+ *    HelloReply's next_seq), an exact all-gather gives the right bytes, and
+ *    the hpZ slices stored before it left are still there (the job and its
+ *    state outlived the client's connection).
+ * 2. With rejoin_timeout_ms = 500, a rank that leaves and never comes back
+ *    fails its peer's next call with an error naming it, within about the
+ *    timeout.
+ */
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "test.h"
+#include "zpp.h"
+
+/* Rank children return early holding their connection and memory. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+    return "detect_leaks=0";
+}
+
+#define COUNT 1000u
+
+static zh_daemon g_d;
+static const char *g_job;
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+struct bufs {
+    zpp_shm *in, *out, *hpz;
+    uint64_t in_id, out_id, hpz_id;
+};
+
+static void make_bufs(zpp_conn *c, int rank, struct bufs *b)
+{
+    size_t shard = COUNT / 2 * sizeof(float), full = COUNT * sizeof(float);
+    ASSERT_EQ(zpp_shm_create(shard, &b->in), 0);
+    ASSERT_EQ(zpp_shm_create(full, &b->out), 0);
+    ASSERT_EQ(zpp_shm_create(full, &b->hpz), 0);
+    float *in = zpp_shm_ptr(b->in);
+    for (uint32_t i = 0; i < COUNT / 2; i++)
+        in[i] = (float)(rank * 10000 + (int)i);
+    ASSERT_EQ(zpp_register_shm(c, b->in, 0, shard, &b->in_id), 0);
+    ASSERT_EQ(zpp_register_shm(c, b->out, 0, full, &b->out_id), 0);
+    ASSERT_EQ(zpp_register_shm(c, b->hpz, 0, full, &b->hpz_id), 0);
+}
+
+static void check_gathered(const float *out)
+{
+    for (uint32_t i = 0; i < COUNT; i++) {
+        uint32_t r = i / (COUNT / 2), k = i % (COUNT / 2);
+        ASSERT_EQ((int)out[i], (int)(r * 10000 + k));
+    }
+}
+
+static int rejoin_rank(int rank, void *arg)
+{
+    (void)arg;
+    zpp_conn *c;
+    struct bufs b;
+    zpp_result res;
+    if (zh_connect_join(&g_d, g_job, (uint32_t)rank, 2, 1, &c) != 0)
+        return 1;
+    make_bufs(c, rank, &b);
+    /* call 1: an exact all-gather that keeps the hpZ slice under "w" */
+    zpp_coll call;
+    zpp_coll_init(&call, ZPP_OP_ALLGATHER, ZPP_FP32, COUNT);
+    call.input = (zpp_bufref){b.in_id, 0};
+    call.output = (zpp_bufref){b.out_id, 0};
+    call.hpz_key = "w";
+    ASSERT_EQ(zpp_collective(c, &call, &res), 0);
+    ASSERT_EQ(res.seq, 1);
+    check_gathered(zpp_shm_ptr(b.out));
+    ASSERT_EQ(zpp_barrier(c, &res), 0); /* call 2: both are past call 1 */
+    if (rank == 1) {
+        /* leave between calls, come back on a new connection */
+        zpp_close(c);
+        sleep_ms(100);
+        if (zh_connect_join(&g_d, g_job, 1, 2, 1, &c) != 0) {
+            fprintf(stderr, "rank 1: rejoin refused\n");
+            return 2;
+        }
+        make_bufs(c, rank, &b);
+    } else {
+        sleep_ms(400); /* rank 1 is away, then back */
+    }
+    /* call 3 on both: the rejoined rank continues the numbering */
+    memset(zpp_shm_ptr(b.out), 0, COUNT * sizeof(float));
+    ASSERT_EQ(zpp_allgather(c, (zpp_bufref){b.in_id, 0}, (zpp_bufref){b.out_id, 0}, COUNT,
+                            ZPP_FP32, &res),
+              0);
+    ASSERT_EQ(res.seq, 3);
+    check_gathered(zpp_shm_ptr(b.out));
+    /* call 4: the hpZ slices stored in call 1 survived the reconnect */
+    ASSERT_EQ(zpp_hpz_gather(c, (zpp_bufref){b.hpz_id, 0}, COUNT, ZPP_FP32, "w", &res), 0);
+    ASSERT_EQ(res.bytes_inter, 0);
+    check_gathered(zpp_shm_ptr(b.hpz));
+    zpp_close(c);
+    return 0;
+}
+
+static int never_back_rank(int rank, void *arg)
+{
+    (void)arg;
+    zpp_conn *c;
+    zpp_result res;
+    if (zh_connect_join(&g_d, g_job, (uint32_t)rank, 2, 1, &c) != 0)
+        return 1;
+    ASSERT_EQ(zpp_barrier(c, &res), 0);
+    if (rank == 1) {
+        zpp_close(c);
+        return 0;
+    }
+    sleep_ms(100);
+    int64_t t0 = zh_now_ms();
+    int rc = zpp_barrier(c, &res);
+    int64_t dt = zh_now_ms() - t0;
+    if (rc != ZPP_EABORTED || !strstr(zpp_last_error(c), "rank 1") ||
+        !strstr(zpp_last_error(c), "rejoin")) {
+        fprintf(stderr, "rank 0: got %s (%s)\n", zpp_err_name(rc), zpp_last_error(c));
+        return 2;
+    }
+    if (dt > 3000) {
+        fprintf(stderr, "rank 0: the error came after %lld ms\n", (long long)dt);
+        return 3;
+    }
+    printf("rank 0: '%s' after %lld ms\n", zpp_last_error(c), (long long)dt);
+    zpp_close(c);
+    return 0;
+}
+
+int main(void)
+{
+    int codes[2];
+    ASSERT_EQ(zh_daemon_start("rejoin_timeout_ms = 5000\n", &g_d), 0);
+    g_job = "rejoin-1";
+    zh_run_ranks(2, rejoin_rank, NULL, 20000, codes);
+    ASSERT_EQ(codes[0], 0);
+    ASSERT_EQ(codes[1], 0);
+    ASSERT(zh_daemon_log_contains(&g_d, "rank rejoined"));
+    ASSERT_EQ(zh_daemon_stop(&g_d), 0);
+
+    ASSERT_EQ(zh_daemon_start("rejoin_timeout_ms = 500\n", &g_d), 0);
+    g_job = "rejoin-2";
+    zh_run_ranks(2, never_back_rank, NULL, 20000, codes);
+    ASSERT_EQ(codes[0], 0);
+    ASSERT_EQ(codes[1], 0);
+    ASSERT_EQ(zh_daemon_stop(&g_d), 0);
+    printf("1 passed, 0 failed\n");
+    return 0;
+}
