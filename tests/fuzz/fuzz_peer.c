@@ -16,46 +16,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "frame.h"
 #include "peer.pb-c.h"
 
 /* peer.c's budget for a message of n bytes, and what it charges per
  * allocation beyond the bytes asked for. */
 #define PEER_FUZZ_BUDGET(n) (4 * (n) + 4096)
-#define PEER_FUZZ_OVERHEAD 16u
+#define PEER_FUZZ_OVERHEAD 64u /* peer.c's UNPACK_OVERHEAD */
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-typedef struct {
-    size_t left;
-} budget_t;
-
-static void *budget_alloc(void *data, size_t size)
-{
-    budget_t *b = data;
-    if (size == 0)
-        size = 1;
-    if (size > b->left || b->left - size < PEER_FUZZ_OVERHEAD)
-        return NULL;
-    void *p = malloc(size);
-    if (p)
-        b->left -= size + PEER_FUZZ_OVERHEAD;
-    return p;
-}
-
-static void budget_free(void *data, void *ptr)
-{
-    (void)data;
-    free(ptr);
-}
-
-static ProtobufCMessage *unpack(const ProtobufCMessageDescriptor *d, const uint8_t *p, size_t n,
-                                size_t budget)
-{
-    static const uint8_t empty[1]; /* protobuf-c wants a non-NULL pointer */
-    budget_t b = {.left = budget};
-    ProtobufCAllocator a = {.alloc = budget_alloc, .free = budget_free, .allocator_data = &b};
-    return protobuf_c_message_unpack(d, &a, n, n ? p : empty);
-}
 
 /* 1 if m or a message inside it kept unknown fields (protobuf-c packs them
  * back as they came, so byte-exact round trips hold only without them). */
@@ -130,7 +99,8 @@ static size_t touch(const ProtobufCMessage *m)
 
 static void check(const ProtobufCMessageDescriptor *d, const uint8_t *data, size_t size)
 {
-    ProtobufCMessage *m = unpack(d, data, size, PEER_FUZZ_BUDGET(size));
+    ProtobufCMessage *m =
+        zpp_unpack_budgeted(d, data, size, PEER_FUZZ_BUDGET(size), PEER_FUZZ_OVERHEAD);
     if (!m)
         return;
     if (m->descriptor != d)
@@ -150,7 +120,8 @@ static void check(const ProtobufCMessageDescriptor *d, const uint8_t *data, size
     }
     /* The canonical form is never bigger than the input plus what a
      * default-valued field costs: give the second unpack a generous budget. */
-    ProtobufCMessage *again = unpack(d, p1, n1, 4 * PEER_FUZZ_BUDGET(size + n1));
+    ProtobufCMessage *again =
+        zpp_unpack_budgeted(d, p1, n1, 4 * PEER_FUZZ_BUDGET(size + n1), PEER_FUZZ_OVERHEAD);
     if (!again)
         abort();
     size_t n2 = protobuf_c_message_get_packed_size(again);
