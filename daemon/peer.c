@@ -236,163 +236,8 @@ void peer_set_log(peer_log_fn fn, void *arg)
     pthread_mutex_unlock(&log_mu);
 }
 
-/* ---- checks on untrusted fields --------------------------------------------- */
-
-/* Job ids and labels: the same alphabet as the local protocol (job.c). */
-static int name_ok(const char *s, size_t max, int may_be_empty)
-{
-    if (!s)
-        return may_be_empty;
-    size_t n = strnlen(s, max + 1);
-    if (n > max || (n == 0 && !may_be_empty))
-        return 0;
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-              strchr("._:@/+=-", ch)))
-            return 0;
-    }
-    return 1;
-}
-
-/* Printable ASCII, no spaces (addresses) or with spaces (text). */
-static int text_ok(const char *s, size_t max, int spaces, int may_be_empty)
-{
-    if (!s)
-        return may_be_empty;
-    size_t n = strnlen(s, max + 1);
-    if (n > max || (n == 0 && !may_be_empty))
-        return 0;
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch < 0x20 || ch > 0x7e || (ch == ' ' && !spaces))
-            return 0;
-    }
-    return 1;
-}
-
-/* Copies untrusted text for display: printable ASCII only, cut at max. */
-static void sanitize(char *dst, size_t cap, const char *src)
-{
-    size_t o = 0;
-    for (; src && *src && o + 1 < cap; src++) {
-        unsigned char ch = (unsigned char)*src;
-        dst[o++] = (ch >= 0x20 && ch <= 0x7e) ? (char)ch : '?';
-    }
-    if (cap)
-        dst[o] = 0;
-}
-
-static int tenant_check(const Zpp__Peer__Tenant *t, char *why, size_t len)
-{
-    if (!t) {
-        snprintf(why, len, "tenant missing");
-        return ZPP_EINVAL;
-    }
-    if (!name_ok(t->label, PEER_MAX_LABEL, 1)) {
-        snprintf(why, len, "tenant label: at most %d of [A-Za-z0-9._:@/+=-]", PEER_MAX_LABEL);
-        return ZPP_EINVAL;
-    }
-    return 0;
-}
-
-static int common_check(uint32_t version, const char *job_id, const Zpp__Peer__Tenant *t, char *why,
-                        size_t len)
-{
-    if (version != ZPP__PEER__PEER_VERSION__PEER_VERSION) {
-        snprintf(why, len, "peer protocol version %u not spoken (this daemon speaks %d)", version,
-                 ZPP__PEER__PEER_VERSION__PEER_VERSION);
-        return ZPP_EVERSION;
-    }
-    if (!name_ok(job_id, PEER_MAX_JOB_ID, 0)) {
-        snprintf(why, len, "job_id: 1 to %d of [A-Za-z0-9._:@/+=-] (got %zu bytes)",
-                 PEER_MAX_JOB_ID, job_id ? strnlen(job_id, 4096) : 0);
-        return ZPP_EINVAL;
-    }
-    return tenant_check(t, why, len);
-}
-
-static int join_req_check(const Zpp__Peer__JoinRequest *r, char *why, size_t len)
-{
-    int rc = common_check(r->version, r->job_id, r->tenant, why, len);
-    if (rc)
-        return rc;
-    if (r->node_count == 0 || r->node_count > PEER_MAX_NODES) {
-        snprintf(why, len, "node_count %u: 1 to %d", r->node_count, PEER_MAX_NODES);
-        return ZPP_EINVAL;
-    }
-    if (r->node_rank >= r->node_count) {
-        snprintf(why, len, "node_rank %u: must be below node_count %u", r->node_rank,
-                 r->node_count);
-        return ZPP_EINVAL;
-    }
-    if (r->ranks_per_node == 0 || r->ranks_per_node > PEER_MAX_RANKS_PER_NODE) {
-        snprintf(why, len, "ranks_per_node %u: 1 to %d", r->ranks_per_node,
-                 PEER_MAX_RANKS_PER_NODE);
-        return ZPP_EINVAL;
-    }
-    if ((uint64_t)r->world_size != (uint64_t)r->node_count * r->ranks_per_node) {
-        snprintf(why, len, "world_size %u: must be node_count %u x ranks_per_node %u",
-                 r->world_size, r->node_count, r->ranks_per_node);
-        return ZPP_EINVAL;
-    }
-    if (!text_ok(r->topology, PEER_MAX_TOPOLOGY, 1, 1)) {
-        snprintf(why, len, "topology: at most %d printable bytes", PEER_MAX_TOPOLOGY);
-        return ZPP_EINVAL;
-    }
-    if (!text_ok(r->address, PEER_MAX_ADDRESS, 0, 0)) {
-        snprintf(why, len, "address: 1 to %d printable bytes, no spaces", PEER_MAX_ADDRESS);
-        return ZPP_EINVAL;
-    }
-    return 0;
-}
-
-static int join_reply_check(const Zpp__Peer__JoinReply *r, uint32_t node_count, char *why,
-                            size_t len)
-{
-    if (r->n_nccl_ids == 0 || r->n_nccl_ids > PEER_MAX_NCCL_IDS) {
-        snprintf(why, len, "nccl_ids: %zu ids, expected 1 to %d", r->n_nccl_ids, PEER_MAX_NCCL_IDS);
-        return ZPP_EPROTO;
-    }
-    for (size_t i = 0; i < r->n_nccl_ids; i++)
-        if (r->nccl_ids[i].len != PEER_NCCL_ID_BYTES) {
-            snprintf(why, len, "nccl_ids[%zu]: %zu bytes, expected %d", i, r->nccl_ids[i].len,
-                     PEER_NCCL_ID_BYTES);
-            return ZPP_EPROTO;
-        }
-    if (r->n_members != node_count) {
-        snprintf(why, len, "members: %zu, expected one per node (%u)", r->n_members, node_count);
-        return ZPP_EPROTO;
-    }
-    /* node_count <= PEER_MAX_NODES: a bitmap on the stack finds duplicates. */
-    uint8_t seen[(PEER_MAX_NODES + 7) / 8];
-    memset(seen, 0, sizeof(seen));
-    for (size_t i = 0; i < r->n_members; i++) {
-        const Zpp__Peer__Member *m = r->members[i];
-        if (!m || m->node_rank >= node_count) {
-            snprintf(why, len, "members[%zu]: node_rank %u not below %u", i, m ? m->node_rank : 0,
-                     node_count);
-            return ZPP_EPROTO;
-        }
-        if (seen[m->node_rank / 8] & (1u << (m->node_rank % 8))) {
-            snprintf(why, len, "members[%zu]: node_rank %u listed twice", i, m->node_rank);
-            return ZPP_EPROTO;
-        }
-        seen[m->node_rank / 8] |= (uint8_t)(1u << (m->node_rank % 8));
-        if (!text_ok(m->address, PEER_MAX_ADDRESS, 0, 0)) {
-            snprintf(why, len, "members[%zu]: address must be 1 to %d printable bytes", i,
-                     PEER_MAX_ADDRESS);
-            return ZPP_EPROTO;
-        }
-    }
-    return 0;
-}
-
-/* A code from a peer must be one of ours. */
-static int code_ok(int32_t code)
-{
-    return code <= 0 && code >= ZPP_ERRNO_MAX;
-}
+/* The field checks (peer_check_*) live in proto/peer_check.c, socket- and
+ * gRPC-free, so that tests/fuzz/fuzz_peer.c runs the very same code. */
 
 /* ---- (un)packing ------------------------------------------------------------- */
 
@@ -534,7 +379,7 @@ static void srv_refuse(struct peer_join_call *sc, int code, const char *msg)
 static void caller_fill(struct peer_join_call *sc)
 {
     char *s = grpc_call_get_peer(sc->call);
-    sanitize(sc->from_peer, sizeof(sc->from_peer), s ? s : "?");
+    peer_check_sanitize(sc->from_peer, sizeof(sc->from_peer), s ? s : "?");
     gpr_free(s);
     grpc_auth_context *ac = grpc_call_auth_context(sc->call);
     if (!ac)
@@ -546,7 +391,7 @@ static void caller_fill(struct peer_join_call *sc)
         size_t n = prop->value_length < sizeof(tmp) - 1 ? prop->value_length : sizeof(tmp) - 1;
         memcpy(tmp, prop->value, n);
         tmp[n] = 0;
-        sanitize(sc->from_id, sizeof(sc->from_id), tmp);
+        peer_check_sanitize(sc->from_id, sizeof(sc->from_id), tmp);
     }
     grpc_auth_context_release(ac);
 }
@@ -561,7 +406,7 @@ static void srv_join(struct peer *p, struct peer_join_call *sc, const struct pee
         srv_refuse(sc, ZPP_EPROTO, "Join: request does not unpack");
         return;
     }
-    if ((rc = join_req_check(req, why, sizeof(why))) != 0) {
+    if ((rc = peer_check_join_request(req, why, sizeof(why))) != 0) {
         protobuf_c_message_free_unpacked(&req->base, NULL);
         srv_refuse(sc, rc, why);
         return;
@@ -587,11 +432,7 @@ static void srv_heartbeat(struct peer *p, struct peer_join_call *sc, const struc
         srv_refuse(sc, ZPP_EPROTO, "Heartbeat: request does not unpack");
         return;
     }
-    rc = common_check(req->version, req->job_id, req->tenant, why, sizeof(why));
-    if (!rc && req->node_rank >= PEER_MAX_NODES) {
-        rc = ZPP_EINVAL;
-        snprintf(why, sizeof(why), "node_rank %u: at most %d", req->node_rank, PEER_MAX_NODES - 1);
-    }
+    rc = peer_check_heartbeat_request(req, why, sizeof(why));
     if (rc) {
         protobuf_c_message_free_unpacked(&req->base, NULL);
         srv_refuse(sc, rc, why);
@@ -607,7 +448,7 @@ static void srv_heartbeat(struct peer *p, struct peer_join_call *sc, const struc
     rc = p->h.on_heartbeat(p->ctx, req, from, &state, msg, sizeof(msg));
     protobuf_c_message_free_unpacked(&req->base, NULL);
     Zpp__Peer__HeartbeatReply r = ZPP__PEER__HEARTBEAT_REPLY__INIT;
-    r.code = code_ok(rc) ? rc : ZPP_EINVAL;
+    r.code = peer_check_code_ok(rc) ? rc : ZPP_EINVAL;
     r.message = msg;
     r.state = (state >= 0 && state <= ZPP__PEER__JOB_STATE__JOB_STATE_ABORTED)
                   ? (Zpp__Peer__JobState)state
@@ -625,15 +466,7 @@ static void srv_abort(struct peer *p, struct peer_join_call *sc, const struct pe
         srv_refuse(sc, ZPP_EPROTO, "Abort: request does not unpack");
         return;
     }
-    rc = common_check(req->version, req->job_id, req->tenant, why, sizeof(why));
-    if (!rc && req->from_node >= PEER_MAX_NODES) {
-        rc = ZPP_EINVAL;
-        snprintf(why, sizeof(why), "from_node %u: at most %d", req->from_node, PEER_MAX_NODES - 1);
-    }
-    if (!rc && req->reason && strnlen(req->reason, PEER_MAX_REASON + 1) > PEER_MAX_REASON) {
-        rc = ZPP_EINVAL;
-        snprintf(why, sizeof(why), "reason: at most %d bytes", PEER_MAX_REASON);
-    }
+    rc = peer_check_abort_request(req, why, sizeof(why));
     if (!rc && !p->h.on_abort) {
         rc = ZPP_EUNSUPPORTED;
         snprintf(why, sizeof(why), "abort not served");
@@ -646,12 +479,12 @@ static void srv_abort(struct peer *p, struct peer_join_call *sc, const struct pe
     /* The reason reaches users and logs: printable only. It is at most
      * PEER_MAX_REASON bytes, so it fits in place. */
     if (req->reason)
-        sanitize(req->reason, strlen(req->reason) + 1, req->reason);
+        peer_check_sanitize(req->reason, strlen(req->reason) + 1, req->reason);
     char msg[PEER_MAX_TEXT] = "";
     rc = p->h.on_abort(p->ctx, req, from, msg, sizeof(msg));
     protobuf_c_message_free_unpacked(&req->base, NULL);
     Zpp__Peer__AbortReply r = ZPP__PEER__ABORT_REPLY__INIT;
-    r.code = code_ok(rc) ? rc : ZPP_EINVAL;
+    r.code = peer_check_code_ok(rc) ? rc : ZPP_EINVAL;
     r.message = msg;
     srv_send(sc, &r.base);
 }
@@ -749,7 +582,7 @@ int peer_join_answer(struct peer_join_call *call, int code, const char *msg,
         if (!reply) {
             snprintf(why, sizeof(why), "leader built a bad reply: none");
             rc = ZPP_EINVAL;
-        } else if (join_reply_check(reply, call->join->node_count, detail, sizeof(detail))) {
+        } else if (peer_check_join_reply(reply, call->join->node_count, detail, sizeof(detail))) {
             snprintf(why, sizeof(why), "leader built a bad reply: %s", detail);
             rc = ZPP_EINVAL;
         } else {
@@ -761,7 +594,7 @@ int peer_join_answer(struct peer_join_call *call, int code, const char *msg,
         }
     }
     char text[PEER_MAX_TEXT];
-    sanitize(text, sizeof(text), msg ? msg : "");
+    peer_check_sanitize(text, sizeof(text), msg ? msg : "");
     r.code = code;
     r.message = text;
     if (code != 0) {
@@ -884,7 +717,7 @@ static int cli_start(struct peer *p, const char *addr, int method, const Protobu
 {
     if (p->stopping)
         return ZPP_ESTATE;
-    if (!text_ok(addr, PEER_MAX_ADDRESS, 0, 0))
+    if (!peer_check_text_ok(addr, PEER_MAX_ADDRESS, 0, 0))
         return ZPP_EINVAL;
     if (timeout_ms == 0)
         return ZPP_EINVAL;
@@ -950,7 +783,7 @@ static int cli_status(struct cli_call *c, const char *head, char *msg, size_t le
     struct peer *p = c->p;
     char det[256];
     char *d = grpc_slice_to_c_string(c->details);
-    sanitize(det, sizeof(det), d);
+    peer_check_sanitize(det, sizeof(det), d);
     gpr_free(d);
     grpc_connectivity_state st = grpc_channel_check_connectivity_state(c->ch->ch, 0);
     switch (c->status) {
@@ -1033,32 +866,25 @@ static void cli_done(struct peer *p, struct cli_call *c, int success)
         const char *rmsg = c->method == M_JOIN        ? ((Zpp__Peer__JoinReply *)m)->message
                            : c->method == M_HEARTBEAT ? ((Zpp__Peer__HeartbeatReply *)m)->message
                                                       : gen->message;
-        if (rmsg && strnlen(rmsg, PEER_MAX_TEXT + 1) > PEER_MAX_TEXT) {
-            code = ZPP_EPROTO;
-            snprintf(msg, sizeof(msg), "%s: reply message longer than %d bytes", head,
-                     PEER_MAX_TEXT);
-        } else if (!code_ok(rcode)) {
-            code = ZPP_EPROTO;
-            snprintf(msg, sizeof(msg), "%s: unknown code %d in reply", head, (int)rcode);
+        char why[256];
+        if ((code = peer_check_reply(rcode, rmsg, why, sizeof(why))) != 0) {
+            snprintf(msg, sizeof(msg), "%s: %s", head, why);
         } else {
-            sanitize(ptext, sizeof(ptext), rmsg ? rmsg : "");
+            peer_check_sanitize(ptext, sizeof(ptext), rmsg ? rmsg : "");
             code = rcode;
             if (code)
                 snprintf(msg, sizeof(msg), "%s: %s", head, ptext[0] ? ptext : zpp_strerror(code));
         }
         if (code == 0 && c->method == M_JOIN) {
-            char why[256];
-            if (join_reply_check((Zpp__Peer__JoinReply *)m, c->node_count, why, sizeof(why))) {
+            if (peer_check_join_reply((Zpp__Peer__JoinReply *)m, c->node_count, why, sizeof(why))) {
                 code = ZPP_EPROTO;
                 snprintf(msg, sizeof(msg), "%s: bad reply: %s", head, why);
             }
         }
         if (code == 0 && c->method == M_HEARTBEAT) {
             int st = (int)((Zpp__Peer__HeartbeatReply *)m)->state;
-            if (st < 0 || st > ZPP__PEER__JOB_STATE__JOB_STATE_ABORTED) {
-                code = ZPP_EPROTO;
-                snprintf(msg, sizeof(msg), "%s: bad job state %d", head, st);
-            }
+            if ((code = peer_check_job_state(st, why, sizeof(why))) != 0)
+                snprintf(msg, sizeof(msg), "%s: %s", head, why);
         }
     }
 
@@ -1100,7 +926,7 @@ int peer_join(struct peer *p, const char *leader_addr, const Zpp__Peer__JoinRequ
     Zpp__Peer__JoinRequest r = *req;
     r.version = ZPP__PEER__PEER_VERSION__PEER_VERSION;
     char why[256];
-    if (join_req_check(&r, why, sizeof(why)) != 0) {
+    if (peer_check_join_request(&r, why, sizeof(why)) != 0) {
         plog(3, "peer: Join not sent: %s", why);
         return ZPP_EINVAL;
     }
@@ -1116,8 +942,8 @@ int peer_join(struct peer *p, const char *leader_addr, const Zpp__Peer__JoinRequ
 
 static int fill_common(const char *job_id, const struct peer_tenant *tenant, Zpp__Peer__Tenant *t)
 {
-    if (!tenant || !name_ok(job_id, PEER_MAX_JOB_ID, 0) ||
-        !name_ok(tenant->label, PEER_MAX_LABEL, 1))
+    if (!tenant || !peer_check_name_ok(job_id, PEER_MAX_JOB_ID, 0) ||
+        !peer_check_name_ok(tenant->label, PEER_MAX_LABEL, 1))
         return ZPP_EINVAL;
     t->uid = tenant->uid;
     t->label = (char *)(tenant->label ? tenant->label : "");
@@ -1153,7 +979,7 @@ int peer_abort_send(struct peer *p, const char *addr, const char *job_id,
     if (!p || from_node >= PEER_MAX_NODES || fill_common(job_id, tenant, &t))
         return ZPP_EINVAL;
     char why[PEER_MAX_REASON + 1];
-    sanitize(why, sizeof(why), reason ? reason : "");
+    peer_check_sanitize(why, sizeof(why), reason ? reason : "");
     Zpp__Peer__AbortRequest r = ZPP__PEER__ABORT_REQUEST__INIT;
     r.version = ZPP__PEER__PEER_VERSION__PEER_VERSION;
     r.job_id = (char *)job_id;
@@ -1387,7 +1213,7 @@ int peer_start(uv_loop_t *loop, const struct peer_config *cfg, const struct peer
         snprintf(why, len, "peer_start: loop, config and out are required");
         return ZPP_EINVAL;
     }
-    if (!text_ok(cfg->listen, PEER_MAX_ADDRESS, 0, 0)) {
+    if (!peer_check_text_ok(cfg->listen, PEER_MAX_ADDRESS, 0, 0)) {
         snprintf(why, len, "peer listen address: 1 to %d printable bytes, no spaces",
                  PEER_MAX_ADDRESS);
         return ZPP_EINVAL;

@@ -32,6 +32,7 @@
 #include <uv.h>
 
 #include "peer.pb-c.h"
+#include "peer_check.h"
 
 #define PEER_DEFAULT_PORT 7399                /* documented default peer port */
 #define PEER_DEFAULT_MAX_MESSAGE (1u << 20)   /* bytes, each direction */
@@ -40,17 +41,8 @@
 #define PEER_DEFAULT_RECONNECT_MAX_MS 1000u   /* cap of the reconnect backoff */
 #define PEER_ABORT_TIMEOUT_MS 2000u           /* deadline of peer_abort_send */
 
-/* Limits on what a peer may send (checked on every message). */
-#define PEER_MAX_JOB_ID 128
-#define PEER_MAX_LABEL 64
-#define PEER_MAX_TOPOLOGY 1024
-#define PEER_MAX_ADDRESS 255
-#define PEER_MAX_REASON 512
-#define PEER_MAX_TEXT 1024 /* reply messages */
-#define PEER_MAX_NODES 4096
-#define PEER_MAX_RANKS_PER_NODE 256
-#define PEER_NCCL_ID_BYTES 128
-#define PEER_MAX_NCCL_IDS (2 + PEER_MAX_RANKS_PER_NODE) /* global, intra, one inter per local */
+/* The limits on what a peer may send (PEER_MAX_*, PEER_NCCL_ID_BYTES) and
+ * the checks that enforce them are in proto/peer_check.h. */
 
 struct peer;           /* opaque: one per daemon */
 struct peer_join_call; /* opaque: one parked incoming Join */
