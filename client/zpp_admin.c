@@ -1,7 +1,7 @@
 /*
  * zpp_admin.c — renders the daemon's admin replies (StatusReply, JobsReply,
- * SessionsReply, StoreReply, DrainReply) as JSON, for zpp_admin_*_json and
- * `zppctl --json`.
+ * SessionsReply, StoreReply with its shared replicas, DrainReply) as
+ * JSON, for zpp_admin_*_json and `zppctl --json`.
  *
  * Strings in those replies come from clients (job ids, tenant labels, call
  * messages), so they are escaped fully: quotes, backslashes and control
@@ -192,6 +192,21 @@ const char *zpp__op_name(int op)
     }
 }
 
+/* Static lower-case name of a wire DType; "unknown" outside the enum. */
+const char *zpp__dtype_name(int dtype)
+{
+    switch (dtype) {
+    case ZPP_FP32:
+        return "fp32";
+    case ZPP_FP16:
+        return "fp16";
+    case ZPP_BF16:
+        return "bf16";
+    default:
+        return "unknown";
+    }
+}
+
 /* StatusReply -> malloc'd JSON object (caller frees); 0 or ZPP_ENOMEM. */
 int zpp__status_json(const Zpp__StatusReply *st, char **out)
 {
@@ -333,6 +348,24 @@ int zpp__store_json(const Zpp__StoreReply *sr, char **out)
             jw_kstr(&w, &g, "job_id", sr->jobs[i]->job_id);
             jw_u64(&w, &g, "tenant_uid", sr->jobs[i]->tenant_uid);
             jw_u64(&w, &g, "bytes", sr->jobs[i]->bytes);
+            jw_raw(&w, "}");
+        }
+        jw_raw(&w, "]");
+        jw_key(&w, &f, "replicas");
+        jw_raw(&w, "[");
+        for (size_t i = 0; i < sr->n_replicas; i++) {
+            const Zpp__StoreReplica *r = sr->replicas[i];
+            int g = 1;
+            jw_raw(&w, i ? ",{" : "{");
+            jw_kstr(&w, &g, "content_key", r->content_key);
+            jw_u64(&w, &g, "owner_uid", r->owner_uid);
+            jw_u64(&w, &g, "count", r->count);
+            jw_kstr(&w, &g, "dtype", zpp__dtype_name((int)r->dtype));
+            jw_u64(&w, &g, "slots", r->slots);
+            jw_u64(&w, &g, "bytes", r->bytes);
+            jw_u64(&w, &g, "attached_jobs", r->attached_jobs);
+            jw_u64(&w, &g, "pins", r->pins);
+            jw_u64(&w, &g, "idle_ops", r->idle_ops);
             jw_raw(&w, "}");
         }
         jw_raw(&w, "]");

@@ -65,4 +65,8 @@ int zpp__register_dev(zpp_conn *c, const int *fds, int nfds, const uint64_t *chu
  * for values outside the enum. */
 const char *zpp__op_name(int op);
 
+/* Static lower-case name of a wire DType ("fp32", "fp16", "bf16"),
+ * "unknown" for values outside the enum. */
+const char *zpp__dtype_name(int dtype);
+
 #endif

@@ -296,6 +296,20 @@ static int cmd_store(zpp_conn *c, const opts_t *o)
                    human_bytes(sr->jobs[i]->bytes, b1, sizeof b1));
         }
     }
+    if (sr->n_replicas) {
+        /* Shared read-only replicas (docs/hpz-sharing.md), newest first;
+         * IDLE is the LRU age in store operations. */
+        printf("%-71s %-10s %-12s %-5s %-12s %-6s %-5s %s\n", "REPLICA", "OWNER", "COUNT", "DTYPE",
+               "BYTES", "JOBS", "PINS", "IDLE");
+        for (size_t i = 0; i < sr->n_replicas; i++) {
+            const Zpp__StoreReplica *r = sr->replicas[i];
+            put_safe(r->content_key, 71);
+            printf(" %-10" PRIu32 " %-12" PRIu64 " %-5s %-12s %-6" PRIu32 " %-5" PRIu32 " %" PRIu64
+                   "\n",
+                   r->owner_uid, r->count, zpp__dtype_name((int)r->dtype),
+                   human_bytes(r->bytes, b1, sizeof b1), r->attached_jobs, r->pins, r->idle_ops);
+        }
+    }
     zpp_reply_free(rep);
     return EXIT_OK;
 }

@@ -4,6 +4,7 @@
  */
 #include "admin.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -214,6 +215,44 @@ out:
     free(ptrs);
 }
 
+/* Collects the shared replicas a session may see, for admin_store: a first
+ * pass (rows == NULL) counts them, a second fills rows and copies the keys
+ * into keys (one HPZ_KEY_MAX + 1 slot per row: a key is only valid during
+ * the callback). */
+struct replica_walk {
+    const struct session *s;
+    Zpp__StoreReplica *rows;
+    char *keys;
+    size_t n, cap;
+};
+
+static void replica_row(const struct hpz_shared_info *in, void *arg)
+{
+    struct replica_walk *w = arg;
+    if (!sees_all(w->s) && !hpz_store_may_read(w->s->d->store, w->s->uid, in->owner))
+        return;
+    if (!w->rows) {
+        w->n++;
+        return;
+    }
+    if (w->n == w->cap) /* the store cannot change between the passes */
+        return;
+    Zpp__StoreReplica *r = &w->rows[w->n];
+    char *key = w->keys + w->n * (HPZ_KEY_MAX + 1);
+    snprintf(key, HPZ_KEY_MAX + 1, "%s", in->key);
+    zpp__store_replica__init(r);
+    r->content_key = key;
+    r->owner_uid = in->owner;
+    r->count = in->count;
+    r->dtype = (Zpp__DType)in->dtype;
+    r->slots = (uint32_t)in->nslots;
+    r->bytes = in->bytes;
+    r->attached_jobs = (uint32_t)in->attachments;
+    r->pins = (uint32_t)in->pins;
+    r->idle_ops = in->idle_for;
+    w->n++;
+}
+
 void admin_store(struct session *s, uint64_t req_id)
 {
     struct zppd *d = s->d;
@@ -228,7 +267,14 @@ void admin_store(struct session *s, uint64_t req_id)
     Zpp__StoreJob **jp = calloc(n ? n : 1, sizeof *jp);
     Zpp__StoreTenant *ten = calloc(n + 1, sizeof *ten);
     Zpp__StoreTenant **tp = calloc(n + 1, sizeof *tp);
-    if (!jobs || !jp || !ten || !tp) {
+    struct replica_walk rw = {.s = s};
+    hpz_store_shared_foreach(d->store, replica_row, &rw);
+    rw.cap = rw.n;
+    rw.n = 0;
+    rw.rows = calloc(rw.cap ? rw.cap : 1, sizeof *rw.rows);
+    rw.keys = calloc(rw.cap ? rw.cap : 1, HPZ_KEY_MAX + 1);
+    Zpp__StoreReplica **rp = calloc(rw.cap ? rw.cap : 1, sizeof *rp);
+    if (!jobs || !jp || !ten || !tp || !rw.rows || !rw.keys || !rp) {
         sess_send_error(s, req_id, ZPP_ENOMEM, "out of memory listing the store");
         goto out;
     }
@@ -261,12 +307,20 @@ void admin_store(struct session *s, uint64_t req_id)
     sr.jobs = jp;
     sr.n_tenants = nt;
     sr.tenants = tp;
+    hpz_store_shared_foreach(d->store, replica_row, &rw);
+    for (size_t k = 0; k < rw.n; k++)
+        rp[k] = &rw.rows[k];
+    sr.n_replicas = rw.n;
+    sr.replicas = rp;
     SEND_REPLY(s, req_id, STORE, store, &sr);
 out:
     free(jobs);
     free(jp);
     free(ten);
     free(tp);
+    free(rw.rows);
+    free(rw.keys);
+    free(rp);
 }
 
 void admin_metrics(struct session *s, uint64_t req_id)

@@ -2,7 +2,9 @@
  * admin.h — answers to zppctl: daemon status, the jobs and sessions tables,
  * hpZ store usage, the metrics text, and drain.
  * A caller sees every job and session only if it is root or the daemon's
- * own uid; otherwise only its own tenant's. The metrics text and drain are
+ * own uid; otherwise only its own tenant's. Shared hpZ replicas follow the
+ * same rule widened by hpz_share: a caller also sees the replicas its uid
+ * may read. The metrics text and drain are
  * for root and the daemon's uid only (ZPP_EPERM for others).
  */
 #ifndef ZPPD_ADMIN_H

@@ -17,6 +17,10 @@
  *  - A key that is not the tensor's hash is refused (ZPP_EMISMATCH).
  *  - Job "friend" of tenant 65533 (allowed) reads the right bytes; job
  *    "other" of tenant 65534 is refused with ZPP_EPERM.
+ *  - `zppctl store --json` lists the replica by its key: as root right
+ *    after base's publish with one attached job (and the table of
+ *    `zppctl store` has its key); for tenant 65533 (who may read it) too,
+ *    and not for tenant 65534.
  */
 
 #include <grp.h>
@@ -173,6 +177,34 @@ static unsigned long long store_bytes(void)
     return strtoull(p + strlen("\"store_bytes\":"), NULL, 10);
 }
 
+static char g_ctl_out[65536];
+
+/* Runs `zppctl -s SOCKET store [--json]`, output in g_ctl_out. */
+static int ctl_store(int json)
+{
+    char *argv[] = {ZPPCTL_BIN, "-s", g_d.socket, "store", json ? "--json" : NULL, NULL};
+    int rc = zh_run_capture(argv, 15000, g_ctl_out, sizeof g_ctl_out);
+    printf("$ zppctl store%s -> %d\n%s\n", json ? " --json" : "", rc, g_ctl_out);
+    return rc;
+}
+
+/* The JSON object of the replica g_key in `zppctl store --json`, cut at
+ * its closing brace into buf; NULL if the listing does not have it. */
+static const char *store_replica(char *buf, size_t len)
+{
+    const char *out = g_ctl_out;
+    if (ctl_store(1) != 0)
+        return NULL;
+    char want[128];
+    snprintf(want, sizeof want, "{\"content_key\":\"%s\"", g_key);
+    const char *p = strstr(out, want);
+    const char *end = p ? strchr(p, '}') : NULL;
+    if (!end)
+        return NULL;
+    snprintf(buf, len, "%.*s", (int)(end - p + 1), p);
+    return buf;
+}
+
 static int expect(int rc, int want, const char *what)
 {
     if (rc != want) {
@@ -203,6 +235,17 @@ static int tenant_root(void)
                     "base publishes");
     fails += !pair_holds(&base, 1.0f);
     fails += expect((int)store_bytes(), ONE_COPY, "store bytes after the publish");
+    char row[512];
+    const char *r = store_replica(row, sizeof row);
+    if (!r || !strstr(r, "\"owner_uid\":0,\"count\":1000,\"dtype\":\"fp32\",\"slots\":2") ||
+        !strstr(r, "\"attached_jobs\":1,")) {
+        fprintf(stderr, "zppctl store: replica row after base's publish: %s\n", r ? r : "absent");
+        fails++;
+    }
+    if (ctl_store(0) != 0 || !strstr(g_ctl_out, "REPLICA") || !strstr(g_ctl_out, g_key)) {
+        fprintf(stderr, "zppctl store: no replica table with the key\n");
+        fails++;
+    }
     fails +=
         expect(pair_call(&lora, ZPP_OP_HPZ_GATHER, 0, g_key, "lora: hpZ gather"), 0, "lora reads");
     fails += !pair_holds(&lora, 1.0f);
@@ -253,6 +296,12 @@ static int tenant_setuid(uid_t uid, const char *job, int want)
         fails += !pair_holds(&p, 1.0f);
     else if (!strstr(zpp_last_error(p.c[0]), "does not share it with tenant"))
         fails++;
+    /* zppctl store lists the replica to a tenant who may read it only. */
+    char row[512];
+    if ((store_replica(row, sizeof row) != NULL) != (want == 0)) {
+        fprintf(stderr, "%s: zppctl store %s the replica\n", job, want ? "lists" : "omits");
+        fails++;
+    }
     pair_close(&p);
     sig_write(p_done, 1);
     return fails ? 1 : 0;
