@@ -42,6 +42,7 @@ struct orphan {
     char label[PEER_MAX_LABEL + 1];
     char job_id[PEER_MAX_JOB_ID + 1];
     uint32_t node, nodes, per_node, world;
+    char topology[64];
     char addr[PEER_MAX_ADDRESS + 1];
     struct orphan *next;
 };
@@ -62,6 +63,21 @@ struct cl_ref {
 static struct cl_state *cls(const struct zppd *d)
 {
     return d->cluster;
+}
+
+/* Communicator ids a job needs from its leader: the global one and one per
+ * local index (the inter-node communicators; each daemon makes its
+ * intra-node id itself), or none on a backend without communicators. */
+static int cluster_ids_needed(const struct job *j)
+{
+    return j->d->be->make_ids ? 1 + (int)j->local : 0;
+}
+
+/* What a node says of its part of the job in Join; the leader requires
+ * its own string (same shape, same backend). */
+static void topology_of(const struct job *j, char *out, size_t len)
+{
+    snprintf(out, len, "%ux%u %s", j->nodes, j->local, j->d->backend_name);
 }
 
 static struct job *job_by_gen(struct zppd *d, uint64_t gen)
@@ -126,12 +142,8 @@ static void leader_try(struct job *j)
             return;
     /* Communicator ids: the global one and one per local index (the
      * inter-node communicators); each daemon makes its intra id itself. */
-    int nids = d->be->make_ids ? 1 + (int)j->local : 0;
-    /* The wire needs 1..258 ids (peer.c join_reply_check): a backend that
-     * makes none (host) sends one all-zero placeholder, which no backend
-     * without make_ids reads. */
-    int nwire = nids ? nids : 1;
-    uint8_t *ids = calloc((size_t)nwire, CLUSTER_NCCL_ID_BYTES);
+    int nids = cluster_ids_needed(j);
+    uint8_t *ids = calloc((size_t)(nids ? nids : 1), CLUSTER_NCCL_ID_BYTES);
     char why[256] = "";
     if (!ids)
         snprintf(why, sizeof why, "out of memory");
@@ -140,7 +152,7 @@ static void leader_try(struct job *j)
         job_abort(j, MET_ABORT_DEVICE, "cannot make communicator ids: %s", why);
         return;
     }
-    ProtobufCBinaryData *bin = calloc((size_t)nwire, sizeof *bin);
+    ProtobufCBinaryData *bin = calloc((size_t)(nids ? nids : 1), sizeof *bin);
     Zpp__Peer__Member *mem = calloc(c->nodes, sizeof *mem);
     Zpp__Peer__Member **memp = calloc(c->nodes, sizeof *memp);
     if (!bin || !mem || !memp) {
@@ -151,7 +163,7 @@ static void leader_try(struct job *j)
         job_abort(j, MET_ABORT_OTHER, "out of memory forming the job");
         return;
     }
-    for (int i = 0; i < nwire; i++) {
+    for (int i = 0; i < nids; i++) {
         bin[i].data = ids + (size_t)i * CLUSTER_NCCL_ID_BYTES;
         bin[i].len = CLUSTER_NCCL_ID_BYTES;
     }
@@ -162,7 +174,7 @@ static void leader_try(struct job *j)
         memp[n] = &mem[n];
     }
     Zpp__Peer__JoinReply rep = ZPP__PEER__JOIN_REPLY__INIT;
-    rep.n_nccl_ids = (size_t)nwire;
+    rep.n_nccl_ids = (size_t)nids;
     rep.nccl_ids = bin;
     rep.n_members = c->nodes;
     rep.members = memp;
@@ -201,6 +213,16 @@ static int adopt(struct job *j, struct orphan *o)
                  "job %s on the leader has %u nodes x %u ranks (world %u); node %u says %u x %u "
                  "(world %u)",
                  j->id, j->nodes, j->local, j->world, o->node, o->nodes, o->per_node, o->world);
+        peer_join_answer(o->call, ZPP_EMISMATCH, msg, NULL);
+        ZLOG_W("cluster", "join refused", "job=%s node=%u why=\"%s\"", j->id, o->node, msg);
+        return 1;
+    }
+    char mine[64];
+    topology_of(j, mine, sizeof mine);
+    if (strcmp(o->topology, mine)) {
+        /* e.g. a host-backend node in a cuda job: it could not use the ids */
+        snprintf(msg, sizeof msg, "job %s on the leader is '%s'; node %u says '%s'", j->id, mine,
+                 o->node, o->topology);
         peer_join_answer(o->call, ZPP_EMISMATCH, msg, NULL);
         ZLOG_W("cluster", "join refused", "job=%s node=%u why=\"%s\"", j->id, o->node, msg);
         return 1;
@@ -252,6 +274,7 @@ static void on_join(void *ctx, struct peer_join_call *call, const Zpp__Peer__Joi
     o->nodes = req->node_count;
     o->per_node = req->ranks_per_node;
     o->world = req->world_size;
+    snprintf(o->topology, sizeof o->topology, "%s", req->topology ? req->topology : "");
     snprintf(o->addr, sizeof o->addr, "%s", req->address);
     ZLOG_D("cluster", "join arrived", "job=%s node=%u from=%s", o->job_id, o->node, from->peer);
     struct job *j = job_by_name(d, o->uid, o->label, o->job_id);
@@ -323,6 +346,11 @@ static void on_join_reply(void *arg, int code, const char *msg, const Zpp__Peer_
     }
     uint8_t *ids = NULL;
     int nids = (int)rep->n_nccl_ids;
+    if (nids != cluster_ids_needed(j)) {
+        job_abort(j, MET_ABORT_PEER, "the leader sent %d communicator ids; the %s backend needs %d",
+                  nids, j->d->backend_name, cluster_ids_needed(j));
+        return;
+    }
     if (nids) {
         ids = calloc((size_t)nids, CLUSTER_NCCL_ID_BYTES);
         if (!ids) {
@@ -369,7 +397,7 @@ void cluster_form(struct job *j)
     Zpp__Peer__JoinRequest req = ZPP__PEER__JOIN_REQUEST__INIT;
     Zpp__Peer__Tenant ten = ZPP__PEER__TENANT__INIT;
     char topo[64];
-    snprintf(topo, sizeof topo, "%ux%u %s", j->nodes, j->local, d->backend_name);
+    topology_of(j, topo, sizeof topo);
     ten.uid = j->uid;
     ten.label = j->label;
     req.version = ZPP__PEER__PEER_VERSION__PEER_VERSION;

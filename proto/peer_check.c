@@ -135,8 +135,11 @@ int peer_check_join_reply(const Zpp__Peer__JoinReply *r, uint32_t node_count, ch
                  PEER_MAX_NODES);
         return ZPP_EINVAL;
     }
-    if (r->n_nccl_ids == 0 || r->n_nccl_ids > PEER_MAX_NCCL_IDS) {
-        snprintf(why, len, "nccl_ids: %zu ids, expected 1 to %d", r->n_nccl_ids, PEER_MAX_NCCL_IDS);
+    /* 0 ids: a job whose backend makes no communicators (host). Whether a
+     * member got the ids its own backend needs is the member's check. */
+    if (r->n_nccl_ids > PEER_MAX_NCCL_IDS) {
+        snprintf(why, len, "nccl_ids: %zu ids, expected at most %d", r->n_nccl_ids,
+                 PEER_MAX_NCCL_IDS);
         return ZPP_EPROTO;
     }
     for (size_t i = 0; i < r->n_nccl_ids; i++)

@@ -158,7 +158,7 @@ static void check_join_reply_for(const Zpp__Peer__JoinReply *r, uint32_t node_co
         refused(rc, why, ZPP_EPROTO, node_count > PEER_MAX_NODES ? ZPP_EINVAL : ZPP_EPROTO);
         return;
     }
-    if (node_count > PEER_MAX_NODES || r->n_members != node_count || r->n_nccl_ids == 0 ||
+    if (node_count > PEER_MAX_NODES || r->n_members != node_count ||
         r->n_nccl_ids > PEER_MAX_NCCL_IDS)
         abort();
     for (size_t i = 0; i < r->n_nccl_ids; i++)
