@@ -240,6 +240,14 @@ void sess_dispatch(struct session *s, const Zpp__Request *req)
 {
     switch (req->body_case) {
     case ZPP__REQUEST__BODY_HELLO:
+        /* This daemon takes no stream-flag array (a reserved field): close
+         * the descriptor a Hello announces, or the next RegisterBuffer
+         * would claim it in place of its own. */
+        for (uint32_t i = 0; i < req->hello->flags_nfds; i++) {
+            int fd = sess_take_fd(s);
+            if (fd >= 0)
+                close(fd);
+        }
         job_hello(s, req->req_id, req->hello);
         break;
     case ZPP__REQUEST__BODY_REGISTER_BUFFER:
