@@ -232,6 +232,25 @@ int zpp__status_json(const Zpp__StatusReply *st, char **out)
         jw_key(&w, &f, "stopping");
         jw_raw(&w, st->stopping ? "true" : "false");
         jw_u64(&w, &f, "running_jobs", st->running_jobs);
+        jw_key(&w, &f, "gpus");
+        jw_raw(&w, "[");
+        for (size_t i = 0; i < st->n_gpus; i++) {
+            const Zpp__GpuInfo *g = st->gpus[i];
+            int gf = 1;
+            jw_raw(&w, i ? ",{" : "{");
+            jw_u64(&w, &gf, "index", g->index);
+            jw_kstr(&w, &gf, "uuid", g->uuid);
+            jw_key(&w, &gf, "mps");
+            jw_raw(&w, g->mps > 0 ? "true" : g->mps == 0 ? "false" : "null");
+            jw_u64(&w, &gf, "imports", g->imports);
+            jw_u64(&w, &gf, "imported_bytes", g->imported_bytes);
+            jw_u64(&w, &gf, "deferred_releases", g->deferred_releases);
+            jw_u64(&w, &gf, "deferred_oldest_ms", g->deferred_oldest_ms);
+            jw_u64(&w, &gf, "used_bytes", g->used_bytes);
+            jw_u64(&w, &gf, "total_bytes", g->total_bytes);
+            jw_raw(&w, "}");
+        }
+        jw_raw(&w, "]");
     }
     jw_raw(&w, "}");
     return jw_finish(&w, out);

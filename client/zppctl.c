@@ -146,6 +146,24 @@ static int cmd_status(zpp_conn *c, const opts_t *o)
     printf("%-10s %s\n", "draining", st->draining ? "yes" : "no");
     if (st->stopping)
         printf("%-10s %s\n", "stopping", "yes");
+    if (st->n_gpus)
+        printf("%-4s %-42s %-4s %-7s %-10s %-9s %-20s\n", "GPU", "UUID", "MPS", "IMPORTS",
+               "IMPORTED", "DEFERRED", "USED");
+    for (size_t i = 0; i < st->n_gpus; i++) {
+        const Zpp__GpuInfo *g = st->gpus[i];
+        char b3[32], def[32];
+        snprintf(def, sizeof def, "%" PRIu32, g->deferred_releases);
+        if (g->deferred_releases)
+            snprintf(def, sizeof def, "%" PRIu32 " (%" PRIu64 "s)", g->deferred_releases,
+                     g->deferred_oldest_ms / 1000);
+        printf("%-4" PRIu32 " ", g->index);
+        put_safe(g->uuid, 42);
+        printf(" %-4s %-7" PRIu32 " %-10s %-9s %s of %s\n",
+               g->mps > 0 ? "on" : g->mps == 0 ? "off" : "?", g->imports,
+               human_bytes(g->imported_bytes, b1, sizeof(b1)), def,
+               human_bytes(g->used_bytes, b2, sizeof(b2)),
+               human_bytes(g->total_bytes, b3, sizeof(b3)));
+    }
     zpp_reply_free(rep);
     return EXIT_OK;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "cluster.h"
 #include "daemon.h"
 #include "hpz_store.h"
@@ -28,6 +29,8 @@
         rep_.member = (msg);                                                                       \
         sess_send((s), &rep_);                                                                     \
     } while (0)
+
+#define ADMIN_MAX_GPUS 64
 
 static int sees_all(const struct session *s)
 {
@@ -81,6 +84,26 @@ void admin_status(struct session *s, uint64_t req_id)
     st.peer_address = (char *)cluster_address(d);
     st.stopping = d->stopping;
     st.running_jobs = running_jobs(d);
+    struct be_dev_stat ds[ADMIN_MAX_GPUS];
+    Zpp__GpuInfo gi[ADMIN_MAX_GPUS], *gp[ADMIN_MAX_GPUS];
+    int ng = d->be->dev_stats ? d->be->dev_stats(d->be_state, ds, ADMIN_MAX_GPUS) : 0;
+    if (ng > ADMIN_MAX_GPUS)
+        ng = ADMIN_MAX_GPUS;
+    for (int i = 0; i < ng; i++) {
+        zpp__gpu_info__init(&gi[i]);
+        gi[i].index = (uint32_t)i;
+        gi[i].uuid = ds[i].uuid;
+        gi[i].mps = ds[i].mps;
+        gi[i].imports = ds[i].imports;
+        gi[i].imported_bytes = ds[i].imported_bytes;
+        gi[i].deferred_releases = ds[i].deferred;
+        gi[i].deferred_oldest_ms = ds[i].deferred_oldest_ms;
+        gi[i].used_bytes = ds[i].used_bytes;
+        gi[i].total_bytes = ds[i].total_bytes;
+        gp[i] = &gi[i];
+    }
+    st.n_gpus = (size_t)(ng > 0 ? ng : 0);
+    st.gpus = gp;
     SEND_REPLY(s, req_id, STATUS, status, &st);
 }
 

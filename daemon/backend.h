@@ -27,6 +27,8 @@
 
 enum be_comm { BE_COMM_GLOBAL = 0, BE_COMM_INTRA = 1, BE_COMM_INTER = 2 };
 
+#define BE_LANE_MARKS 4 /* lane marks per slot (be_ops.lane_mark) */
+
 /* The topology of a job as one daemon sees it. */
 struct be_topo {
     int world;  /* W */
@@ -38,6 +40,8 @@ struct be_topo {
 
 struct be_call; /* one collective in progress; owned by the caller */
 struct be_import;
+
+struct be_dev_stat;
 
 struct be_ops {
     const char *name;
@@ -128,6 +132,32 @@ struct be_ops {
      * pass, on the loop thread. NULL on the host backend, whose memory is
      * host memory; a device backend without it refuses to publish. */
     int (*to_host)(struct be_call *c, int s, void *dst, const void *src, size_t bytes);
+    /* What each GPU holds, for zppctl status and the metrics: fills up to
+     * max entries of out, returns how many GPUs there are. */
+    int (*dev_stats)(void *backend, struct be_dev_stat *out, int max);
+    /* Lanes: two streams per slot, so that one call's steps overlap (a
+     * piece's dequantize while the next piece travels; a qgZ stage's
+     * inter-node step while the next stage's intra-node step runs).
+     * lane_use sends slot s's later work to lane 0 or 1. lane_mark records
+     * mark m (0 .. BE_LANE_MARKS-1) on a lane as of now; lane_wait makes
+     * later work on a lane wait for the mark's latest record. A call starts
+     * and must end on lane 0 with lane 1 joined (coll_run does it). NULL
+     * where work is already ordered (host backend). */
+    int (*lane_use)(struct be_call *c, int s, int lane);
+    int (*lane_mark)(struct be_call *c, int s, int lane, int m);
+    int (*lane_wait)(struct be_call *c, int s, int lane, int m);
+};
+
+/* One GPU as dev_stats sees it. */
+struct be_dev_stat {
+    char uuid[48];
+    int mps;                     /* contexts on it are shared through CUDA MPS */
+    uint32_t imports;            /* client registrations mapped into the daemon */
+    uint64_t imported_bytes;     /* their sizes (what the daemon keeps alive) */
+    uint32_t deferred;           /* releases waiting for queued GPU work */
+    uint64_t deferred_oldest_ms; /* age of the oldest of them */
+    uint64_t used_bytes;         /* device memory in use, every process */
+    uint64_t total_bytes;
 };
 
 /* A client buffer to import (cuda backend). */

@@ -73,6 +73,9 @@ struct cu_dev {
     CUcontext ctx; /* the primary context, retained */
     char uuid[CU_UUID_LEN];
     size_t granularity; /* VMM minimum granularity (0: no VMM fd support) */
+    int mps;            /* CU_DEVICE_ATTRIBUTE_MPS_ENABLED: 1, 0, or -1 unknown */
+    uint32_t imports;   /* client registrations mapped (dev_stats) */
+    uint64_t imported_bytes;
 };
 
 #define CU_MAX_COUNTERS 4096 /* poisoned-block counters (one per hosted rank of a live job) */
@@ -84,6 +87,7 @@ struct cu_backend;
  * completed (see cu_defer). */
 struct cu_grave {
     struct cu_grave *next;
+    int device; /* what it frees lives on this GPU; -1: several */
     int nev;
     cudaEvent_t *ev;
     void (*fn)(struct cu_backend *b, void *arg);
@@ -148,6 +152,9 @@ int cu_job_open_ids(void *backend, const struct be_topo *t, const int *devices, 
                     int nids, void **job, char *why, size_t why_len);
 int cu_make_ids(void *backend, int n, uint8_t *ids, char *why, size_t why_len);
 int cu_to_host(struct be_call *c, int s, void *dst, const void *src, size_t bytes);
+int cu_lane_use(struct be_call *c, int s, int lane);
+int cu_lane_mark(struct be_call *c, int s, int lane, int m);
+int cu_lane_wait(struct be_call *c, int s, int lane, int m);
 int cu_job_poll(void *backend, void *job, char *why, size_t why_len);
 uint64_t cu_job_memory(void *backend, void *job);
 /* The stream of slot s of the call's job (NULL if none) and its device. */

@@ -82,7 +82,10 @@ struct cu_block {
 struct cu_slot {
     int device;
     int counter; /* index into the backend's pinned counters, or -1 */
-    cudaStream_t stream;
+    cudaStream_t stream; /* lane 0: where calls start and end (the session's events) */
+    cudaStream_t side;   /* lane 1: overlaps lane 0 inside one call (be_ops.lane_use) */
+    cudaEvent_t mark[BE_LANE_MARKS]; /* be_ops.lane_mark / lane_wait */
+    int lane;            /* where the next work of this slot goes */
     ncclComm_t comm[CU_NCOMM];
     int crank[CU_NCOMM], csize[CU_NCOMM];
     struct cu_block *blocks;
@@ -165,6 +168,12 @@ CUstream cu_call_stream(struct be_call *c, int s, int *device)
     if (cu_use(j->b, j->slots[s].device))
         return NULL;
     return (CUstream)j->slots[s].stream;
+}
+
+/* The stream of the slot's current lane. */
+static cudaStream_t cur(const struct cu_slot *sl)
+{
+    return sl->lane && sl->side ? sl->side : sl->stream;
 }
 
 /* Makes slot s current; 0 and *sl, or a code with c->err. */
@@ -270,6 +279,11 @@ static void job_reap(struct cu_backend *b, void *arg)
             continue;
         if (sl->stream)
             cudaStreamDestroy(sl->stream);
+        if (sl->side)
+            cudaStreamDestroy(sl->side);
+        for (int k = 0; k < BE_LANE_MARKS; k++)
+            if (sl->mark[k])
+                cudaEventDestroy(sl->mark[k]);
         for (int i = 0; i < sl->nblocks; i++)
             cu_vmm_free(sl->blocks[i].p);
         free(sl->blocks);
@@ -287,7 +301,7 @@ int cu_jobs_fence(struct cu_backend *b, int device, cudaEvent_t **ev, int *nev)
     *ev = NULL;
     *nev = 0;
     for (struct cu_job *j = b->jobs; j; j = j->next)
-        cap += j->t.nslots;
+        cap += 2 * j->t.nslots;
     if (!cap)
         return 0;
     cudaEvent_t *e = calloc((size_t)cap, sizeof *e);
@@ -298,13 +312,16 @@ int cu_jobs_fence(struct cu_backend *b, int device, cudaEvent_t **ev, int *nev)
             struct cu_slot *sl = &j->slots[s];
             if (!sl->stream || (device >= 0 && sl->device != device) || cu_use(b, sl->device))
                 continue;
-            if (cudaEventCreateWithFlags(&e[n], cudaEventDisableTiming) != cudaSuccess)
-                continue;
-            if (cudaEventRecord(e[n], sl->stream) != cudaSuccess) {
-                cudaEventDestroy(e[n]);
-                continue;
+            for (int k = 0; k < 2; k++) {
+                cudaStream_t st = k ? sl->side : sl->stream;
+                if (!st || cudaEventCreateWithFlags(&e[n], cudaEventDisableTiming) != cudaSuccess)
+                    continue;
+                if (cudaEventRecord(e[n], st) != cudaSuccess) {
+                    cudaEventDestroy(e[n]);
+                    continue;
+                }
+                n++;
             }
-            n++;
         }
     *ev = e;
     *nev = n;
@@ -331,14 +348,17 @@ void cu_job_close(void *backend, void *job, int abort)
     j->closing = 1;
     j->abort = abort;
     int nev = 0;
-    cudaEvent_t *ev = calloc((size_t)j->t.nslots, sizeof *ev);
+    cudaEvent_t *ev = calloc((size_t)j->t.nslots * 2, sizeof *ev);
     for (int s = 0; ev && s < j->t.nslots; s++) {
         struct cu_slot *sl = &j->slots[s];
         if (!sl->stream || cu_use(b, sl->device))
             continue;
-        if (cudaEventCreateWithFlags(&ev[nev], cudaEventDisableTiming) == cudaSuccess &&
-            cudaEventRecord(ev[nev], sl->stream) == cudaSuccess)
-            nev++;
+        for (int k = 0; k < 2; k++) {
+            cudaStream_t st = k ? sl->side : sl->stream;
+            if (st && cudaEventCreateWithFlags(&ev[nev], cudaEventDisableTiming) == cudaSuccess &&
+                cudaEventRecord(ev[nev], st) == cudaSuccess)
+                nev++;
+        }
     }
     if (!ev || nev == 0) {
         free(ev);
@@ -467,10 +487,17 @@ static int job_open_common(struct cu_backend *b, const struct be_topo *t, const 
         size_t fr = 0, tot = 0;
         cudaMemGetInfo(&fr, &tot);
         free0[sl->device] = fr;
-        if ((e = cudaStreamCreateWithFlags(&sl->stream, cudaStreamNonBlocking)) != cudaSuccess) {
-            rc = cu_rt_fail(e, "creating a slot's stream", why, why_len);
+        if ((e = cudaStreamCreateWithFlags(&sl->stream, cudaStreamNonBlocking)) != cudaSuccess ||
+            (e = cudaStreamCreateWithFlags(&sl->side, cudaStreamNonBlocking)) != cudaSuccess) {
+            rc = cu_rt_fail(e, "creating a slot's streams", why, why_len);
             goto fail;
         }
+        for (int k = 0; k < BE_LANE_MARKS; k++)
+            if ((e = cudaEventCreateWithFlags(&sl->mark[k], cudaEventDisableTiming)) !=
+                cudaSuccess) {
+                rc = cu_rt_fail(e, "creating a slot's events", why, why_len);
+                goto fail;
+            }
         if ((rc = cu_vmm_alloc(b, sl->device, sizeof *sl->d_poison, (void **)&sl->d_poison))) {
             snprintf(why, why_len, "cannot allocate device memory for the counters");
             goto fail;
@@ -548,10 +575,10 @@ int cu_to_host(struct be_call *c, int s, void *dst, const void *src, size_t byte
     int rc = slot_use(c, s, &sl);
     if (rc || !bytes)
         return rc;
-    if ((rc = rt_check(c, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, sl->stream),
+    if ((rc = rt_check(c, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, cur(sl)),
                        "cudaMemcpyAsync (to host)")))
         return rc;
-    return rt_check(c, cudaStreamSynchronize(sl->stream), "cudaStreamSynchronize (to host)");
+    return rt_check(c, cudaStreamSynchronize(cur(sl)), "cudaStreamSynchronize (to host)");
 }
 
 int cu_job_poll(void *backend, void *job, char *why, size_t why_len)
@@ -574,6 +601,8 @@ int cu_job_poll(void *backend, void *job, char *why, size_t why_len)
         if (cu_use(j->b, sl->device))
             continue;
         cudaError_t e = cudaStreamQuery(sl->stream);
+        if (e == cudaSuccess && sl->side)
+            e = cudaStreamQuery(sl->side);
         if (e != cudaSuccess && e != cudaErrorNotReady) {
             if (cu_rt_sticky(e))
                 cu_mark_fatal(j->b, "a job's stream", e);
@@ -664,7 +693,7 @@ static int poison_after(struct be_call *c, struct cu_slot *sl, uint64_t *poisone
         sl->poison_seen = seen;
     return rt_check(c,
                     cudaMemcpyAsync((void *)sl->h_poison, sl->d_poison, sizeof *sl->h_poison,
-                                    cudaMemcpyDeviceToHost, sl->stream),
+                                    cudaMemcpyDeviceToHost, cur(sl)),
                     "poison counter copy");
 }
 
@@ -676,7 +705,7 @@ int cu_quantize(struct be_call *c, int s, const void *x, int dtype, uint64_t n, 
     if (rc)
         return rc;
     rc = rt_check(
-        c, zk_quantize_cuda(x, dtype, n, n_valid, bits, block, out, sl->d_poison, sl->stream),
+        c, zk_quantize_cuda(x, dtype, n, n_valid, bits, block, out, sl->d_poison, cur(sl)),
         "zk_quantize_cuda");
     return rc ? rc : poison_after(c, sl, poisoned);
 }
@@ -688,7 +717,7 @@ int cu_dequantize(struct be_call *c, int s, const void *in, uint64_t n, uint64_t
     int rc = slot_use(c, s, &sl);
     if (rc)
         return rc;
-    return rt_check(c, zk_dequantize_cuda(in, n, n_out, bits, block, y, dtype, sl->stream),
+    return rt_check(c, zk_dequantize_cuda(in, n, n_out, bits, block, y, dtype, cur(sl)),
                     "zk_dequantize_cuda");
 }
 
@@ -700,7 +729,7 @@ int cu_reorder_quantize(struct be_call *c, int s, const void *x, int dtype,
     if (rc)
         return rc;
     rc = rt_check(
-        c, zk_qgz_reorder_quantize_stage_cuda(x, dtype, g, stage, out, sl->d_poison, sl->stream),
+        c, zk_qgz_reorder_quantize_stage_cuda(x, dtype, g, stage, out, sl->d_poison, cur(sl)),
         "zk_qgz_reorder_quantize_stage_cuda");
     return rc ? rc : poison_after(c, sl, poisoned);
 }
@@ -714,7 +743,7 @@ int cu_reduce_requant(struct be_call *c, int s, const void *in, uint64_t in_stri
         return rc;
     rc = rt_check(
         c,
-        zk_reduce_requant_cuda(in, in_stride, k, piece, bits, block, out, sl->d_poison, sl->stream),
+        zk_reduce_requant_cuda(in, in_stride, k, piece, bits, block, out, sl->d_poison, cur(sl)),
         "zk_reduce_requant_cuda");
     return rc ? rc : poison_after(c, sl, poisoned);
 }
@@ -729,7 +758,7 @@ int cu_reduce_out(struct be_call *c, int s, const void *in, uint64_t in_stride, 
         return rc;
     return rt_check(c,
                     zk_reduce_out_cuda(in, in_stride, k, piece, bits, block, count, op, divisor, y,
-                                       out_dtype, sl->stream),
+                                       out_dtype, cur(sl)),
                     "zk_reduce_out_cuda");
 }
 
@@ -739,7 +768,7 @@ int cu_copy(struct be_call *c, int s, void *dst, const void *src, size_t bytes)
     int rc = slot_use(c, s, &sl);
     if (rc || !bytes || dst == src)
         return rc;
-    return rt_check(c, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, sl->stream),
+    return rt_check(c, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, cur(sl)),
                     "cudaMemcpyAsync");
 }
 
@@ -749,7 +778,7 @@ int cu_zero(struct be_call *c, int s, void *dst, size_t bytes)
     int rc = slot_use(c, s, &sl);
     if (rc || !bytes)
         return rc;
-    return rt_check(c, cudaMemsetAsync(dst, 0, bytes, sl->stream), "cudaMemsetAsync");
+    return rt_check(c, cudaMemsetAsync(dst, 0, bytes, cur(sl)), "cudaMemsetAsync");
 }
 
 /* ---- collectives ------------------------------------------------------ */
@@ -800,7 +829,7 @@ int cu_allgather(struct be_call *c, int comm, void *const *send, void *const *re
         struct cu_slot *sl = &j->slots[s];
         cu_use(j->b, sl->device);
         ncclResult_t r =
-            ncclAllGather(send[s], recv[s], bytes, ncclUint8, sl->comm[comm], sl->stream);
+            ncclAllGather(send[s], recv[s], bytes, ncclUint8, sl->comm[comm], cur(sl));
         if (r != ncclSuccess && r != ncclInProgress) {
             ncclGroupEnd();
             return nccl_fail(r, sl->comm[comm], "ncclAllGather", c->err, sizeof c->err);
@@ -827,16 +856,16 @@ int cu_alltoall(struct be_call *c, int comm, void *const *send, void *const *rec
             ncclResult_t r = ncclSuccess;
             if (p == me) {
                 cudaError_t e =
-                    cudaMemcpyAsync(rb, sb, bytes_per_peer, cudaMemcpyDefault, sl->stream);
+                    cudaMemcpyAsync(rb, sb, bytes_per_peer, cudaMemcpyDefault, cur(sl));
                 if (e != cudaSuccess) {
                     ncclGroupEnd();
                     return rt_check(c, e, "cudaMemcpyAsync (all-to-all, own block)");
                 }
                 continue;
             }
-            r = ncclSend(sb, bytes_per_peer, ncclUint8, p, sl->comm[comm], sl->stream);
+            r = ncclSend(sb, bytes_per_peer, ncclUint8, p, sl->comm[comm], cur(sl));
             if (r == ncclSuccess || r == ncclInProgress)
-                r = ncclRecv(rb, bytes_per_peer, ncclUint8, p, sl->comm[comm], sl->stream);
+                r = ncclRecv(rb, bytes_per_peer, ncclUint8, p, sl->comm[comm], cur(sl));
             if (r != ncclSuccess && r != ncclInProgress) {
                 ncclGroupEnd();
                 return nccl_fail(r, sl->comm[comm], "ncclSend/ncclRecv", c->err, sizeof c->err);
@@ -887,7 +916,7 @@ int cu_reduce_scatter(struct be_call *c, int comm, void *const *send, void *cons
             struct cu_slot *sl = &j->slots[s];
             cu_use(j->b, sl->device);
             ncclResult_t r = ncclReduceScatter(in[s], recv[s], (size_t)shard, nccl_dtype(dtype),
-                                               ncclSum, sl->comm[comm], sl->stream);
+                                               ncclSum, sl->comm[comm], cur(sl));
             if (r != ncclSuccess && r != ncclInProgress) {
                 ncclGroupEnd();
                 rc = nccl_fail(r, sl->comm[comm], "ncclReduceScatter", c->err, sizeof c->err);
@@ -908,7 +937,7 @@ int cu_reduce_scatter(struct be_call *c, int comm, void *const *send, void *cons
             goto exit;
         rc = rt_check(c,
                       zk_sum_cuda(tmp[s], shard, n, shard, dtype, op, (float)n, recv[s], out_dtype,
-                                  sl->stream),
+                                  cur(sl)),
                       "zk_sum_cuda");
         if (rc)
             goto exit;
@@ -917,4 +946,47 @@ exit:
     free(in);
     free(tmp);
     return rc;
+}
+
+/* ---- lanes ----------------------------------------------------------- */
+
+int cu_lane_use(struct be_call *c, int s, int lane)
+{
+    struct cu_slot *sl;
+    int rc = slot_use(c, s, &sl);
+    if (rc)
+        return rc;
+    sl->lane = lane ? 1 : 0;
+    return 0;
+}
+
+/* Records mark m on a lane (its state as of now); lane_wait makes later work
+ * on a lane wait for the mark's latest record. A wait captures the event's
+ * state when it is enqueued, so re-recording the mark afterwards is safe. */
+int cu_lane_mark(struct be_call *c, int s, int lane, int m)
+{
+    struct cu_slot *sl;
+    int rc = slot_use(c, s, &sl);
+    if (rc)
+        return rc;
+    if (m < 0 || m >= BE_LANE_MARKS) {
+        snprintf(c->err, sizeof c->err, "cuda backend: no lane mark %d", m);
+        return ZPP_EINVAL;
+    }
+    return rt_check(c, cudaEventRecord(sl->mark[m], lane ? sl->side : sl->stream),
+                    "cudaEventRecord (lane mark)");
+}
+
+int cu_lane_wait(struct be_call *c, int s, int lane, int m)
+{
+    struct cu_slot *sl;
+    int rc = slot_use(c, s, &sl);
+    if (rc)
+        return rc;
+    if (m < 0 || m >= BE_LANE_MARKS) {
+        snprintf(c->err, sizeof c->err, "cuda backend: no lane mark %d", m);
+        return ZPP_EINVAL;
+    }
+    return rt_check(c, cudaStreamWaitEvent(lane ? sl->side : sl->stream, sl->mark[m], 0),
+                    "cudaStreamWaitEvent (lane mark)");
 }

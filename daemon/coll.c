@@ -57,6 +57,9 @@
 #include "sha256.h"
 #include "zpp.h"
 
+#define QWZ_PIECE_BYTES (32ull << 20) /* run_qwz: gathered bytes per piece */
+#define QWZ_MAX_PIECES 8
+
 #define COLL_MAX_STAGES 64u
 #define COLL_HASH_STAGING (4u << 20) /* bytes per device-to-host copy when hashing */
 
@@ -195,7 +198,10 @@ static int check_args(const struct coll_args *a, const struct be_topo *t, uint64
     if (!mul_ok(a->count, esize, &total) || !mul_ok(shard * W, esize, &tmp) ||
         !mul_ok(shard, esize, &sb) || total > SIZE_MAX / 2)
         return bad(why, why_len, "count too large");
-    if (a->op == ZPP_OP_QWZ_ALLGATHER && !mul_ok(zk_chunk_bytes(shard, a->bits, a->block), W, &tmp))
+    if (a->op == ZPP_OP_QWZ_ALLGATHER &&
+        (!mul_ok(zk_chunk_bytes(shard, a->bits, a->block) + (uint64_t)QWZ_MAX_PIECES * 4096, W,
+                 &tmp) ||
+         tmp > SIZE_MAX / 4))
         return bad(why, why_len, "count too large");
     if (a->op == ZPP_OP_QGZ_REDUCE_SCATTER) {
         struct zk_qgz_geom g;
@@ -613,37 +619,110 @@ static int store_after_gather(struct coll_exec *x)
     return rc;
 }
 
+/* qwZ in pieces. The shard is quantized and gathered in P pieces of `ps`
+ * elements (a multiple of the block, so the blocks and their bytes are the
+ * same whatever P is): piece p's dequantize runs on lane 1 while piece
+ * p + 1 travels on lane 0. The gathered buffer is piece-major: piece p
+ * starts at W * p * cb(ps), rank r's part of it at r * cb(len_p), so each
+ * piece is one in-place all-gather. P grows with the size (about one piece
+ * per QWZ_PIECE_BYTES gathered, at most QWZ_MAX_PIECES): small calls stay
+ * one piece, one launch of each kernel. */
+struct qwz_plan {
+    uint64_t shard, ps, P;
+};
+
+static void qwz_plan(const struct coll_args *a, uint64_t W, struct qwz_plan *q)
+{
+    uint64_t piece_bytes = QWZ_PIECE_BYTES;
+    const char *env = getenv("ZPP_QWZ_PIECE_MIB"); /* experiment switch (docs/cuda.md) */
+    if (env && atoi(env) > 0)
+        piece_bytes = (uint64_t)atoi(env) << 20;
+    q->shard = (a->count + W - 1) / W;
+    uint64_t full = zk_chunk_bytes(q->shard, a->bits, a->block) * W;
+    uint64_t P = full / piece_bytes;
+    P = P < 1 ? 1 : P > QWZ_MAX_PIECES ? QWZ_MAX_PIECES : P;
+    uint64_t ps = (q->shard + P - 1) / P;
+    ps = (ps + a->block - 1) / a->block * a->block;
+    q->ps = ps;
+    q->P = (q->shard + ps - 1) / ps;
+}
+
 static int run_qwz(struct coll_exec *x, void **send, void **recv)
 {
     int rc = 0;
     const struct coll_args *a = &x->args;
     const struct be_ops *ops = x->call.ops;
     struct be_call *c = &x->call;
-    uint64_t W = (uint64_t)x->topo.world, shard = (a->count + W - 1) / W;
-    uint64_t cb = zk_chunk_bytes(shard, a->bits, a->block);
+    uint64_t W = (uint64_t)x->topo.world;
     size_t esize = zk_dtype_size(a->dtype);
     uint64_t poisoned = 0;
-
-    for (int s = 0; s < x->topo.nslots; s++) {
-        uint64_t r = (uint64_t)be_rank(&x->topo, s);
-        COLL_CHECK(x, ops->scratch(c, s, (size_t)(W * cb), &recv[s]));
-        send[s] = (uint8_t *)recv[s] + r * cb; /* in place, as NCCL allows */
-        COLL_CHECK(x, ops->quantize(c, s, x->slots[s].in, a->dtype, shard,
-                                    coll_clamp(a->count, r * shard, shard), a->bits, a->block,
-                                    send[s], &poisoned));
+    struct qwz_plan q;
+    qwz_plan(a, W, &q);
+    uint64_t cbf = zk_chunk_bytes(q.ps, a->bits, a->block);
+    uint64_t last = q.shard - (q.P - 1) * q.ps;
+    uint64_t total = W * ((q.P - 1) * cbf + zk_chunk_bytes(last, a->bits, a->block));
+    int lanes = q.P > 1 && coll_lanes(x);
+    int ns = x->topo.nslots;
+    void **sp = calloc((size_t)ns, sizeof *sp), **rp = calloc((size_t)ns, sizeof *rp);
+    if (!sp || !rp) {
+        snprintf(x->msg, sizeof x->msg, "out of memory");
+        rc = ZPP_ENOMEM;
+        goto exit;
     }
-    COLL_CHECK(x, ops->allgather(c, BE_COMM_GLOBAL, send, recv, (size_t)cb));
-    for (int s = 0; s < x->topo.nslots; s++) {
-        for (uint64_t m = 0; m < W; m++) {
-            uint64_t n = coll_clamp(a->count, m * shard, shard);
-            if (n)
-                COLL_CHECK(x, ops->dequantize(
-                                  c, s, (uint8_t *)recv[s] + m * cb, shard, n, a->bits, a->block,
-                                  (uint8_t *)x->slots[s].out + m * shard * esize, a->dtype));
+
+    for (int s = 0; s < ns; s++) {
+        uint64_t r = (uint64_t)be_rank(&x->topo, s);
+        COLL_CHECK(x, ops->scratch(c, s, (size_t)total, &recv[s]));
+        for (uint64_t p = 0; p < q.P; p++) {
+            uint64_t len = p + 1 < q.P ? q.ps : last;
+            uint64_t cb = zk_chunk_bytes(len, a->bits, a->block);
+            uint8_t *dst = (uint8_t *)recv[s] + W * p * cbf + r * cb;
+            uint64_t lo = r * q.shard + p * q.ps;
+            COLL_CHECK(x, ops->quantize(c, s, (const uint8_t *)x->slots[s].in + p * q.ps * esize,
+                                        a->dtype, len, coll_clamp(a->count, lo, len), a->bits,
+                                        a->block, dst, &poisoned));
         }
     }
+    for (uint64_t p = 0; p < q.P; p++) {
+        uint64_t len = p + 1 < q.P ? q.ps : last;
+        uint64_t cb = zk_chunk_bytes(len, a->bits, a->block);
+        for (int s = 0; s < ns; s++) {
+            uint64_t r = (uint64_t)be_rank(&x->topo, s);
+            rp[s] = (uint8_t *)recv[s] + W * p * cbf;
+            sp[s] = (uint8_t *)rp[s] + r * cb; /* in place, as NCCL allows */
+            if (lanes)
+                COLL_CHECK(x, coll_lane_use(x, s, 0));
+        }
+        COLL_CHECK(x, ops->allgather(c, BE_COMM_GLOBAL, sp, rp, (size_t)cb));
+        for (int s = 0; s < ns; s++) {
+            if (lanes) { /* this piece's dequantize after its all-gather */
+                COLL_CHECK(x, coll_lane_follow(x, s, 1, 0));
+                COLL_CHECK(x, coll_lane_use(x, s, 1));
+            }
+            for (uint64_t m = 0; m < W; m++) {
+                uint64_t lo = m * q.shard + p * q.ps;
+                uint64_t n = coll_clamp(a->count, lo, len);
+                if (n)
+                    COLL_CHECK(x, ops->dequantize(c, s, (uint8_t *)rp[s] + m * cb, len, n, a->bits,
+                                                  a->block, (uint8_t *)x->slots[s].out + lo * esize,
+                                                  a->dtype));
+            }
+        }
+    }
+    if (lanes)
+        for (int s = 0; s < ns; s++) {
+            COLL_CHECK(x, coll_lane_use(x, s, 0));
+            COLL_CHECK(x, coll_lane_follow(x, s, 0, 1));
+        }
+    lanes = 0;
     rc = store_after_gather(x);
 exit:
+    if (lanes) /* a failure half-way: the call still ends on lane 0 */
+        for (int s = 0; s < ns; s++)
+            if (coll_lane_use(x, s, 0) == 0)
+                coll_lane_follow(x, s, 0, 1);
+    free(sp);
+    free(rp);
     x->result.nonfinite_blocks += poisoned;
     return rc;
 }

@@ -33,6 +33,35 @@ static inline uint64_t coll_clamp(uint64_t total, uint64_t start, uint64_t len)
     return start >= total ? 0 : (total - start < len ? total - start : len);
 }
 
+/* Lanes (backend.h): with a backend that has them, a call's steps can run
+ * on two streams per slot. Marks 0 and 1 belong to the algorithm; 2 and 3
+ * to coll_lane_follow. Without lanes (host backend) these do nothing and
+ * coll_lanes() is 0. */
+#define COLL_MARK_FOLLOW0 2
+static inline int coll_lanes(const struct coll_exec *x)
+{
+    const struct be_ops *o = x->call.ops;
+    return o->lane_use && o->lane_mark && o->lane_wait;
+}
+static inline int coll_lane_use(struct coll_exec *x, int s, int lane)
+{
+    return coll_lanes(x) ? x->call.ops->lane_use(&x->call, s, lane) : 0;
+}
+static inline int coll_lane_mark(struct coll_exec *x, int s, int lane, int m)
+{
+    return coll_lanes(x) ? x->call.ops->lane_mark(&x->call, s, lane, m) : 0;
+}
+static inline int coll_lane_wait(struct coll_exec *x, int s, int lane, int m)
+{
+    return coll_lanes(x) ? x->call.ops->lane_wait(&x->call, s, lane, m) : 0;
+}
+/* Later work on lane `to` waits for everything enqueued on `from` so far. */
+static inline int coll_lane_follow(struct coll_exec *x, int s, int to, int from)
+{
+    int rc = coll_lane_mark(x, s, from, COLL_MARK_FOLLOW0 + from);
+    return rc ? rc : coll_lane_wait(x, s, to, COLL_MARK_FOLLOW0 + from);
+}
+
 /* The plan of a qgZ call: the algorithm (ZPP_ALGO_RS_EXACT, _QGZ_HIER or
  * _QGZ_FLAT), the geometry (when quantized) and the number of stages that
  * carry data (stages whose pieces lie wholly past the shard are skipped).

@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include <uv.h>
 
+#include "backend.h"
 #include "coll.h"
 #include "daemon.h"
 #include "hpz_store.h"
@@ -281,6 +282,40 @@ char *metrics_render(struct zppd *d, size_t *len)
                                                       : 0;
         out(&b, "zppd_job_device_memory_bytes{tenant=\"%u\",job=\"%s\"} %" PRIu64 "\n", j->uid,
             j->id, mem);
+    }
+    struct be_dev_stat ds[64];
+    int ng = d->be->dev_stats ? d->be->dev_stats(d->be_state, ds, 64) : 0;
+    if (ng > 64)
+        ng = 64;
+    if (ng > 0) {
+        header(&b, "zppd_gpu_mps", "gauge",
+               "1 when the GPU's contexts are shared through CUDA MPS, 0 when time-sliced.");
+        for (int i = 0; i < ng; i++)
+            if (ds[i].mps >= 0)
+                out(&b, "zppd_gpu_mps{gpu=\"%s\"} %d\n", ds[i].uuid, ds[i].mps);
+        header(&b, "zppd_gpu_imports", "gauge", "Client registrations mapped into zppd.");
+        for (int i = 0; i < ng; i++)
+            out(&b, "zppd_gpu_imports{gpu=\"%s\"} %" PRIu32 "\n", ds[i].uuid, ds[i].imports);
+        header(&b, "zppd_gpu_imported_bytes", "gauge",
+               "Bytes of client memory zppd keeps mapped (and so alive).");
+        for (int i = 0; i < ng; i++)
+            out(&b, "zppd_gpu_imported_bytes{gpu=\"%s\"} %" PRIu64 "\n", ds[i].uuid,
+                ds[i].imported_bytes);
+        header(&b, "zppd_gpu_deferred_releases", "gauge",
+               "Frees waiting for work already queued on the GPU.");
+        for (int i = 0; i < ng; i++)
+            out(&b, "zppd_gpu_deferred_releases{gpu=\"%s\"} %" PRIu32 "\n", ds[i].uuid,
+                ds[i].deferred);
+        header(&b, "zppd_gpu_deferred_oldest_seconds", "gauge",
+               "Age of the oldest deferred release (a stuck stream shows here).");
+        for (int i = 0; i < ng; i++)
+            out(&b, "zppd_gpu_deferred_oldest_seconds{gpu=\"%s\"} %.3f\n", ds[i].uuid,
+                ds[i].deferred_oldest_ms / 1e3);
+        header(&b, "zppd_gpu_memory_used_bytes", "gauge",
+               "Device memory in use on the GPU, every process.");
+        for (int i = 0; i < ng; i++)
+            out(&b, "zppd_gpu_memory_used_bytes{gpu=\"%s\"} %" PRIu64 "\n", ds[i].uuid,
+                ds[i].used_bytes);
     }
     if (b.oom) {
         free(b.p);

@@ -81,7 +81,8 @@ int qgz_run(struct coll_exec *x)
     struct be_call *c = &x->call;
     int ns = t->nslots, N = t->nodes, G = t->local, W = t->world;
     /* Per slot: A (W pieces), B (W pieces), C (N pieces), D (N pieces). */
-    void **A = NULL, **B = NULL, **C = NULL, **D = NULL;
+    void **A = NULL, **B = NULL, **C = NULL, **D = NULL, **H = NULL, **Ak = NULL;
+    int lanes = 0;
     uint64_t poisoned = 0;
 
     if (qgz_plan(a, t, &p)) {
@@ -95,21 +96,29 @@ int qgz_run(struct coll_exec *x)
     const struct zk_qgz_geom *g = &p.g;
     uint64_t pb = g->piece_bytes;
     size_t oes = zk_dtype_size(a->out_dtype);
+    /* With lanes, stage k's inter-node step (lane 1) overlaps stage k+1's
+     * quantize and intra-node step (lane 0). The buffer handed from lane 0
+     * to lane 1 (A when FLAT, C when HIER) is then double-buffered: stage
+     * k writes half k % 2 only after lane 1 marked it free at stage k - 2. */
+    lanes = N > 1 && p.stages_run > 1 && coll_lanes(x);
+    uint64_t nb = lanes ? 2 : 1;
     A = calloc((size_t)ns, sizeof *A);
     B = calloc((size_t)ns, sizeof *B);
     C = calloc((size_t)ns, sizeof *C);
     D = calloc((size_t)ns, sizeof *D);
-    if (!A || !B || !C || !D) {
+    H = calloc((size_t)ns, sizeof *H);
+    Ak = calloc((size_t)ns, sizeof *Ak);
+    if (!A || !B || !C || !D || !H || !Ak) {
         snprintf(x->msg, sizeof x->msg, "qgZ: out of memory");
         rc = ZPP_ENOMEM;
         goto exit;
     }
     for (int s = 0; s < ns; s++) {
-        COLL_CHECK(x, ops->scratch(c, s, (size_t)(W * pb), &A[s]));
+        COLL_CHECK(x, ops->scratch(c, s, (size_t)((G == 1 ? nb : 1) * W * pb), &A[s]));
         if (G > 1)
             COLL_CHECK(x, ops->scratch(c, s, (size_t)(W * pb), &B[s]));
         if (G > 1 && N > 1)
-            COLL_CHECK(x, ops->scratch(c, s, (size_t)(N * pb), &C[s]));
+            COLL_CHECK(x, ops->scratch(c, s, (size_t)(nb * N * pb), &C[s]));
         if (G == 1 || N > 1)
             COLL_CHECK(x, ops->scratch(c, s, (size_t)(N * pb), &D[s]));
     }
@@ -117,13 +126,20 @@ int qgz_run(struct coll_exec *x)
     for (int k = 0; k < p.stages_run; k++) {
         uint64_t first = (uint64_t)k * g->piece;
         uint64_t cnt = coll_clamp(g->shard, first, g->piece);
-        for (int s = 0; s < ns; s++)
-            COLL_CHECK(
-                x, ops->reorder_quantize(c, s, x->slots[s].in, a->dtype, g, k, A[s], &poisoned));
-        if (G == 1) {
-            COLL_CHECK(x, ops->alltoall(c, BE_COMM_INTER, A, D, (size_t)pb));
-        } else {
-            COLL_CHECK(x, ops->alltoall(c, BE_COMM_INTRA, A, B, (size_t)(N * pb)));
+        int hb = lanes ? k % 2 : 0;
+        for (int s = 0; s < ns; s++) {
+            Ak[s] = (uint8_t *)A[s] + (G == 1 ? (uint64_t)hb * W * pb : 0);
+            H[s] = G == 1 ? Ak[s] : (N > 1 ? (uint8_t *)C[s] + (uint64_t)hb * N * pb : NULL);
+            if (lanes) {
+                COLL_CHECK(x, coll_lane_use(x, s, 0));
+                if (G == 1 && k >= 2) /* A half hb: lane 1 is done with stage k - 2 */
+                    COLL_CHECK(x, coll_lane_wait(x, s, 0, hb));
+            }
+            COLL_CHECK(x, ops->reorder_quantize(c, s, x->slots[s].in, a->dtype, g, k, Ak[s],
+                                                &poisoned));
+        }
+        if (G > 1) {
+            COLL_CHECK(x, ops->alltoall(c, BE_COMM_INTRA, Ak, B, (size_t)(N * pb)));
             if (N == 1) {
                 for (int s = 0; s < ns; s++)
                     COLL_CHECK(x, ops->reduce_out(c, s, B[s], pb, G, g->piece, g->bits, g->block,
@@ -132,21 +148,38 @@ int qgz_run(struct coll_exec *x)
                                                   a->out_dtype));
                 continue;
             }
-            for (int s = 0; s < ns; s++)
+            for (int s = 0; s < ns; s++) {
+                if (lanes && k >= 2) /* C half hb: lane 1 is done with stage k - 2 */
+                    COLL_CHECK(x, coll_lane_wait(x, s, 0, hb));
                 for (int n = 0; n < N; n++)
                     COLL_CHECK(x,
                                ops->reduce_requant(c, s, (uint8_t *)B[s] + (uint64_t)n * pb,
                                                    (uint64_t)N * pb, G, g->piece, g->bits, g->block,
-                                                   (uint8_t *)C[s] + (uint64_t)n * pb, &poisoned));
-            COLL_CHECK(x, ops->alltoall(c, BE_COMM_INTER, C, D, (size_t)pb));
+                                                   (uint8_t *)H[s] + (uint64_t)n * pb, &poisoned));
+            }
         }
-        for (int s = 0; s < ns; s++)
+        if (lanes)
+            for (int s = 0; s < ns; s++) {
+                COLL_CHECK(x, coll_lane_follow(x, s, 1, 0));
+                COLL_CHECK(x, coll_lane_use(x, s, 1));
+            }
+        COLL_CHECK(x, ops->alltoall(c, BE_COMM_INTER, H, D, (size_t)pb));
+        for (int s = 0; s < ns; s++) {
+            if (lanes)
+                COLL_CHECK(x, coll_lane_mark(x, s, 1, hb));
             COLL_CHECK(x, ops->reduce_out(c, s, D[s], pb, N, g->piece, g->bits, g->block, cnt,
                                           a->reduce, (float)W,
                                           (uint8_t *)x->slots[s].out + first * oes, a->out_dtype));
+        }
     }
 exit:
+    if (lanes) /* the call ends on lane 0, lane 1 joined (also after a failure) */
+        for (int s = 0; s < ns; s++)
+            if (coll_lane_use(x, s, 0) == 0)
+                coll_lane_follow(x, s, 0, 1);
     x->result.nonfinite_blocks += poisoned;
+    free(H);
+    free(Ak);
     free(A);
     free(B);
     free(C);

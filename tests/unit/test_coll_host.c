@@ -505,6 +505,45 @@ static void check_prepared_not_run_rolls_back(void)
     hpz_store_free(st);
 }
 
+/* qwZ in pieces (run_qwz) gives the same bytes as in one piece: the
+ * blocks do not move. ZPP_QWZ_PIECE_MIB=1 makes a ~9 MB gather 8 pieces. */
+static void check_qwz_pieces(int nodes, int local, uint64_t count, int dtype, int bits,
+                             uint32_t block)
+{
+    struct rig g = {.t = topo_of(nodes, local)}, h = {.t = topo_of(nodes, local)};
+    struct coll_args a = args_of(ZPP_OP_QWZ_ALLGATHER, dtype, count);
+    struct coll_result res;
+    size_t esize = zk_dtype_size(dtype);
+    double *t_ref = malloc(sizeof *t_ref * count);
+    a.bits = bits;
+    a.block = block;
+    rig_alloc(&g, &a);
+    rig_alloc(&h, &a);
+    fill_shards(&g, &a, t_ref);
+    uint64_t shard = (count + (uint64_t)g.t.world - 1) / (uint64_t)g.t.world;
+    for (int s = 0; s < g.t.nslots; s++)
+        memcpy(h.slots[s].in, g.slots[s].in, shard * esize);
+    unsetenv("ZPP_QWZ_PIECE_MIB");
+    run_ok(&g, &a, NULL, &res);
+    setenv("ZPP_QWZ_PIECE_MIB", "1", 1);
+    run_ok(&h, &a, NULL, &res);
+    unsetenv("ZPP_QWZ_PIECE_MIB");
+    ASSERT_EQ(res.algo, ZPP_ALGO_QWZ);
+    for (int s = 0; s < g.t.nslots; s++)
+        ASSERT(memcmp(h.slots[s].out, g.slots[0].out, count * esize) == 0);
+    double amax = 0;
+    for (uint64_t e = 0; e < count; e++)
+        amax = fmax(amax, fabs(t_ref[e]));
+    for (uint64_t e = 0; e < count; e += 997) {
+        double v = get(h.slots[0].out, dtype, e);
+        double tol = amax * (0.5 / zk_qmax(bits)) * 1.001 + fabs(t_ref[e]) * out_rel(dtype);
+        ASSERT_DBL_LE(fabs(v - t_ref[e]), tol);
+    }
+    rig_free(&g);
+    rig_free(&h);
+    free(t_ref);
+}
+
 int main(void)
 {
     struct hpz_store *st = hpz_store_new(&be_host_ops, NULL, 0, 0);
@@ -538,6 +577,9 @@ int main(void)
             check_qgz(N, G, big, ZK_BF16, ZK_FP32, 4, 2, ZK_MEAN, 0, 1);
         }
     }
+    check_qwz_pieces(1, 2, 9000001, ZK_BF16, 8, 256);
+    check_qwz_pieces(2, 2, 9000011, ZK_FP32, 4, 64);
+    check_qwz_pieces(3, 1, 5000000, ZK_FP16, 8, 2048);
     hpz_store_free(st);
     printf("test_coll_host: ok\n");
     return 0;
