@@ -5,7 +5,9 @@
 # land in $OUT (the device tool brings back 8). Binaries and
 # their libraries come prebuilt in .carry/cu (scripts/gpu/stage.sh); NCCL
 # and the CUDA driver come from the machine. Logs go to $OUT (or ./out).
-#   scripts/gpu/run_cuda.sh [all|test|bench|kill] [MAX_MIB]
+#   [MPS=1] scripts/gpu/run_cuda.sh [all|test|bench|kill] [MAX_MIB]
+# MPS=1 runs everything (daemons and clients) under a private CUDA MPS
+# control daemon (docs/cuda.md, "MPS"); its logs get the suffix -mps.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export NCCL_RAS_ENABLE=0
@@ -18,16 +20,25 @@ export LD_LIBRARY_PATH=$C/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 B=$C/bin
 T=$(mktemp -d)
 log() { echo "== $(date -u +%FT%TZ) $*" | tee -a "$OUT/summary.txt"; }
+sfx=
+if [ "${MPS:-0}" = 1 ]; then
+  sfx=-mps
+  export CUDA_MPS_PIPE_DIRECTORY=/tmp/zpp-mps CUDA_MPS_LOG_DIRECTORY=/tmp/zpp-mps-log
+  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+  nvidia-cuda-mps-control -d || { log "cannot start the MPS control daemon"; exit 1; }
+  trap 'echo quit | nvidia-cuda-mps-control; sleep 1' EXIT
+fi
 
 {
+  echo "#### run_cuda.sh $* (MPS=${MPS:-0})"
   date -u; uname -r; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
   nvidia-smi topo -m
   ls -l /usr/lib/x86_64-linux-gnu/libnccl.so* 2>/dev/null
-} > "$OUT/summary.txt" 2>&1
+} >> "$OUT/summary.txt" 2>&1
 
 start() { # name socket args...
   local name=$1 sock=$2; shift 2
-  local lg="$T/zppd-$name.log"; [ "$name" = cuda ] && lg="$OUT/zppd-cuda.log"
+  local lg="$T/zppd-$name.log"; [ "$name" = cuda ] && lg="$OUT/zppd-cuda$sfx.log"
   "$B/zppd" -s "$sock" -l info -o peer_listen=127.0.0.1:0 "$@" > "$lg" 2>&1 &
   echo $! > "$T/$name.pid"
   for _ in $(seq 100); do [ -S "$sock" ] && return 0; sleep 0.1; done
@@ -43,37 +54,49 @@ if [ "$what" = all ] || [ "$what" = test ]; then
   start host2 "$T/host2.sock" -b host -o virtual_nodes=2 -o host_threads=8 -o store_budget=16G -o store_budget_per_tenant=16G
   log "test 1x2 up to $max MiB"
   timeout 150 "$B/zpp-cuda-test" -s "$T/cuda.sock" -H "$T/host1.sock" -w 2 -n 1 -m "$max" -L \
-    > "$OUT/test-1x2.log" 2>&1; r=$?; log "test 1x2 exit $r"; [ $r = 0 ] || rc=1
-  grep -c ^PASS "$OUT/test-1x2.log" | sed 's/^/PASS lines: /' | tee -a "$OUT/summary.txt"
-  grep ^FAIL "$OUT/test-1x2.log" | head -20 | tee -a "$OUT/summary.txt"
+    > "$OUT/test-1x2$sfx.log" 2>&1; r=$?; log "test 1x2 exit $r"; [ $r = 0 ] || rc=1
+  grep -c ^PASS "$OUT/test-1x2$sfx.log" | sed 's/^/PASS lines: /' | tee -a "$OUT/summary.txt"
+  grep ^FAIL "$OUT/test-1x2$sfx.log" | head -20 | tee -a "$OUT/summary.txt"
   m2=$(( max < 256 ? max : 256 ))
   log "test 2x1 (virtual nodes) up to $m2 MiB"
   timeout 80 "$B/zpp-cuda-test" -s "$T/cuda.sock" -H "$T/host2.sock" -w 2 -n 2 -m "$m2" \
-    > "$OUT/test-2x1.log" 2>&1; r=$?; log "test 2x1 exit $r"; [ $r = 0 ] || rc=1
-  grep -c ^PASS "$OUT/test-2x1.log" | sed 's/^/PASS lines: /' | tee -a "$OUT/summary.txt"
-  grep ^FAIL "$OUT/test-2x1.log" | head -20 | tee -a "$OUT/summary.txt"
+    > "$OUT/test-2x1$sfx.log" 2>&1; r=$?; log "test 2x1 exit $r"; [ $r = 0 ] || rc=1
+  grep -c ^PASS "$OUT/test-2x1$sfx.log" | sed 's/^/PASS lines: /' | tee -a "$OUT/summary.txt"
+  grep ^FAIL "$OUT/test-2x1$sfx.log" | head -20 | tee -a "$OUT/summary.txt"
   stop host1; stop host2
   log "two concurrent jobs of two tenants, 10000 calls each"
-  timeout 120 "$B/zpp-cuda-test" -s "$T/cuda.sock" -w 2 -C 10000 >> "$OUT/test-2x1.log" 2>&1
+  timeout 120 "$B/zpp-cuda-test" -s "$T/cuda.sock" -w 2 -C 10000 >> "$OUT/test-2x1$sfx.log" 2>&1
   r=$?; log "concurrent test exit $r"; [ $r = 0 ] || rc=1
-  grep -i "concurrent" "$OUT/test-2x1.log" | tail -3 | tee -a "$OUT/summary.txt"
+  grep -i "concurrent" "$OUT/test-2x1$sfx.log" | tail -3 | tee -a "$OUT/summary.txt"
 fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
   log "bench 1x2 up to $max MiB"
-  timeout 180 "$B/zpp-bench" -s "$T/cuda.sock" -w 2 -n 1 -m "$max" > "$OUT/bench-1x2.log" 2>&1
+  timeout 180 "$B/zpp-bench" -s "$T/cuda.sock" -w 2 -n 1 -m "$max" > "$OUT/bench-1x2$sfx.log" 2>&1
   r=$?; log "bench exit $r"; [ $r = 0 ] || rc=1
 fi
 if [ "$what" = all ] || [ "$what" = test ] || [ "$what" = kill ]; then
   # last: a daemon left wedged by it must not cost the other results
   log "kill test"
-  timeout 150 "$B/zpp-cuda-test" -s "$T/cuda.sock" -w 2 -K > "$OUT/test-kill.log" 2>&1
+  timeout 150 "$B/zpp-cuda-test" -s "$T/cuda.sock" -w 2 -K > "$OUT/test-kill$sfx.log" 2>&1
   r=$?; log "kill test exit $r"; [ $r = 0 ] || rc=1
-  tail -6 "$OUT/test-kill.log" | tee -a "$OUT/summary.txt"
+  tail -6 "$OUT/test-kill$sfx.log" | tee -a "$OUT/summary.txt"
+  # What the daemon still holds, until its deferred releases and imports
+  # are gone (or 40 s): the test's own settle check can end early.
+  for i in $(seq 9); do
+    js=$(timeout 5 "$B/zppctl" -s "$T/cuda.sock" status --json 2>&1)
+    { echo "-- after kill +$((i * 5 - 5)) s"; timeout 5 "$B/zppctl" -s "$T/cuda.sock" status | grep -A4 '^GPU'
+      nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader; } \
+      >> "$OUT/test-kill$sfx.log" 2>&1
+    echo "$js" | grep -q '"gpus":\[{' &&
+      ! echo "$js" | grep -q '"imports":[1-9]' && ! echo "$js" | grep -q '"deferred_releases":[1-9]' && break
+    sleep 5
+  done
+  tail -8 "$OUT/test-kill$sfx.log" >> "$OUT/summary.txt"
 fi
 timeout 5 "$B/zppctl" -s "$T/cuda.sock" status >> "$OUT/summary.txt" 2>&1 || true
 p=$(cat "$T/cuda.pid"); kill "$p" 2>/dev/null
 for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
 kill -0 "$p" 2>/dev/null && { log "zppd-cuda did not stop in 10 s: SIGKILL"; kill -9 "$p"; rc=1; }
 log "daemon stopped; exit code of zppd-cuda: see its log tail"
-tail -5 "$OUT/zppd-cuda.log" >> "$OUT/summary.txt"
+tail -5 "$OUT/zppd-cuda$sfx.log" >> "$OUT/summary.txt"
 exit $rc
