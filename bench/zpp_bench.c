@@ -1,9 +1,24 @@
 /*
  * zpp_bench.c — zpp-bench: zppd's collectives against the in-process NCCL
  * baseline a user would otherwise write, measured in the same client
- * processes (one per GPU), the same run, the same streams.
+ * processes (one per rank), the same run, the same streams.
  *
- *   zpp-bench -s SOCK [-w 2] [-n 1] [-m MAX_MIB] [-q]
+ *   zpp-bench -s SOCK [-w 2] [-n 1] [-m MAX_MIB] [-q]                 one daemon
+ *   zpp-bench -s '/tmp/z-{node}.sock' -A LEADER -n N -G G [-g MAP]
+ *             [-I HOSTID_PREFIX] [-m MAX_MIB] [-i MAX_ITERS]           N daemons
+ *
+ * One daemon: W = -w ranks, one per GPU, all on the daemon of SOCK.
+ * Jobs across daemons (-A given and N > 1): W = N x G ranks (-G, or -w / -n);
+ * rank r is on node r / G and talks to the daemon of the socket named by
+ * the template with "{node}" replaced by its node (-s); the job's leader is
+ * the peer address of node 0's daemon (-A host:port, zpp_job_desc
+ * leader_addr). Each rank process sets NCCL_HOSTID=<prefix><node> (-I,
+ * default "zpp-node"; "" leaves it alone) before any CUDA or NCCL call, so
+ * that the in-process NCCL baseline sees the same N hosts as the daemons
+ * (start each daemon with the same NCCL_HOSTID as its node's ranks).
+ * GPU of rank r (both modes): element r of -g MAP ("0,1,0,1"), or r % the
+ * number of visible GPUs (2 x 1 on GPUs 0,1: ranks 0,1 on 0,1; 2 x 2 on two
+ * GPUs: ranks 0..3 on 0,1,0,1).
  *
  * For each tensor size (bf16 bytes of the full tensor, 4 KiB .. 1 GiB):
  *   NCCL bf16 all-gather and reduce-scatter (ncclAllGather /
@@ -13,13 +28,19 @@
  * Throughput: `iters` calls back to back on one stream (zppd: the
  * stream-ordered async API: zpp_collective_async + zpp_wait_stream), timed
  * with CUDA events around the loop; time per call = elapsed / iters.
- * Latency (4 KiB): each call followed by cuStreamSynchronize, wall clock
- * per call, p50 and p90 over the samples; daemon overhead = zppd p50 minus
- * NCCL p50 of the same collective.
+ * inter/M: the cross-node bytes of one zppd call (zpp_result.bytes_inter,
+ * the whole job's) over the tensor's bytes M (ZeRO-3 moves (N-1) M).
+ * Latency (4 KiB, one daemon only): each call followed by
+ * cuStreamSynchronize, wall clock per call, p50 and p90 over the samples;
+ * daemon overhead = zppd p50 minus NCCL p50 of the same collective.
+ * Across daemons the iteration counts are smaller (a 512 MiB call crosses
+ * the simulated wire in ~100+ ms: about 1 minute for sizes up to 1 GiB),
+ * pipelining is measured only below 256 MiB, and a summary against the
+ * issue's goals closes the output.
  * Also: the time from the first Hello to the first finished collective
  * (job formation and communicator creation included).
- * Rank 0 prints the table; "speedup" = NCCL time / zppd time of the
- * baseline named in the row.
+ * Rank 0 prints the table and the NCCL_* environment; "speedup" = NCCL
+ * time / zppd time of the baseline named in the row.
  */
 #include <getopt.h>
 #include <nccl.h>
@@ -36,10 +57,14 @@
 #define LAT_WARMUP 200
 
 struct bopts {
-    const char *sock;
-    int world, nodes, quick;
+    const char *sock;      /* path, or template with "{node}" */
+    const char *leader;    /* node 0's peer address: a job across daemons */
+    const char *gpu_map;   /* -g: GPU ordinal per rank, or NULL */
+    const char *hostid;    /* NCCL_HOSTID prefix across daemons ("" none) */
+    int world, nodes, quick, multi, max_iters;
     uint64_t max_bytes;
     int idpipe[2];
+    struct cut_meet *meet; /* the ranks' last meeting, before they leave */
 };
 
 static const uint64_t SIZES[] = {4096,      65536,      1u << 20,   16u << 20,
@@ -68,8 +93,9 @@ static int cmp_d(const void *a, const void *b)
 
 /* The daemon's own time for the last zppd call (CollectiveReply.elapsed_us:
  * from the last rank's submission to the reply, i.e. matching plus
- * enqueueing on the cuda backend). */
+ * enqueueing on the cuda backend), and its whole reply (byte counts). */
 static uint64_t g_last_elapsed_us;
+static zpp_result g_last_res;
 #define PIPE_DEPTH 4
 
 /* Submits one zppd call of kind k ordered after c->st; *id for the wait. */
@@ -85,8 +111,10 @@ static int one(struct ctx *c, int k, uint64_t count, const char *key)
         if (rc)
             return rc;
         rc = zpp_wait_stream(c->zc, id, c->st, &res);
-        if (!rc)
+        if (!rc) {
             g_last_elapsed_us = res.elapsed_us;
+            g_last_res = res;
+        }
         return rc;
     }
     return submit(c, k, count, key, NULL);
@@ -169,12 +197,13 @@ static int drop_key(struct ctx *c, const char *key)
     return zpp_collective(c->zc, &call, NULL);
 }
 
-/* ms per call over iters back-to-back calls. */
-static double throughput(struct ctx *c, int k, uint64_t count, const char *key, int iters)
+/* ms per call over iters back-to-back calls, after `warm` calls. */
+static double throughput(struct ctx *c, int k, uint64_t count, const char *key, int iters,
+                         int warm)
 {
     CUevent a, b;
     float ms = 0;
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < warm; i++)
         if (one(c, k, count, key))
             return -1;
     cuEventCreate(&a, CU_EVENT_DEFAULT);
@@ -215,15 +244,78 @@ static int latency(struct ctx *c, int k, uint64_t count, double *p50, double *p9
     return 0;
 }
 
+/* Calls per measurement: one daemon, 4 GiB of tensor per kind (10..200);
+ * across daemons 6 GiB (3..50), whose calls cross the simulated wire at a
+ * few GB/s. -q and -i cap them. Every rank computes the same numbers:
+ * the calls of a collective must match across ranks. */
+static int iters_for(const struct bopts *o, uint64_t bytes)
+{
+    int lo = o->multi ? 3 : 10, hi = o->multi ? 50 : 200;
+    uint64_t budget = o->multi ? 6ull << 30 : 4ull << 30;
+    int iters = (int)(budget / bytes > (uint64_t)hi ? (uint64_t)hi : budget / bytes);
+    if (iters < lo)
+        iters = lo;
+    if (o->quick && iters > (o->multi ? 5 : 20))
+        iters = o->multi ? 5 : 20;
+    if (o->max_iters > 0 && iters > o->max_iters)
+        iters = o->max_iters;
+    return iters;
+}
+
+/* The issue's goals at 256 MiB - 1 GiB, across daemons (rank 0 prints). */
+#define GOAL_MIN (256ull << 20)
+struct goal_row {
+    uint64_t bytes;
+    double qwz_x, qgz_x, hpz_x, qwz_m, hpz_m, qgz_m;
+};
+
+static void print_goals(const struct goal_row *g, int n)
+{
+    if (n == 0) {
+        printf("\ngoals: no size of 256 MiB or more was measured (-m)\n");
+        return;
+    }
+    printf("\ngoals (issue 11, 256 MiB - 1 GiB; speedup against NCCL bf16 of the same tensor in "
+           "this run; inter/M goals ~0.5, 0, ~0.25)\n");
+    printf("%-10s %22s %22s %22s\n", "bytes", "qwZ>=1.9x AG (inter/M)", "qgZ>=3x RS (inter/M)",
+           "hpZ>=30x AG (inter/M)");
+    for (int i = 0; i < n; i++) {
+        char a[32], b[32], c[32];
+        snprintf(a, sizeof a, "%.2fx %s (%.3f)", g[i].qwz_x, g[i].qwz_x >= 1.9 ? "MET" : "MISS",
+                 g[i].qwz_m);
+        snprintf(b, sizeof b, "%.2fx %s (%.3f)", g[i].qgz_x, g[i].qgz_x >= 3.0 ? "MET" : "MISS",
+                 g[i].qgz_m);
+        snprintf(c, sizeof c, "%.1fx %s (%.3f)", g[i].hpz_x, g[i].hpz_x >= 30.0 ? "MET" : "MISS",
+                 g[i].hpz_m);
+        printf("%-10llu %22s %22s %22s\n", (unsigned long long)g[i].bytes, a, b, c);
+    }
+}
+
 static int bench_child(int rank, void *arg)
 {
     struct bopts *o = arg;
     struct ctx c = {.rank = rank, .W = o->world};
     struct cut_vmm vin, vout;
-    char uuid[ZPP_CUDA_UUID_LEN];
-    int G = o->world / o->nodes;
+    char uuid[ZPP_CUDA_UUID_LEN], sock[256];
+    int G = o->world / o->nodes, node = rank / G;
     ncclUniqueId id;
-    if (cut_ctx(rank, NULL) || cuStreamCreate(&c.st, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+    if (o->multi && o->hostid[0]) {
+        /* before CUDA and NCCL: NCCL reads it once, at its first use */
+        char hid[128];
+        snprintf(hid, sizeof hid, "%s%d", o->hostid, node);
+        setenv("NCCL_HOSTID", hid, 1);
+    }
+    if (cut_node_socket(o->sock, node, sock, sizeof sock)) {
+        fprintf(stderr, "rank %d: socket path too long\n", rank);
+        return 1;
+    }
+    int dev = cut_rank_device(o->gpu_map, rank);
+    if (dev < 0) {
+        fprintf(stderr, "rank %d: no GPU for this rank (-g '%s')\n", rank,
+                o->gpu_map ? o->gpu_map : "");
+        return 1;
+    }
+    if (cut_ctx(dev, NULL) || cuStreamCreate(&c.st, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
         return 1;
     if (rank == 0) {
         if (ncclGetUniqueId(&id) != ncclSuccess)
@@ -239,7 +331,7 @@ static int bench_child(int rank, void *arg)
         return 1;
     }
     uint64_t cap = o->max_bytes + (4u << 20);
-    if (cut_vmm_alloc(&vin, rank, cap) || cut_vmm_alloc(&vout, rank, cap))
+    if (cut_vmm_alloc(&vin, dev, cap) || cut_vmm_alloc(&vout, dev, cap))
         return 1;
     c.in = vin.ptr;
     c.out = vout.ptr;
@@ -247,16 +339,19 @@ static int bench_child(int rank, void *arg)
     cuCtxSynchronize();
 
     double th0 = cut_now_us();
-    if (zpp_connect(o->sock, &c.zc) || zpp_cuda_attach(c.zc, 32) || zpp_cuda_device_uuid(uuid))
+    if (zpp_connect(sock, &c.zc) || zpp_cuda_attach(c.zc, 32) || zpp_cuda_device_uuid(uuid)) {
+        fprintf(stderr, "rank %d: cannot connect to %s or attach\n", rank, sock);
         return 1;
+    }
     zpp_job_desc jd = {.job_id = "zpp-bench",
                        .rank = (uint32_t)rank,
                        .world_size = (uint32_t)o->world,
                        .local_rank = (uint32_t)(rank % G),
                        .node_count = (uint32_t)o->nodes,
-                       .gpu_uuid = uuid};
+                       .gpu_uuid = uuid,
+                       .leader_addr = o->multi ? o->leader : NULL};
     if (zpp_hello(c.zc, &jd, NULL)) {
-        fprintf(stderr, "rank %d: hello: %s\n", rank, zpp_last_error(c.zc));
+        fprintf(stderr, "rank %d: hello (%s): %s\n", rank, sock, zpp_last_error(c.zc));
         return 1;
     }
     double th1 = cut_now_us();
@@ -273,23 +368,24 @@ static int bench_child(int rank, void *arg)
     double th3 = cut_now_us();
     if (rank == 0)
         printf("first Hello -> first finished collective: %.1f ms (hello %.1f ms, register 2 "
-               "buffers %.1f ms, first 4 KiB all-gather incl. communicator creation and NCCL "
+               "buffers %.1f ms, first 4 KiB all-gather incl. %scommunicator creation and NCCL "
                "connect %.1f ms)\n",
-               (th3 - th0) / 1e3, (th1 - th0) / 1e3, (th2 - th1) / 1e3, (th3 - th2) / 1e3);
+               (th3 - th0) / 1e3, (th1 - th0) / 1e3, (th2 - th1) / 1e3,
+               o->multi ? "job formation across daemons, " : "", (th3 - th2) / 1e3);
 
-    /* small-call latency */
+    /* small-call latency (one daemon: the daemon's own overhead) */
     struct {
         int k;
         double p50, p90, d50;
     } lat[] = {{B_NCCL_AG, 0, 0, 0}, {B_AG, 0, 0, 0}, {B_QWZ, 0, 0, 0}, {B_NCCL_RS, 0, 0, 0},
                {B_RS, 0, 0, 0}};
-    for (size_t i = 0; i < sizeof lat / sizeof lat[0]; i++)
+    for (size_t i = 0; !o->multi && i < sizeof lat / sizeof lat[0]; i++)
         if (latency(&c, lat[i].k, 2048, &lat[i].p50, &lat[i].p90, &lat[i].d50)) {
             fprintf(stderr, "rank %d: latency %s failed: %s\n", rank, BNAME[lat[i].k],
                     zpp_last_error(c.zc));
             return 1;
         }
-    if (rank == 0) {
+    if (rank == 0 && !o->multi) {
         printf("\nsmall calls (4 KiB tensor, each call then cuStreamSynchronize; %d samples)\n",
                LAT_SAMPLES);
         printf("%-28s %10s %10s %14s\n", "collective", "p50_us", "p90_us", "daemon_p50_us");
@@ -299,36 +395,40 @@ static int bench_child(int rank, void *arg)
         printf("daemon overhead p50: all-gather %+.1f us, qwZ %+.1f us, reduce-scatter %+.1f us "
                "(zppd p50 - NCCL p50)\n",
                lat[1].p50 - lat[0].p50, lat[2].p50 - lat[0].p50, lat[4].p50 - lat[3].p50);
+    }
+    if (rank == 0) {
         printf("\nthroughput (back-to-back calls on one stream; ms per call; speedup = NCCL ms / "
                "zppd ms against the NCCL collective of the same tensor)\n");
         printf("(pipe_ms: the same calls kept %d deep in flight, as a prefetching training loop "
-               "submits them)\n", PIPE_DEPTH);
-        printf("%-10s %-26s %10s %10s %8s %10s %8s\n", "bytes", "collective", "ms", "nccl_ms",
-               "speedup", "pipe_ms", "pipe_x");
+               "submits them%s; inter/M: cross-node bytes of one zppd call / tensor bytes)\n",
+               PIPE_DEPTH, o->multi ? ", measured below 256 MiB" : "");
+        printf("%-10s %-26s %10s %10s %8s %10s %8s %8s %6s\n", "bytes", "collective", "ms",
+               "nccl_ms", "speedup", "pipe_ms", "pipe_x", "inter/M", "iters");
     }
+    struct goal_row goals[NSIZES];
+    int ngoals = 0;
     for (size_t si = 0; si < NSIZES; si++) {
         uint64_t bytes = SIZES[si], count = bytes / 2;
         if (bytes > o->max_bytes)
             continue;
-        int iters = (int)((4ull << 30) / bytes);
-        if (iters > 200)
-            iters = 200;
-        if (iters < 10)
-            iters = 10;
-        if (o->quick && iters > 20)
-            iters = 20;
+        int iters = iters_for(o, bytes);
+        int warm = o->multi && bytes >= (64u << 20) ? 1 : 3;
+        int pipe = !o->multi || bytes < (256u << 20);
         char key[32];
         snprintf(key, sizeof key, "b%llu", (unsigned long long)bytes);
         if (keep_key(&c, count, key)) {
             fprintf(stderr, "rank %d: qwZ with key: %s\n", rank, zpp_last_error(c.zc));
             return 1;
         }
-        double t[B_N], tp[B_N];
+        double t[B_N], tp[B_N], frac[B_N];
         for (int k = 0; k < B_N; k++) {
-            t[k] = throughput(&c, k, count, key, iters);
-            tp[k] = k == B_NCCL_AG || k == B_NCCL_RS ? t[k]
-                                                     : pipelined(&c, k, count, key, iters,
-                                                                 PIPE_DEPTH);
+            int nccl = k == B_NCCL_AG || k == B_NCCL_RS;
+            memset(&g_last_res, 0, sizeof g_last_res);
+            t[k] = throughput(&c, k, count, key, iters, warm);
+            frac[k] = g_last_res.logical_bytes
+                          ? (double)g_last_res.bytes_inter / (double)g_last_res.logical_bytes
+                          : 0;
+            tp[k] = nccl || !pipe ? t[k] : pipelined(&c, k, count, key, iters, PIPE_DEPTH);
             if (t[k] < 0 || tp[k] < 0) {
                 fprintf(stderr, "rank %d: %s at %llu bytes failed: %s\n", rank, BNAME[k],
                         (unsigned long long)bytes, zpp_last_error(c.zc));
@@ -338,15 +438,39 @@ static int bench_child(int rank, void *arg)
         drop_key(&c, key);
         if (rank == 0) {
             for (int k = 0; k < B_N; k++) {
+                int nccl = k == B_NCCL_AG || k == B_NCCL_RS;
                 double base = k == B_NCCL_RS || k == B_RS || k == B_QGZ || k == B_QGZ_Q
                                   ? t[B_NCCL_RS]
                                   : t[B_NCCL_AG];
-                printf("%-10llu %-26s %10.4f %10.4f %8.3f %10.4f %8.3f\n",
-                       (unsigned long long)bytes, BNAME[k], t[k], base, base / t[k], tp[k],
-                       base / tp[k]);
+                char pm[16] = "-", px[16] = "-", fr[16] = "-";
+                if (!nccl && pipe) {
+                    snprintf(pm, sizeof pm, "%.4f", tp[k]);
+                    snprintf(px, sizeof px, "%.3f", base / tp[k]);
+                }
+                if (!nccl)
+                    snprintf(fr, sizeof fr, "%.3f", frac[k]);
+                printf("%-10llu %-26s %10.4f %10.4f %8.3f %10s %8s %8s %6d\n",
+                       (unsigned long long)bytes, BNAME[k], t[k], base, base / t[k], pm, px, fr,
+                       iters);
             }
+            if (o->multi && bytes >= GOAL_MIN)
+                goals[ngoals++] = (struct goal_row){
+                    .bytes = bytes,
+                    .qwz_x = t[B_NCCL_AG] / t[B_QWZ],
+                    .qgz_x = t[B_NCCL_RS] / t[B_QGZ],
+                    .hpz_x = t[B_NCCL_AG] / t[B_HPZ],
+                    .qwz_m = frac[B_QWZ],
+                    .qgz_m = frac[B_QGZ],
+                    .hpz_m = frac[B_HPZ]};
         }
     }
+    if (rank == 0 && o->multi)
+        print_goals(goals, ngoals);
+    /* Leave the job only when every rank's GPU work is done (see
+     * cut_meet: across daemons the first rank to leave aborts the job). */
+    cuStreamSynchronize(c.st);
+    if (cut_meet(o->meet, o->world, 1, 30000))
+        fprintf(stderr, "rank %d: the other ranks did not finish within 30 s\n", rank);
     zpp_close(c.zc);
     ncclCommDestroy(c.comm);
     cut_vmm_free(&vin);
@@ -354,11 +478,20 @@ static int bench_child(int rank, void *arg)
     return 0;
 }
 
+static void usage(const char *argv0)
+{
+    fprintf(stderr,
+            "usage: %s -s SOCK [-w W] [-n N] [-m MAX_MIB] [-q]\n"
+            "       %s -s 'PATH-{node}.sock' -A LEADER_HOST:PORT -n N [-G G | -w W] [-g MAP]\n"
+            "          [-I HOSTID_PREFIX] [-m MAX_MIB] [-i MAX_ITERS] [-q]\n",
+            argv0, argv0);
+}
+
 int main(int argc, char **argv)
 {
-    struct bopts o = {.world = 2, .nodes = 1, .max_bytes = 1ull << 30};
-    int ch;
-    while ((ch = getopt(argc, argv, "s:w:n:m:q")) != -1) {
+    struct bopts o = {.world = 2, .nodes = 1, .max_bytes = 1ull << 30, .hostid = "zpp-node"};
+    int ch, per_node = 0;
+    while ((ch = getopt(argc, argv, "s:w:n:m:qA:L:G:g:I:i:")) != -1) {
         switch (ch) {
         case 's':
             o.sock = optarg;
@@ -375,19 +508,68 @@ int main(int argc, char **argv)
         case 'q':
             o.quick = 1;
             break;
+        case 'A':
+        case 'L':
+            o.leader = optarg;
+            break;
+        case 'G':
+            per_node = atoi(optarg);
+            break;
+        case 'g':
+            o.gpu_map = optarg;
+            break;
+        case 'I':
+            o.hostid = optarg;
+            break;
+        case 'i':
+            o.max_iters = atoi(optarg);
+            break;
         default:
-            fprintf(stderr, "usage: %s -s SOCK [-w W] [-n N] [-m MAX_MIB] [-q]\n", argv[0]);
+            usage(argv[0]);
             return 2;
         }
     }
-    if (!o.sock || o.world < 1 || o.nodes < 1 || o.world % o.nodes)
+    if (per_node > 0)
+        o.world = o.nodes * per_node;
+    o.multi = o.leader && o.leader[0] && o.nodes > 1;
+    if (!o.sock || o.world < 1 || o.world > 64 || o.nodes < 1 || o.world % o.nodes ||
+        o.max_bytes == 0) {
+        usage(argv[0]);
         return 2;
+    }
+    if (o.nodes > 1 && !o.multi && strstr(o.sock, "{node}")) {
+        fprintf(stderr, "a socket template needs the leader's address (-A)\n");
+        return 2;
+    }
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (pipe(o.idpipe))
         return 1;
-    printf("zpp-bench: %d client processes (one per GPU), %d node(s) x %d GPU(s), sizes up to "
-           "%llu MiB\n",
-           o.world, o.nodes, o.world / o.nodes, (unsigned long long)(o.max_bytes >> 20));
+    int G = o.world / o.nodes;
+    if (o.multi) {
+        char s0[256], s1[256];
+        if (cut_node_socket(o.sock, 0, s0, sizeof s0) ||
+            cut_node_socket(o.sock, o.nodes - 1, s1, sizeof s1)) {
+            fprintf(stderr, "socket path too long\n");
+            return 2;
+        }
+        printf("zpp-bench: %d client processes, %d node(s) x %d rank(s), one zppd per node "
+               "(%s .. %s), leader %s, GPU map %s, sizes up to %llu MiB\n",
+               o.world, o.nodes, G, s0, s1, o.leader, o.gpu_map ? o.gpu_map : "rank % GPUs",
+               (unsigned long long)(o.max_bytes >> 20));
+        if (o.hostid[0])
+            printf("each rank process sets NCCL_HOSTID=%s<node> (the NCCL baseline sees %d "
+                   "hosts)\n",
+                   o.hostid, o.nodes);
+    } else {
+        printf("zpp-bench: %d client processes (one per GPU), %d node(s) x %d GPU(s), sizes up "
+               "to %llu MiB\n",
+               o.world, o.nodes, G, (unsigned long long)(o.max_bytes >> 20));
+    }
+    printf("NCCL environment of the bench (same for the baseline and, through the script, the "
+           "daemons):\n");
+    cut_print_nccl_env("  ");
+    o.meet = cut_meet_new();
     int failed = cut_spawn(o.world, bench_child, &o, -1, 0);
+    cut_meet_free(o.meet);
     return failed ? 1 : 0;
 }

@@ -547,18 +547,81 @@ int cu_job_open(void *backend, const struct be_topo *t, const int *devices, void
     return job_open_common(backend, t, devices, NULL, 0, job, why, why_len);
 }
 
-int cu_job_open_ids(void *backend, const struct be_topo *t, const int *devices, const uint8_t *ids,
-                    int nids, void **job, char *why, size_t why_len)
+/* The leader's ids for a job across daemons, checked before any NCCL call
+ * (a daemon that fails later, inside ncclCommInitRank, leaves the other
+ * daemons waiting in theirs until the creation deadline): one id for the
+ * global communicator and one per local index, none all-zero, no two
+ * equal; this daemon hosts whole nodes (its intra-node communicators are
+ * its own). */
+static int ids_check(const struct be_topo *t, const uint8_t *ids, int nids, char *why,
+                     size_t why_len)
 {
+    static const uint8_t zero[NCCL_UNIQUE_ID_BYTES];
     if (!ids || nids < 1) {
         snprintf(why, why_len, "no communicator ids");
         return ZPP_EINVAL;
     }
+    if (t->nodes < 2 || t->local < 1 || nids != 1 + t->local) {
+        snprintf(why, why_len,
+                 "the leader sent %d communicator ids; a job of %d nodes x %d ranks across "
+                 "daemons needs %d (the global one and one inter-node one per local index)",
+                 nids, t->nodes, t->local, 1 + t->local);
+        return ZPP_EINVAL;
+    }
+    if (t->nslots < 1 || t->rank0 % t->local || t->nslots % t->local) {
+        snprintf(why, why_len,
+                 "this daemon hosts ranks %d..%d of a job of %d ranks per node: a daemon must "
+                 "host whole nodes",
+                 t->rank0, t->rank0 + t->nslots - 1, t->local);
+        return ZPP_EINVAL;
+    }
+    for (int i = 0; i < nids; i++) {
+        const uint8_t *a = ids + (size_t)i * NCCL_UNIQUE_ID_BYTES;
+        if (!memcmp(a, zero, sizeof zero)) {
+            snprintf(why, why_len, "communicator id %d from the leader is all zeros", i);
+            return ZPP_EINVAL;
+        }
+        for (int q = 0; q < i; q++)
+            if (!memcmp(a, ids + (size_t)q * NCCL_UNIQUE_ID_BYTES, NCCL_UNIQUE_ID_BYTES)) {
+                snprintf(why, why_len,
+                         "communicator ids %d and %d from the leader are equal (NCCL_COMM_ID "
+                         "set on the leader?)",
+                         q, i);
+                return ZPP_EINVAL;
+            }
+    }
+    return 0;
+}
+
+int cu_job_open_ids(void *backend, const struct be_topo *t, const int *devices, const uint8_t *ids,
+                    int nids, void **job, char *why, size_t why_len)
+{
+    int rc = ids_check(t, ids, nids, why, why_len);
+    if (rc)
+        return rc;
     return job_open_common(backend, t, devices, ids, nids, job, why, why_len);
 }
 
+/* ncclGetUniqueId starts a bootstrap root (a listening socket and a
+ * thread) in this process, on NCCL's bootstrap interface
+ * (NCCL_SOCKET_IFNAME): the other daemons must reach that address. Each
+ * root lives until every rank of its communicator has connected to it. */
 int cu_make_ids(void *backend, int n, uint8_t *ids, char *why, size_t why_len)
 {
+    (void)backend;
+    if (n < 1 || !ids) {
+        snprintf(why, why_len, "bad request for %d communicator ids", n);
+        return ZPP_EINVAL;
+    }
+    /* With NCCL_COMM_ID, ncclGetUniqueId returns that one address for every
+     * communicator and makes no root: the job's communicators would all
+     * meet on one port, and a second job's with them. */
+    if (getenv("NCCL_COMM_ID")) {
+        snprintf(why, why_len,
+                 "NCCL_COMM_ID is set in zppd's environment: every communicator would get the "
+                 "same id; unset it");
+        return ZPP_EINVAL;
+    }
     for (int i = 0; i < n; i++) {
         ncclUniqueId id;
         ncclResult_t r = ncclGetUniqueId(&id);

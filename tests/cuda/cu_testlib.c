@@ -226,3 +226,122 @@ int cut_probe_used(uint64_t *used, int max)
     munmap(shared, sizeof(uint64_t) * 65);
     return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? n : -1;
 }
+
+int cut_node_socket(const char *tmpl, int node, char *out, size_t len)
+{
+    static const char tag[] = "{node}";
+    size_t o = 0;
+    if (!tmpl || !out || len == 0)
+        return -1;
+    for (const char *p = tmpl; *p;) {
+        char num[16];
+        const char *piece = p;
+        size_t n = 1;
+        if (!strncmp(p, tag, sizeof tag - 1)) {
+            snprintf(num, sizeof num, "%d", node);
+            piece = num;
+            n = strlen(num);
+            p += sizeof tag - 1;
+        } else {
+            p++;
+        }
+        if (o + n >= len)
+            return -1;
+        memcpy(out + o, piece, n);
+        o += n;
+    }
+    out[o] = 0;
+    return 0;
+}
+
+int cut_rank_device(const char *map, int rank)
+{
+    int n = 0;
+    if (cuInit(0) != CUDA_SUCCESS || cuDeviceGetCount(&n) != CUDA_SUCCESS || n < 1 || rank < 0)
+        return -1;
+    if (!map || !*map)
+        return rank % n;
+    const char *p = map;
+    for (int i = 0; i < rank; i++) {
+        p = strchr(p, ',');
+        if (!p)
+            return -1;
+        p++;
+    }
+    char *end;
+    long d = strtol(p, &end, 10);
+    if (end == p || (*end && *end != ',') || d < 0 || d >= n)
+        return -1;
+    return (int)d;
+}
+
+uint64_t cut_hash(const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    uint64_t h = 0x6a09e667f3bcc909ull ^ n;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w;
+        memcpy(&w, b + i, 8);
+        h = (h ^ w) * 0x100000001b3ull;
+        h ^= h >> 29;
+    }
+    uint64_t tail = 0;
+    memcpy(&tail, b + i, n - i);
+    return mix(h ^ tail);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+extern char **environ;
+
+void cut_print_nccl_env(const char *prefix)
+{
+    const char *v[256];
+    int n = 0;
+    for (char **e = environ; *e && n < 256; e++)
+        if (!strncmp(*e, "NCCL_", 5))
+            v[n++] = *e;
+    qsort(v, (size_t)n, sizeof v[0], cmp_str);
+    for (int i = 0; i < n; i++)
+        printf("%s%s\n", prefix, v[i]);
+    if (n == 0)
+        printf("%s(none)\n", prefix);
+}
+
+struct cut_meet {
+    int count;
+};
+
+struct cut_meet *cut_meet_new(void)
+{
+    struct cut_meet *m = mmap(NULL, sizeof *m, PROT_READ | PROT_WRITE,
+                              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+    m->count = 0;
+    return m;
+}
+
+void cut_meet_free(struct cut_meet *m)
+{
+    if (m)
+        munmap(m, sizeof *m);
+}
+
+int cut_meet(struct cut_meet *m, int world, int round, int timeout_ms)
+{
+    if (!m)
+        return -1;
+    __atomic_add_fetch(&m->count, 1, __ATOMIC_SEQ_CST);
+    double end = cut_now_us() + timeout_ms * 1e3;
+    while (__atomic_load_n(&m->count, __ATOMIC_SEQ_CST) < world * round) {
+        if (cut_now_us() > end)
+            return -1;
+        usleep(2000);
+    }
+    return 0;
+}

@@ -53,4 +53,39 @@ int cut_spawn(int world, cut_child_fn fn, void *arg, int kill_rank, int kill_aft
  * fresh child process; used[i] in bytes. Returns the device count or -1. */
 int cut_probe_used(uint64_t *used, int max);
 
+/* ---- jobs across daemons (one daemon per simulated node) --------------- */
+
+/* The socket of node `node`: tmpl with every "{node}" replaced by the
+ * node's number (a template without it names the same socket for every
+ * node). 0, or -1 when the result does not fit in len. */
+int cut_node_socket(const char *tmpl, int node, char *out, size_t len);
+
+/* The GPU ordinal (in this process's CUDA_VISIBLE_DEVICES) of `rank`:
+ * element `rank` of map, a comma-separated list ("0,1,0,1"), or, with no
+ * map, rank % the number of visible devices (2 x 1 on two GPUs: ranks 0,1
+ * on GPUs 0,1; 2 x 2 on two GPUs: ranks 0,1,2,3 on GPUs 0,1,0,1). Calls
+ * cuInit. Returns the ordinal, or -1 (map too short, bad number, no
+ * device). */
+int cut_rank_device(const char *map, int rank);
+
+/* A 64-bit hash of n bytes (equal bytes, equal hash), for comparing
+ * results across processes without moving them. */
+uint64_t cut_hash(const void *p, size_t n);
+
+/* A meeting point of the rank processes (a counter in shared memory, made
+ * before fork; cut_meet_free after the children ended). Across daemons a
+ * rank that leaves its job aborts it on every node, and NCCL traffic of
+ * the last call still on the wire is cut: ranks finish their GPU work,
+ * meet, and only then disconnect. */
+struct cut_meet;
+struct cut_meet *cut_meet_new(void);
+void cut_meet_free(struct cut_meet *m);
+/* Counts this rank in and waits until `world` ranks have called it
+ * `round` times in all (round 1, 2, ...). 0, or -1 after timeout_ms. */
+int cut_meet(struct cut_meet *m, int world, int round, int timeout_ms);
+
+/* Prints every NCCL_* variable of the environment, sorted, one per line
+ * after `prefix`; "(none)" when there is none. */
+void cut_print_nccl_env(const char *prefix);
+
 #endif
