@@ -718,12 +718,29 @@ fail:
 
 /* ---- events ----------------------------------------------------------- */
 
+/* A session's events. The job streams never wait on a client's event
+ * directly: the session's gate stream waits on ready[i] and then writes
+ * gen[i] into flag i (daemon memory); job streams wait for that flag
+ * (cuStreamWaitValue32). When the session closes, the daemon writes every
+ * flag itself, so a client that dies with an event recorded but never
+ * completed (seen under MPS) cannot hold a job stream, or the memory that
+ * stream's work keeps alive. Only the gate stream stays behind the dead
+ * event. */
 struct cu_events {
     int device;
     int n;
     CUevent *ready; /* opened from the client's handles */
     CUevent *done;  /* ours, exported */
+    cudaStream_t gate;
+    void *flags;    /* n 32-bit flags, cu_vmm_alloc */
+    uint32_t *gen;  /* the last value each flag was told to reach */
 };
+
+static void flags_free_now(struct cu_backend *b, void *p)
+{
+    (void)b;
+    cu_vmm_free(p);
+}
 
 static void cuda_events_close(void *backend, void *state)
 {
@@ -732,13 +749,18 @@ static void cuda_events_close(void *backend, void *state)
     if (!ev)
         return;
     cu_use(b, ev->device);
-    /* A client that died between recording a ready event and its
-     * completion leaves our streams waiting on it forever. Recording the
-     * event here completes it: those waits end, the queued calls drain,
-     * and their memory can be released (docs/cuda.md, "Failure"). */
-    for (int i = 0; i < ev->n && b->unblock; i++)
-        if (ev->ready && ev->ready[i])
-            ZCU(cuEventRecord)(ev->ready[i], (CUstream)b->unblock[ev->device]);
+    /* Open every gate: job streams waiting for this session's flags go on
+     * whether or not the client ever completes its events. */
+    if (ev->flags && ev->gen && b->unblock)
+        for (int i = 0; i < ev->n; i++)
+            ZCU(cuStreamWriteValue32)((CUstream)b->unblock[ev->device],
+                                      (CUdeviceptr)(uintptr_t)ev->flags + 4u * (unsigned)i,
+                                      ev->gen[i], 0);
+    if (ev->gate)
+        cudaStreamDestroy(ev->gate); /* returns at once; a dead wait stays behind */
+    if (ev->flags) /* after the job streams' pending waits have read them */
+        cu_defer(b, ev->device, flags_free_now, ev->flags);
+    free(ev->gen);
     for (int i = 0; i < ev->n; i++) {
         if (ev->ready && ev->ready[i])
             ZCU(cuEventDestroy)(ev->ready[i]);
@@ -774,6 +796,30 @@ static int cuda_events_open(void *backend, int device, const uint8_t *const *rea
     }
     ev->device = device;
     ev->n = n;
+    if (!(ev->gen = calloc((size_t)n, sizeof *ev->gen))) {
+        snprintf(why, why_len, "out of memory");
+        rc = ZPP_ENOMEM;
+        goto fail;
+    }
+    {
+        cudaError_t e = cudaStreamCreateWithFlags(&ev->gate, cudaStreamNonBlocking);
+        if (e != cudaSuccess) {
+            ev->gate = NULL;
+            rc = cu_rt_fail(e, "creating a session's gate stream", why, why_len);
+            goto fail;
+        }
+        if ((rc = cu_vmm_alloc(b, device, (size_t)n * 4u, &ev->flags))) {
+            ev->flags = NULL;
+            snprintf(why, why_len, "cannot allocate the session's flags on GPU %d", device);
+            goto fail;
+        }
+        /* Zeroed before any job stream can read them (fresh memory is not). */
+        if ((e = cudaMemsetAsync(ev->flags, 0, (size_t)n * 4u, ev->gate)) != cudaSuccess ||
+            (e = cudaStreamSynchronize(ev->gate)) != cudaSuccess) {
+            rc = cu_rt_fail(e, "clearing the session's flags", why, why_len);
+            goto fail;
+        }
+    }
     for (int i = 0; i < n; i++) {
         CUipcEventHandle h;
         memcpy(&h, ready[i], sizeof h);
@@ -810,9 +856,17 @@ static int cuda_call_wait(struct be_call *c, int s, void *events, int slot_ev)
         snprintf(c->err, sizeof c->err, "slot %d: no stream or no such event %d", s, slot_ev);
         return ZPP_EINVAL;
     }
-    CUresult r = ZCU(cuStreamWaitEvent)(st, ev->ready[slot_ev], 0);
+    /* gate: wait for the client's event, then raise flag slot_ev to v;
+     * the job stream waits for the flag (cyclic >=, wraps safely). */
+    uint32_t v = ++ev->gen[slot_ev];
+    CUdeviceptr flag = (CUdeviceptr)(uintptr_t)ev->flags + 4u * (unsigned)slot_ev;
+    CUresult r = ZCU(cuStreamWaitEvent)((CUstream)ev->gate, ev->ready[slot_ev], 0);
+    if (r == CUDA_SUCCESS)
+        r = ZCU(cuStreamWriteValue32)((CUstream)ev->gate, flag, v, 0);
+    if (r == CUDA_SUCCESS)
+        r = ZCU(cuStreamWaitValue32)(st, flag, v, CU_STREAM_WAIT_VALUE_GEQ);
     if (r != CUDA_SUCCESS)
-        return cu_drv_fail(r, "cuStreamWaitEvent", c->err, sizeof c->err);
+        return cu_drv_fail(r, "waiting for the client's ready event", c->err, sizeof c->err);
     return 0;
 }
 

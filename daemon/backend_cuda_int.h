@@ -37,6 +37,8 @@
     X(cuEventDestroy) \
     X(cuEventRecord) \
     X(cuStreamWaitEvent) \
+    X(cuStreamWaitValue32) \
+    X(cuStreamWriteValue32) \
     X(cuIpcOpenMemHandle) \
     X(cuIpcCloseMemHandle) \
     X(cuIpcOpenEventHandle) \
