@@ -146,6 +146,10 @@ struct be_ops {
     int (*lane_use)(struct be_call *c, int s, int lane);
     int (*lane_mark)(struct be_call *c, int s, int lane, int m);
     int (*lane_wait)(struct be_call *c, int s, int lane, int m);
+    /* 1 when overlapping on lanes pays on this call's GPUs (they are
+     * shared through MPS); time-sliced, every extra NCCL launch of a call
+     * pays context switches, and qwZ stays one piece on one node. */
+    int (*lanes_cheap)(struct be_call *c);
 };
 
 /* One GPU as dev_stats sees it. */

@@ -971,4 +971,5 @@ const struct be_ops be_cuda_ops = {
     .lane_use = cu_lane_use,
     .lane_mark = cu_lane_mark,
     .lane_wait = cu_lane_wait,
+    .lanes_cheap = cu_lanes_cheap,
 };

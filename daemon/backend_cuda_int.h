@@ -156,6 +156,7 @@ int cu_make_ids(void *backend, int n, uint8_t *ids, char *why, size_t why_len);
 int cu_to_host(struct be_call *c, int s, void *dst, const void *src, size_t bytes);
 int cu_lane_use(struct be_call *c, int s, int lane);
 int cu_lane_mark(struct be_call *c, int s, int lane, int m);
+int cu_lanes_cheap(struct be_call *c);
 int cu_lane_wait(struct be_call *c, int s, int lane, int m);
 int cu_job_poll(void *backend, void *job, char *why, size_t why_len);
 uint64_t cu_job_memory(void *backend, void *job);

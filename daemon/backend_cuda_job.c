@@ -1053,3 +1053,9 @@ int cu_lane_wait(struct be_call *c, int s, int lane, int m)
     return rt_check(c, cudaStreamWaitEvent(lane ? sl->side : sl->stream, sl->mark[m], 0),
                     "cudaStreamWaitEvent (lane mark)");
 }
+
+int cu_lanes_cheap(struct be_call *c)
+{
+    struct cu_job *j = call_job(c, 0);
+    return j && j->b->devs[j->slots[0].device].mps > 0;
+}

@@ -631,10 +631,15 @@ struct qwz_plan {
     uint64_t shard, ps, P;
 };
 
-static void qwz_plan(const struct coll_args *a, uint64_t W, struct qwz_plan *q)
+static void qwz_plan(struct coll_exec *x, uint64_t W, struct qwz_plan *q)
 {
+    const struct coll_args *a = &x->args;
     uint64_t piece_bytes = QWZ_PIECE_BYTES;
     const char *env = getenv("ZPP_QWZ_PIECE_MIB"); /* experiment switch (docs/cuda.md) */
+    /* One piece on one node of time-sliced GPUs: measured slower there
+     * (bench/results/cuda-2026-11-22-h200x2-mps.txt). */
+    if (x->topo.nodes == 1 && x->call.ops->lanes_cheap && !x->call.ops->lanes_cheap(&x->call))
+        piece_bytes = UINT64_MAX;
     if (env && atoi(env) > 0)
         piece_bytes = (uint64_t)atoi(env) << 20;
     q->shard = (a->count + W - 1) / W;
@@ -657,7 +662,7 @@ static int run_qwz(struct coll_exec *x, void **send, void **recv)
     size_t esize = zk_dtype_size(a->dtype);
     uint64_t poisoned = 0;
     struct qwz_plan q;
-    qwz_plan(a, W, &q);
+    qwz_plan(x, W, &q);
     uint64_t cbf = zk_chunk_bytes(q.ps, a->bits, a->block);
     uint64_t last = q.shard - (q.P - 1) * q.ps;
     uint64_t total = W * ((q.P - 1) * cbf + zk_chunk_bytes(last, a->bits, a->block));
