@@ -10,8 +10,9 @@ Launched by torchrun, one process per rank (RANK, WORLD_SIZE, LOCAL_RANK):
 
 Ranks: node = rank // G, local = rank % G (G = WORLD_SIZE / nodes); the GPU
 is local % (visible GPUs), so the 2 x 2-on-2-GPUs layout puts one rank of
-each node on each GPU. NCCL_HOSTID is set to "zpp-node<node>" (unless set)
-so that NCCL (torch-sharded, fsdp2, hsdp) sees the virtual nodes as hosts.
+each node on each GPU. With --nodes > 1, NCCL_HOSTID is set to
+"zpp-node<node>" (--nccl-hostid) before torch.distributed starts, so that
+NCCL (torch-sharded, fsdp2, hsdp) sees the simulated nodes as hosts.
 
 Modes:
   zppd-plain    zpp.torch, plain all-gather / reduce-scatter through zppd
@@ -27,15 +28,24 @@ everywhere, identical on every machine with the same Python. The last 2%
 is held out for the evaluation loss. Batches are a deterministic function
 of (seed, step, rank), so every mode sees the same tokens.
 
-Output under --out: rank<r>.csv (step, loss, lr, step_ms, eval_loss) and
-rank<r>.json (config, median step time after --warmup steps, peak GPU
-memory allocated/reserved, final losses, the command and the date).
+--grad-accum N: N micro-batches (backwards) of --tokens-per-rank each per
+optimizer step.
+
+Output under --out: rank<r>.csv (step, loss, lr, step_ms, eval_loss; the
+losses exactly, for bit-for-bit comparisons) and rank<r>.json (config,
+median step time after --warmup steps, peak GPU memory allocated/reserved,
+final losses, whether a time limit cut the run, the command and the date).
 --ckpt-dir/--ckpt-every save checkpoints; --resume continues from the
-latest one there (same mode and world size), so a run longer than one
-device call is done in pieces.
+latest one there (same mode and world size). --max-seconds, --deadline
+and --stop-after stop every rank at the same step (a checkpoint first
+when --ckpt-dir is given). scripts/plot_train.py tabulates and plots runs.
 """
 
 from __future__ import annotations
+
+import time
+
+T_PROCESS = time.time()  # before torch's import: setup_s counts it
 
 import argparse
 import csv
@@ -46,7 +56,6 @@ import os
 import statistics
 import sys
 import sysconfig
-import time
 from pathlib import Path
 
 import torch
@@ -120,6 +129,9 @@ def corpus() -> torch.Tensor:
     root = Path(sysconfig.get_paths()["stdlib"])
     files = sorted(p for p in root.rglob("*.py") if "site-packages" not in p.parts)
     data = b"".join(p.read_bytes() for p in files)
+    if len(data) < 1 << 20:
+        raise SystemExit(f"the corpus ({root}, {len(files)} *.py files) holds only {len(data)} bytes: "
+                         "this Python's standard library is installed without its sources")
     return torch.frombuffer(bytearray(data), dtype=torch.uint8)
 
 
@@ -134,8 +146,10 @@ class Batches:
         x = torch.stack([src[s : s + self.seq + 1].long() for s in starts.tolist()])
         return x[:, :-1], x[:, 1:]
 
-    def get(self, step: int, rank: int):
-        g = torch.Generator().manual_seed(self.seed * 1_000_003 + step * 4099 + rank)
+    def get(self, step: int, rank: int, micro: int = 0):
+        """Micro-batch `micro` of `step` on `rank` (micro 0: the batch of a
+        run without gradient accumulation)."""
+        g = torch.Generator().manual_seed(self.seed * 1_000_003 + step * 4099 + rank + micro * 7_919_009)
         return self._take(self.train, g, self.batch)
 
     def held_out(self, i: int):
@@ -165,9 +179,11 @@ class Runner:
             import zpp.torch
 
             qwz, hpz, qgz = ZPP_FLAGS.get(self.mode, (False, False, False))
-            sock = args.socket.format(node=node) if self.mode != "torch-sharded" else None
-            if sock is None and self.mode != "torch-sharded":
-                raise SystemExit("--socket is needed")
+            sock = None
+            if self.mode != "torch-sharded":
+                if not args.socket:
+                    raise SystemExit("--socket (or $ZPP_SOCKET) is needed")
+                sock = args.socket.format(node=node)
             self.zp = zpp.torch.ZeroPP(
                 model, sock, rank=rank, world_size=world, local_rank=local, nodes=args.nodes,
                 job_id=args.job_id or f"gpt-{self.mode}", leader_addr=args.leader,
@@ -199,19 +215,27 @@ class Runner:
                                          lr=args.lr, betas=(0.9, 0.95))  # fmt: skip
             self.model = model
 
-    def train_step(self, x: torch.Tensor, y: torch.Tensor, lr: float) -> float:
-        loss = F.cross_entropy(self.model(x).float().view(-1, 256), y.reshape(-1))
+    def train_step(self, micro: list, lr: float) -> float:
+        """One optimizer step over the micro-batches [(x, y), ...]; returns
+        their mean loss (one device sync)."""
+        k = len(micro)
+        tot = None
+        for x, y in micro:
+            loss = F.cross_entropy(self.model(x).float().view(-1, 256), y.reshape(-1))
+            if self.zp is not None:
+                self.zp.backward(loss)  # step() divides by the number of backwards
+            else:
+                (loss / k if k > 1 else loss).backward()
+            tot = loss.detach() if tot is None else tot + loss.detach()
         if self.zp is not None:
-            self.zp.backward(loss)
             self.zp.step(lr=lr)
         else:
-            loss.backward()
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.args.clip)
             for g in self.opt.param_groups:
                 g["lr"] = lr
             self.opt.step()
             self.opt.zero_grad(set_to_none=True)
-        return float(loss.detach())
+        return float(tot / k if k > 1 else tot)
 
     @torch.no_grad()
     def eval_loss(self, batches: Batches, n: int) -> float:
@@ -247,6 +271,20 @@ class Runner:
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
 
+def agree_any(run: Runner, flag: bool, needs_dist: bool) -> bool:
+    """True when flag is True on any rank (collective: every rank calls it
+    at the same step), so that all ranks stop at the same step."""
+    if run.zp is not None:
+        return run.zp.any_rank(flag)
+    if needs_dist:
+        import torch.distributed as dist
+
+        t = torch.tensor([1.0 if flag else 0.0], device=run.device)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return bool(t.item() > 0)
+    return flag
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mode", choices=MODES, required=True)
@@ -255,7 +293,11 @@ def main() -> int:
                     help="zppd socket of this rank's node; {node} is replaced by the node index")
     ap.add_argument("--leader", default=None, help="peer address of node 0's zppd (host:port)")
     ap.add_argument("--job-id", default=None)
-    ap.add_argument("--tokens-per-rank", type=int, default=1024, help="per step (batch x seq)")
+    ap.add_argument("--nccl-hostid", default="zpp-node{node}",
+                    help="NCCL_HOSTID of this rank when --nodes > 1 ({node}: its node), set before "
+                         "torch.distributed starts; '' keeps the environment's")
+    ap.add_argument("--tokens-per-rank", type=int, default=1024, help="per micro-batch (batch x seq)")
+    ap.add_argument("--grad-accum", type=int, default=1, help="micro-batches (backwards) per optimizer step")
     ap.add_argument("--seq", type=int, default=1024)
     ap.add_argument("--d-model", type=int, default=768)
     ap.add_argument("--layers", type=int, default=14)  # 14 x 12 d^2 + embeddings: about 100M
@@ -271,12 +313,21 @@ def main() -> int:
     ap.add_argument("--bits-g", type=int, default=4)
     ap.add_argument("--slots", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--deterministic", action="store_true",
+                    help="torch.use_deterministic_algorithms (warn only) and CUBLAS_WORKSPACE_CONFIG: "
+                         "for bit-for-bit comparisons between runs on a GPU")
     ap.add_argument("--eval-every", type=int, default=50)
     ap.add_argument("--eval-batches", type=int, default=4)
     ap.add_argument("--ckpt-dir", default=None)
     ap.add_argument("--ckpt-every", type=int, default=0)
     ap.add_argument("--resume", action="store_true")
-    ap.add_argument("--max-seconds", type=float, default=0, help="stop (after a checkpoint) past this")
+    ap.add_argument("--max-seconds", type=float, default=0,
+                    help="stop (after a checkpoint, all ranks at the same step) once the training loop "
+                         "has run this long")
+    ap.add_argument("--deadline", type=float, default=0,
+                    help="unix time: stop (as --max-seconds) before a step that would end past it")
+    ap.add_argument("--stop-after", type=int, default=0,
+                    help="stop (after a checkpoint) after this many steps in this process (tests --resume)")
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--out", default="runs/gpt")
     args = ap.parse_args()
@@ -284,9 +335,17 @@ def main() -> int:
     rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
     if world % args.nodes:
         raise SystemExit(f"WORLD_SIZE {world} is not a multiple of --nodes {args.nodes}")
+    if args.grad_accum < 1:
+        raise SystemExit("--grad-accum must be >= 1")
     G = world // args.nodes
     node, local = rank // G, rank % G
-    os.environ.setdefault("NCCL_HOSTID", f"zpp-node{node}")
+    # Before anything starts NCCL (torch.distributed below; zppd modes use
+    # no NCCL in this process): the simulated nodes must look like hosts.
+    if args.nodes > 1 and args.nccl_hostid:
+        os.environ["NCCL_HOSTID"] = args.nccl_hostid.format(node=node)
+    if args.deterministic:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True, warn_only=True)
     if args.device == "cuda":
         device = torch.device("cuda", local % torch.cuda.device_count())
         torch.cuda.set_device(device)
@@ -319,51 +378,81 @@ def main() -> int:
         if done:
             start = run.load(done[-1]) + 1
     csv_path = out / f"rank{rank}.csv"
-    fcsv = open(csv_path, "a" if start else "w", newline="")
+    header = ["step", "loss", "lr", "step_ms", "eval_loss"]
+    kept = []
+    if start and csv_path.exists():  # rows a cut run wrote past its checkpoint go
+        with open(csv_path, newline="") as f:
+            kept = [r for r in csv.reader(f) if r and r[0].isdigit() and int(r[0]) < start]
+    fcsv = open(csv_path, "w", newline="")
     w = csv.writer(fcsv)
-    if not start:
-        w.writerow(["step", "loss", "lr", "step_ms", "eval_loss"])
+    w.writerow(header)
+    w.writerows(kept)
     times, last_loss, last_eval = [], float("nan"), float("nan")
-    t_begin = time.time()
+    limited = bool(args.max_seconds or args.deadline)
+    stopped_early = False
+    setup_s = time.time() - T_PROCESS
     if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        mem_setup = torch.cuda.memory_allocated(device) / 2**20
         torch.cuda.reset_peak_memory_stats(device)
+    t_begin = time.time()
+    step, last_s = start - 1, 0.0
     for step in range(start, args.steps):
-        x, y = (t.to(device, non_blocking=True) for t in batches.get(step, rank))
+        micro = [tuple(t.to(device, non_blocking=True) for t in batches.get(step, rank, m))
+                 for m in range(args.grad_accum)]  # fmt: skip
         lr = lr_at(step, args)
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         t0 = time.perf_counter()
-        last_loss = run.train_step(x, y, lr)
+        last_loss = run.train_step(micro, lr)
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         ms = (time.perf_counter() - t0) * 1e3
         if step - start >= args.warmup:
             times.append(ms)
+        stop = bool(args.stop_after and step + 1 - start >= args.stop_after and step + 1 < args.steps)
+        if limited and step + 1 < args.steps:
+            now = time.time()
+            # the next step, an evaluation and a checkpoint must still fit
+            late = (args.max_seconds and now - t_begin > args.max_seconds) or (
+                args.deadline and now + 3 * (now - last_s if last_s else ms / 1e3) > args.deadline)
+            stop = agree_any(run, bool(late), needs_dist) or stop
+            last_s = now
         ev = ""
-        if args.eval_every and ((step + 1) % args.eval_every == 0 or step + 1 == args.steps):
+        if args.eval_every and ((step + 1) % args.eval_every == 0 or step + 1 == args.steps or stop):
             last_eval = ev = run.eval_loss(batches, args.eval_batches)
-        w.writerow([step, f"{last_loss:.6f}", f"{lr:.3e}", f"{ms:.2f}", ev if ev == "" else f"{ev:.6f}"])
+        w.writerow([step, repr(last_loss), f"{lr:.6e}", f"{ms:.3f}", ev if ev == "" else repr(ev)])
         fcsv.flush()
-        if rank == 0 and (step % 10 == 0 or step + 1 == args.steps):
+        if rank == 0 and (step % 10 == 0 or step + 1 == args.steps or stop):
             print(f"[{args.mode}] step {step} loss {last_loss:.4f} {ms:.1f} ms", flush=True)
-        stop = args.max_seconds and time.time() - t_begin > args.max_seconds
         if args.ckpt_dir and ((args.ckpt_every and (step + 1) % args.ckpt_every == 0) or stop
                               or step + 1 == args.steps):  # fmt: skip
             run.save(os.path.join(args.ckpt_dir, f"step-{step:06d}"), step)
         if stop:
+            stopped_early = True
             break
     fcsv.close()
     summary = {
-        "mode": args.mode, "rank": rank, "world_size": world, "nodes": args.nodes,
-        "params": nparams, "tokens_per_rank": args.tokens_per_rank, "seq": seq, "batch": batch,
-        "dtype": args.dtype, "steps_done": step + 1 if args.steps > start else start,
-        "start_step": start, "final_loss": last_loss, "final_eval_loss": last_eval,
+        "mode": args.mode, "rank": rank, "world_size": world, "nodes": args.nodes, "node": node,
+        "params": nparams, "tokens_per_rank": args.tokens_per_rank, "grad_accum": args.grad_accum,
+        "seq": seq, "batch": batch, "dtype": args.dtype, "steps": args.steps,
+        "steps_done": step + 1, "start_step": start, "stopped_early": stopped_early,
+        "final_loss": last_loss, "final_eval_loss": last_eval,
         "median_step_ms": statistics.median(times) if times else None,
+        "mean_step_ms": statistics.fmean(times) if times else None,
+        "timed_steps": len(times), "setup_s": round(setup_s, 2),
+        "train_s": round(time.time() - t_begin, 2),
+        "tokens_per_s_per_rank": (args.tokens_per_rank * args.grad_accum * 1e3 / statistics.median(times)
+                                  if times else None),
+        "mem_allocated_after_setup_mib": mem_setup if device.type == "cuda" else None,
         "peak_mem_allocated_mib": (torch.cuda.max_memory_allocated(device) / 2**20
                                    if device.type == "cuda" else None),
         "peak_mem_reserved_mib": (torch.cuda.max_memory_reserved(device) / 2**20
                                   if device.type == "cuda" else None),
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        "gpu": device.index if device.type == "cuda" else None,
+        "nccl_hostid": os.environ.get("NCCL_HOSTID"),
+        "deterministic": args.deterministic, "torch": torch.__version__,
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "command": " ".join([sys.executable] + sys.argv),
         "zpp_stats": dict(run.zp.stats) if run.zp is not None else None,

@@ -85,10 +85,11 @@ def attach(conn: Connection, n_events: int = 32) -> None:
 
 def sync_mode(conn: Connection) -> str:
     """How conn orders the daemon's work against its streams after hello:
-    "flags", "events" or "none" (zpp_cuda_sync_mode; "none" also where the
-    library lacks the call)."""
+    what zpp_cuda_sync_mode says where the library has it; else "events"
+    (interprocess events, the only way of today's libzpp) for a CUDA build
+    and "none" for a host-only one."""
     if not LIB.has("zpp_cuda_sync_mode"):
-        return "none"
+        return "events" if available() else "none"
     r = LIB.zpp_cuda_sync_mode(conn._handle())
     return r.decode() if r else "none"
 

@@ -235,9 +235,12 @@ class CudaComm(_Comm):
     def alloc_many(self, plan: Sequence[Tuple[int, torch.dtype]]) -> List[torch.Tensor]:
         # One allocation per piece: a registration covers at most 16 VMM
         # chunks (320 MiB with PyTorch's), so one huge arena could not be
-        # registered whole; pieces are each registered once, on first use.
+        # registered whole; each piece is registered once, here: a failure
+        # shows at construction, not inside a step or backward's thread.
         out = [torch.zeros(max(n, 1), dtype=dt, device=self.device)[:n] for n, dt in plan]
         self._keep += out
+        for t in out:
+            self._ref(t)
         return out
 
     def _ref(self, t: torch.Tensor) -> BufRef:
@@ -362,8 +365,11 @@ class TorchComm(_Comm):
 
     def reduce_scatter(self, inp, out, count, *, qgz, bits, block, stages, async_op):  # type: ignore[no-untyped-def]
         W, shard = self.world, _ceil(count, self.world)
-        src = torch.zeros(W * shard, dtype=inp.dtype, device=inp.device)
-        src[:count] = inp[:count]
+        if count == W * shard:  # no padding: the input as it is (gloo reduces in place: a gradient slot)
+            src = inp[:count]
+        else:
+            src = torch.zeros(W * shard, dtype=inp.dtype, device=inp.device)
+            src[:count] = inp[:count]
         if self.gloo:
             self.dist.all_reduce(src, group=self.group)
             part = src[self.rank * shard : (self.rank + 1) * shard]
@@ -960,6 +966,15 @@ class ZeroPP(nn.Module):
                             key=None, async_op=False)  # fmt: skip
         del k
         return self._fout.view(self.world, 4).to("cpu")
+
+    @torch.no_grad()
+    def any_rank(self, flag: bool) -> bool:
+        """True when flag is True on any rank. Collective (every rank calls
+        it at the same point, outside a backward): e.g. for all ranks to
+        stop at the same step when one of them runs out of time."""
+        if self._armed:
+            raise RuntimeError("any_rank() during backward")
+        return bool(float(self._gather_floats([1.0 if flag else 0.0])[:, 0].sum()) > 0)
 
     @torch.no_grad()
     def step(self, lr: Optional[float] = None) -> bool:
