@@ -371,7 +371,16 @@ int zpp_collective_async(zpp_conn *c, const zpp_coll *call, CUstream stream, uin
     }
     if (slot < 0)
         return zpp__set_err(c, ZPP_EBUSY, "every event of the pool is in flight: wait first");
+    /* The events belong to the context attached at zpp_cuda_attach; a
+     * caller's thread (autograd's backward thread, say) may have none or
+     * another current. */
+    CUcontext prev = NULL;
+    ZCU(cuCtxGetCurrent)(&prev);
+    if (prev != z->ctx)
+        ZCU(cuCtxSetCurrent)(z->ctx);
     CUresult r = ZCU(cuEventRecord)(z->ready[slot], stream);
+    if (prev != z->ctx)
+        ZCU(cuCtxSetCurrent)(prev);
     if (r != CUDA_SUCCESS)
         return drv_err(c, r, "cuEventRecord (ready event)");
     uint64_t id = 0;
@@ -404,7 +413,13 @@ int zpp_wait_stream(zpp_conn *c, uint64_t req_id, CUstream stream, zpp_result *r
         return rc;
     /* Also after a failed call: the daemon may have recorded done[slot]
      * (a failure after enqueue); waiting on it costs nothing otherwise. */
+    CUcontext prev = NULL;
+    ZCU(cuCtxGetCurrent)(&prev);
+    if (prev != z->ctx)
+        ZCU(cuCtxSetCurrent)(z->ctx);
     CUresult r = ZCU(cuStreamWaitEvent)(stream, z->done[slot], 0);
+    if (prev != z->ctx)
+        ZCU(cuCtxSetCurrent)(prev);
     if (r != CUDA_SUCCESS && rc == 0)
         return drv_err(c, r, "cuStreamWaitEvent (done event)");
     return rc;
