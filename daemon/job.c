@@ -1029,12 +1029,18 @@ void job_leave(struct session *s, const char *reason)
         job_unref(j);
         return;
     }
-    if (j->state == JOB_RUNNING && !j->multi && d->cfg.rejoin_timeout_ms && !j->calls &&
+    /* Between calls, with nobody waiting on it: the rank may come back on
+     * a new connection. Across daemons this is also how a job ends well:
+     * each node's ranks leave after their last call, whose NCCL work on the
+     * other nodes may still be running; aborting at the first leave would
+     * fail those calls. A node whose ranks are all away keeps the job (and
+     * answers heartbeats) until rejoin_timeout_ms, then ends it and tells
+     * the others. */
+    if (j->state == JOB_RUNNING && d->cfg.rejoin_timeout_ms && !j->calls &&
         (j->detached_ms || (j->detached_ms = calloc(j->world, sizeof *j->detached_ms)))) {
-        /* Between calls, with nobody waiting on it: the rank may come back
-         * on a new connection. Its reference on the job stays with the
-         * detached slot. (A rank that leaves while calls are pending
-         * aborts the job at once: its peers would otherwise hang.) */
+        /* Its reference on the job stays with the detached slot. (A rank
+         * that leaves while calls are pending aborts the job at once: its
+         * peers would otherwise hang.) */
         j->detached_ms[r] = zppd_now_ms();
         j->ndetached++;
         ZLOG_I("job", "rank left between calls: it may rejoin", "job=%s rank=%u pid=%u "
@@ -1069,7 +1075,15 @@ void job_tick(struct zppd *d)
                 if (j->detached_ms[r] && now - j->detached_ms[r] > d->cfg.rejoin_timeout_ms)
                     late = r;
             if (j->state == JOB_ABORTED || late != UINT32_MAX) {
-                if (j->state != JOB_ABORTED) {
+                if (j->state != JOB_ABORTED && j->multi && j->njoined == 0) {
+                    /* every rank of this node is gone: its part of the job
+                     * is over; the other nodes learn it (cluster_abort) */
+                    ZLOG_I("job", "job ended on this node", "job=%s uid=%u node=%u", j->id,
+                           j->uid, j->node);
+                    job_abort(j, MET_ABORT_DISCONNECT,
+                              "every rank of node %u left and none came back within %u ms",
+                              j->node, d->cfg.rejoin_timeout_ms);
+                } else if (j->state != JOB_ABORTED) {
                     job_abort(j, MET_ABORT_DISCONNECT,
                               "rank %u left and did not rejoin within %u ms", late,
                               d->cfg.rejoin_timeout_ms);

@@ -41,6 +41,12 @@
  *     zppd that does not know the job: A aborts naming node 1.
  * 12. Two daemons claim node 1: the leader refuses the second ("already
  *     joined"); what happens to the formed job is printed, not asserted.
+ * 13. A job ends well across daemons (rejoin_timeout_ms = 1500): node 0's
+ *     rank leaves between calls: node 1's job stays running (its last
+ *     calls would still be finishing), a new rank 0 may rejoin on node 0
+ *     within the timeout and the job goes on; when rank 0 leaves again and
+ *     stays away, node 0 ends the job after the timeout and node 1's job
+ *     ends too, naming node 0.
  *
  * Timings are printed ("timing: ...").
  */
@@ -89,6 +95,7 @@ typedef struct {
     int rc[MAXR];
     int64_t t_done[MAXR];
     char msg[MAXR][MSG_LEN];
+    int leave[MAXR]; /* test -> one rank: close and exit */
     int go;      /* test -> ranks: submit now (SUBMIT_ON_GO) */
     int release; /* test -> ranks: close and exit */
     rank_spec spec[MAXR];
@@ -171,7 +178,7 @@ static int rank_main(int slot, void *arg)
         st(&g_sh->done[slot], 1);
     }
     deadline = zh_now_ms() + 40000;
-    while (!ld(&g_sh->release) && zh_now_ms() < deadline)
+    while (!ld(&g_sh->release) && !ld(&g_sh->leave[slot]) && zh_now_ms() < deadline)
         sleep_ms(5);
     zpp_close(c);
     return 0;
@@ -914,6 +921,58 @@ typedef struct {
     void (*fn)(void);
 } scenario;
 
+/* ---- 13. a job ends well across daemons ------------------------------ */
+
+static void leave(int slot)
+{
+    st(&g_sh->leave[slot], 1);
+    ASSERT_EQ(zh_reap(g_pid[slot], 5000), 0);
+    g_pid[slot] = 0;
+}
+
+static void test_clean_end(void)
+{
+    reset_shared();
+    zh_daemon a, b;
+    char aa[128], ab[128];
+    start(FAST "rejoin_timeout_ms = 1500\n", &a, aa, sizeof aa);
+    start(FAST "rejoin_timeout_ms = 1500\n", &b, ab, sizeof ab);
+    const char *job = "mn-end";
+    spawn(0, &a, job, 0, 2, 2, aa, SUBMIT_NEVER);
+    spawn(1, &b, job, 1, 2, 2, aa, SUBMIT_NEVER);
+    wait_hello(2);
+    wait_state(&a, job, "running", 5000);
+    wait_state(&b, job, "running", 5000);
+    /* Rank 0 leaves between calls: nothing is aborted anywhere. */
+    leave(0);
+    sleep_ms(700);
+    char s1[32], s2[32];
+    job_state(&a, job, s1, sizeof s1);
+    job_state(&b, job, s2, sizeof s2);
+    ASSERT(!strcmp(s1, "running") && !strcmp(s2, "running"));
+    /* A new process rejoins as rank 0 within the timeout: the job goes on. */
+    spawn(2, &a, job, 0, 2, 2, aa, SUBMIT_NEVER);
+    while (!ld(&g_sh->hello[2]))
+        sleep_ms(5);
+    ASSERT_EQ(ld(&g_sh->hello[2]), 1);
+    sleep_ms(1500);
+    job_state(&a, job, s1, sizeof s1);
+    job_state(&b, job, s2, sizeof s2);
+    ASSERT(!strcmp(s1, "running") && !strcmp(s2, "running"));
+    /* It leaves for good: node 0 ends the job after the timeout, and node 1
+     * learns it (its rank is still connected, so it lists the job). */
+    int64_t t0 = zh_now_ms();
+    leave(2);
+    int64_t took = wait_state(&b, job, "aborted", 5000);
+    printf("timing: node 0's last rank left -> node 1's job ended after %lld ms "
+           "(rejoin_timeout_ms 1500)\n", (long long)(zh_now_ms() - t0));
+    ASSERT_LE(1400, took);
+    ASSERT(zh_daemon_alive(&a) && zh_daemon_alive(&b));
+    release_all(2);
+    stop(&a);
+    stop(&b);
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -932,6 +991,7 @@ int main(int argc, char **argv)
         {"a rank dies while the job forms", test_rank_dies_while_forming},
         {"a member restarts mid-job", test_member_restarts},
         {"two daemons claim the same node", test_duplicate_node},
+        {"a job ends well across daemons", test_clean_end},
     };
     int n = (int)(sizeof all / sizeof all[0]);
     int only = argc > 1 ? atoi(argv[1]) : 0;
