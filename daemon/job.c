@@ -989,6 +989,20 @@ void job_abort(struct job *j, int cause, const char *fmt, ...)
         *pp = c->next;
         call_free(c);
     }
+    /* Close the backend's side now rather than when the last rank leaves:
+     * GPU work already queued may wait for a peer that will never come
+     * (another node's ranks, a dead rank), and a client whose stream waits
+     * behind it would never leave. The cuda backend drains what it can and
+     * aborts the communicators after 10 s (docs/cuda.md, "Failure"). The
+     * output of calls already answered is then undefined; their ranks
+     * learn of the abort at their next call. */
+    int running = 0;
+    for (struct call *c = j->calls; c; c = c->next)
+        running |= c->running;
+    if (j->be_job && !running) {
+        d->be->job_close(d->be_state, j->be_job, 1);
+        j->be_job = NULL;
+    }
 }
 
 /* Drops the references of the ranks still away (an aborted job, or one
