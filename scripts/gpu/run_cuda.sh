@@ -6,12 +6,15 @@
 # their libraries come prebuilt in .carry/cu (scripts/gpu/stage.sh); NCCL
 # and the CUDA driver come from the machine. Logs go to $OUT (or ./out).
 #   [MPS=1] scripts/gpu/run_cuda.sh [all|test|bench|kill] [MAX_MIB]
+# W=N (default 2) ranks, one per GPU (W=4 on nvidia-h200-x4; the virtual-
+# node test then runs 2 nodes x W/2).
 # MPS=1 runs everything (daemons and clients) under a private CUDA MPS
 # control daemon (docs/cuda.md, "MPS"); its logs get the suffix -mps.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export NCCL_RAS_ENABLE=0
 what=${1:-all}
+W=${W:-2}
 max=${2:-1024}
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
@@ -53,31 +56,31 @@ if [ "$what" = all ] || [ "$what" = test ]; then
   start host1 "$T/host1.sock" -b host -o host_threads=8 -o store_budget=16G -o store_budget_per_tenant=16G
   start host2 "$T/host2.sock" -b host -o virtual_nodes=2 -o host_threads=8 -o store_budget=16G -o store_budget_per_tenant=16G
   log "test 1x2 up to $max MiB"
-  timeout 150 "$B/zpp-cuda-test" -s "$T/cuda.sock" -H "$T/host1.sock" -w 2 -n 1 -m "$max" -L \
+  timeout 150 "$B/zpp-cuda-test" -s "$T/cuda.sock" -H "$T/host1.sock" -w "$W" -n 1 -m "$max" -L \
     > "$OUT/test-1x2$sfx.log" 2>&1; r=$?; log "test 1x2 exit $r"; [ $r = 0 ] || rc=1
   grep -c ^PASS "$OUT/test-1x2$sfx.log" | sed 's/^/PASS lines: /' | tee -a "$OUT/summary.txt"
   grep ^FAIL "$OUT/test-1x2$sfx.log" | head -20 | tee -a "$OUT/summary.txt"
   m2=$(( max < 256 ? max : 256 ))
   log "test 2x1 (virtual nodes) up to $m2 MiB"
-  timeout 80 "$B/zpp-cuda-test" -s "$T/cuda.sock" -H "$T/host2.sock" -w 2 -n 2 -m "$m2" \
+  timeout 80 "$B/zpp-cuda-test" -s "$T/cuda.sock" -H "$T/host2.sock" -w "$W" -n 2 -m "$m2" \
     > "$OUT/test-2x1$sfx.log" 2>&1; r=$?; log "test 2x1 exit $r"; [ $r = 0 ] || rc=1
   grep -c ^PASS "$OUT/test-2x1$sfx.log" | sed 's/^/PASS lines: /' | tee -a "$OUT/summary.txt"
   grep ^FAIL "$OUT/test-2x1$sfx.log" | head -20 | tee -a "$OUT/summary.txt"
   stop host1; stop host2
   log "two concurrent jobs of two tenants, 10000 calls each"
-  timeout 120 "$B/zpp-cuda-test" -s "$T/cuda.sock" -w 2 -C 10000 >> "$OUT/test-2x1$sfx.log" 2>&1
+  timeout 120 "$B/zpp-cuda-test" -s "$T/cuda.sock" -w "$W" -C 10000 >> "$OUT/test-2x1$sfx.log" 2>&1
   r=$?; log "concurrent test exit $r"; [ $r = 0 ] || rc=1
   grep -i "concurrent" "$OUT/test-2x1$sfx.log" | tail -3 | tee -a "$OUT/summary.txt"
 fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
   log "bench 1x2 up to $max MiB"
-  timeout 180 "$B/zpp-bench" -s "$T/cuda.sock" -w 2 -n 1 -m "$max" > "$OUT/bench-1x2$sfx.log" 2>&1
+  timeout 180 "$B/zpp-bench" -s "$T/cuda.sock" -w "$W" -n 1 -m "$max" > "$OUT/bench-1x2$sfx.log" 2>&1
   r=$?; log "bench exit $r"; [ $r = 0 ] || rc=1
 fi
 if [ "$what" = all ] || [ "$what" = test ] || [ "$what" = kill ]; then
   # last: a daemon left wedged by it must not cost the other results
   log "kill test"
-  timeout 150 "$B/zpp-cuda-test" -s "$T/cuda.sock" -w 2 -K > "$OUT/test-kill$sfx.log" 2>&1
+  timeout 150 "$B/zpp-cuda-test" -s "$T/cuda.sock" -w "$W" -K > "$OUT/test-kill$sfx.log" 2>&1
   r=$?; log "kill test exit $r"; [ $r = 0 ] || rc=1
   tail -6 "$OUT/test-kill$sfx.log" | tee -a "$OUT/summary.txt"
   # What the daemon still holds, until its deferred releases and imports

@@ -10,6 +10,7 @@
 #   2x1: each daemon owns one GPU (CUDA_VISIBLE_DEVICES=0 / =1), 2 ranks;
 #   2x2: each daemon owns both GPUs; ranks 0,1 = node 0 on GPUs 0,1, ranks
 #        2,3 = node 1 on GPUs 0,1 (each GPU carries one rank of each node).
+#   2x2x4: four GPUs (nvidia-h200-x4): node 0 owns GPUs 0,1, node 1 GPUs 2,3.
 # Binaries and their libraries come prebuilt in .carry/cu
 # (scripts/gpu/stage.sh BUILD_DIR); NCCL and the CUDA driver come from the
 # machine. At most 6 files land in $OUT (or ./out): summary.txt,
@@ -136,6 +137,7 @@ for lay in $layouts; do
   case $lay in
     2x1) G=1; cvd0=0; cvd1=1 ;;
     2x2) G=2; cvd0=0,1; cvd1=0,1 ;;
+    2x2x4) G=2; cvd0=0,1; cvd1=2,3 ;; # four GPUs: one rank per GPU (issue 14)
     *) log "unknown layout $lay"; rc=1; continue ;;
   esac
   log "layout $lay: node 0 CUDA_VISIBLE_DEVICES=$cvd0 NCCL_HOSTID=zpp-node0 peer :7399 (leader)," \
