@@ -756,10 +756,34 @@ static void cuda_events_close(void *backend, void *state)
             ZCU(cuStreamWriteValue32)((CUstream)b->unblock[ev->device],
                                       (CUdeviceptr)(uintptr_t)ev->flags + 4u * (unsigned)i,
                                       ev->gen[i], 0);
+    if (ev->flags) {
+        /* Free the flags once the job streams' pending waits have read
+         * them AND the gate has done its last write: a client that closed
+         * with work still running completes its events later, and the gate
+         * then still writes. A gate stuck behind a dead event keeps its
+         * 2 MiB of flags (shown as a deferred release). */
+        cudaEvent_t *fe = NULL;
+        int nfe = 0;
+        if (cu_jobs_fence(b, ev->device, &fe, &nfe) == 0) {
+            cudaEvent_t *all = realloc(fe, sizeof *all * (size_t)(nfe + 1));
+            if (all && ev->gate &&
+                cudaEventCreateWithFlags(&all[nfe], cudaEventDisableTiming) == cudaSuccess) {
+                if (cudaEventRecord(all[nfe], ev->gate) == cudaSuccess)
+                    nfe++;
+                else
+                    cudaEventDestroy(all[nfe]);
+            }
+            fe = all ? all : fe;
+        }
+        struct cu_grave *g = fe ? cu_grave_add(b, fe, nfe, flags_free_now, ev->flags) : NULL;
+        if (g)
+            g->device = ev->device;
+        else if (!fe) /* out of memory: keep the flags rather than risk a fault */
+            ZLOG_W("cuda", "a session's flags are not freed (out of memory)", "device=%d",
+                   ev->device);
+    }
     if (ev->gate)
         cudaStreamDestroy(ev->gate); /* returns at once; a dead wait stays behind */
-    if (ev->flags) /* after the job streams' pending waits have read them */
-        cu_defer(b, ev->device, flags_free_now, ev->flags);
     free(ev->gen);
     for (int i = 0; i < ev->n; i++) {
         if (ev->ready && ev->ready[i])
