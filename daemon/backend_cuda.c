@@ -765,10 +765,14 @@ static void cuda_events_close(void *backend, void *state)
         cudaEvent_t *fe = NULL;
         int nfe = 0;
         if (cu_jobs_fence(b, ev->device, &fe, &nfe) == 0) {
-            cudaEvent_t *all = realloc(fe, sizeof *all * (size_t)(nfe + 1));
-            if (all && ev->gate &&
-                cudaEventCreateWithFlags(&all[nfe], cudaEventDisableTiming) == cudaSuccess) {
-                if (cudaEventRecord(all[nfe], ev->gate) == cudaSuccess)
+            cudaEvent_t *all = realloc(fe, sizeof *all * (size_t)(nfe + 2));
+            /* the gate's last write, and the unblocking writes above */
+            cudaStream_t last[2] = {ev->gate, b->unblock ? b->unblock[ev->device] : NULL};
+            for (int k = 0; all && k < 2; k++) {
+                if (!last[k] ||
+                    cudaEventCreateWithFlags(&all[nfe], cudaEventDisableTiming) != cudaSuccess)
+                    continue;
+                if (cudaEventRecord(all[nfe], last[k]) == cudaSuccess)
                     nfe++;
                 else
                     cudaEventDestroy(all[nfe]);
