@@ -1026,7 +1026,7 @@ int cu_lane_use(struct be_call *c, int s, int lane)
 /* Records mark m on a lane (its state as of now); lane_wait makes later work
  * on a lane wait for the mark's latest record. A wait captures the event's
  * state when it is enqueued, so re-recording the mark afterwards is safe. */
-int cu_lane_mark(struct be_call *c, int s, int lane, int m)
+static int lane_mark_op(struct be_call *c, int s, int lane, int m, int wait)
 {
     struct cu_slot *sl;
     int rc = slot_use(c, s, &sl);
@@ -1036,22 +1036,20 @@ int cu_lane_mark(struct be_call *c, int s, int lane, int m)
         snprintf(c->err, sizeof c->err, "cuda backend: no lane mark %d", m);
         return ZPP_EINVAL;
     }
-    return rt_check(c, cudaEventRecord(sl->mark[m], lane ? sl->side : sl->stream),
-                    "cudaEventRecord (lane mark)");
+    cudaStream_t st = lane ? sl->side : sl->stream;
+    if (wait)
+        return rt_check(c, cudaStreamWaitEvent(st, sl->mark[m], 0), "cudaStreamWaitEvent (lane)");
+    return rt_check(c, cudaEventRecord(sl->mark[m], st), "cudaEventRecord (lane mark)");
+}
+
+int cu_lane_mark(struct be_call *c, int s, int lane, int m)
+{
+    return lane_mark_op(c, s, lane, m, 0);
 }
 
 int cu_lane_wait(struct be_call *c, int s, int lane, int m)
 {
-    struct cu_slot *sl;
-    int rc = slot_use(c, s, &sl);
-    if (rc)
-        return rc;
-    if (m < 0 || m >= BE_LANE_MARKS) {
-        snprintf(c->err, sizeof c->err, "cuda backend: no lane mark %d", m);
-        return ZPP_EINVAL;
-    }
-    return rt_check(c, cudaStreamWaitEvent(lane ? sl->side : sl->stream, sl->mark[m], 0),
-                    "cudaStreamWaitEvent (lane mark)");
+    return lane_mark_op(c, s, lane, m, 1);
 }
 
 int cu_lanes_cheap(struct be_call *c)
