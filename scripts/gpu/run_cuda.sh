@@ -26,10 +26,9 @@ log() { echo "== $(date -u +%FT%TZ) $*" | tee -a "$OUT/summary.txt"; }
 sfx=
 if [ "${MPS:-0}" = 1 ]; then
   sfx=-mps
-  export CUDA_MPS_PIPE_DIRECTORY=/tmp/zpp-mps CUDA_MPS_LOG_DIRECTORY=/tmp/zpp-mps-log
-  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-  nvidia-cuda-mps-control -d || { log "cannot start the MPS control daemon"; exit 1; }
-  trap 'echo quit | nvidia-cuda-mps-control; sleep 1' EXIT
+  . "$(dirname "$0")/mps.sh"
+  mps_start || { log "cannot start the MPS control daemon"; exit 1; }
+  trap mps_stop EXIT
 fi
 
 {

@@ -63,9 +63,8 @@ done
 PIDS=()     # daemons of the current layout: "name:pid"
 mps_on=0
 if [ "${MPS:-0}" = 1 ]; then
-  export CUDA_MPS_PIPE_DIRECTORY=/tmp/zpp-mps CUDA_MPS_LOG_DIRECTORY=/tmp/zpp-mps-log
-  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-  if nvidia-cuda-mps-control -d; then mps_on=1; log "MPS control daemon started"
+  . "$(dirname "$0")/mps.sh"
+  if mps_start; then mps_on=1; log "MPS control daemon started"
   else log "MPS: nvidia-cuda-mps-control -d failed; going on without MPS"; fi
 fi
 
@@ -118,7 +117,7 @@ cleanup() {
   PIDS=()
   [ -n "${HOSTD:-}" ] && stop "$HOSTD"
   HOSTD=
-  if [ $mps_on = 1 ]; then echo quit | nvidia-cuda-mps-control; sleep 1; mps_on=0; log "MPS quit"; fi
+  if [ $mps_on = 1 ]; then mps_stop; mps_on=0; log "MPS quit"; fi
 }
 trap cleanup EXIT
 

@@ -129,16 +129,15 @@ fi
 # ---- MPS ------------------------------------------------------------------
 mps_on=0
 if [ "${MPS:-0}" = 1 ]; then
-  export CUDA_MPS_PIPE_DIRECTORY=/tmp/zpp-mps CUDA_MPS_LOG_DIRECTORY=/tmp/zpp-mps-log
-  mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
-  if nvidia-cuda-mps-control -d; then mps_on=1; log "MPS control daemon started"
+  . "$(dirname "$0")/mps.sh"
+  if mps_start; then mps_on=1; log "MPS control daemon started"
   else log "MPS: nvidia-cuda-mps-control -d failed"; fi
   # a CUDA client on every GPU must come up under it, else no MPS at all
   if [ $mps_on = 1 ] && ! timeout 60 "$PY" -c 'import torch
 for d in range(torch.cuda.device_count()): torch.zeros(1, device=f"cuda:{d}").add_(1).item()' >> "$S" 2>&1
   then
     log "MPS: a CUDA client failed under it: MPS quit"
-    echo quit | nvidia-cuda-mps-control; mps_on=0
+    mps_stop; mps_on=0
   fi
   if [ $mps_on = 1 ]; then echo "MPS servers: $(echo get_server_list | nvidia-cuda-mps-control | paste -sd' ')" >> "$S"
   else log "going on without MPS"; unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY; fi
@@ -202,7 +201,7 @@ cleanup() {
   [ -n "$TP" ] && killrun KILL
   TP=
   [ ${#DPIDS[@]} -gt 0 ] && stop_daemons "$T"
-  if [ $mps_on = 1 ]; then echo quit | nvidia-cuda-mps-control; mps_on=0; log "MPS quit"; fi
+  if [ $mps_on = 1 ]; then mps_stop; mps_on=0; log "MPS quit"; fi
   if [ "${MPS:-0}" = 1 ] && [ ! -d "$RUNS/mps-log" ]; then
     mkdir -p "$RUNS/mps-log"; cp /tmp/zpp-mps-log/*.log "$RUNS/mps-log/" 2>/dev/null
   fi
