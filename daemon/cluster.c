@@ -51,6 +51,7 @@ struct cl_state {
     struct peer *peer;
     char addr[PEER_MAX_ADDRESS + 1];
     struct orphan *orphans;
+    uint64_t last_tick_ms; /* cluster_tick's previous run */
 };
 
 /* An RPC's way back to its job. */
@@ -517,6 +518,24 @@ void cluster_tick(struct zppd *d)
     if (!st || !st->peer)
         return;
     uint64_t now = zppd_now_ms();
+    /* The loop thread can be held up (a job's NCCL communicators connecting
+     * wait on it: docs/cuda.md, "Not done"). Replies that arrived meanwhile
+     * are still queued behind this tick, so the stall must not count
+     * against the peers: their clocks move on by its length. */
+    uint64_t gap = st->last_tick_ms && now > st->last_tick_ms ? now - st->last_tick_ms : 0;
+    st->last_tick_ms = now;
+    if (gap > 2u * d->cfg.peer_heartbeat_ms + 1000u) {
+        ZLOG_W("cluster", "the loop was held up: peer timeouts restart", "ms=%" PRIu64, gap);
+        for (struct job *j = d->jobs; j; j = j->next) {
+            if (!j->cl)
+                continue;
+            if (!j->cl->formed)
+                j->cl->form_start_ms += gap;
+            for (uint32_t n = 0; n < j->cl->nodes; n++)
+                if (j->cl->m[n].last_ok_ms)
+                    j->cl->m[n].last_ok_ms += gap;
+        }
+    }
     for (struct job *j = d->jobs; j; j = j->next) {
         struct cluster_job *c = j->cl;
         if (!c || j->state == JOB_ABORTED)
