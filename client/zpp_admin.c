@@ -284,6 +284,7 @@ static void job_json(jw_t *w, const Zpp__JobInfo *j)
     jw_u32_array(w, &f, "missing_ranks", j->missing_ranks, j->n_missing_ranks);
     jw_kstr(w, &f, "abort_reason", j->abort_reason);
     jw_u64(w, &f, "store_bytes", j->store_bytes);
+    jw_u64(w, &f, "device_memory", j->device_memory);
     jw_key(w, &f, "recent");
     jw_raw(w, "[");
     for (size_t i = 0; i < j->n_recent; i++) {

@@ -230,6 +230,12 @@ static int cmd_jobs(zpp_conn *c, const opts_t *o)
                j->nodes);
         put_safe(j->state, 9);
         printf(" %-16s %-10s %s\n", joined, pending, missing);
+        if (j->device_memory || j->store_bytes) {
+            char b1[32], b2[32];
+            printf("    device memory %s, hpZ slices %s\n",
+                   human_bytes(j->device_memory, b1, sizeof(b1)),
+                   human_bytes(j->store_bytes, b2, sizeof(b2)));
+        }
         if (j->abort_reason && j->abort_reason[0]) {
             printf("    aborted: ");
             put_safe(j->abort_reason, 0);

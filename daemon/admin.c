@@ -144,6 +144,8 @@ void admin_jobs(struct session *s, uint64_t req_id)
         ji->state = (char *)job_state_name(j->state);
         ji->abort_reason = j->abort_reason;
         ji->store_bytes = hpz_store_job_bytes(d->store, j);
+        ji->device_memory =
+            j->be_job && d->be->job_memory ? d->be->job_memory(d->be_state, j->be_job) : 0;
         ji->joined_ranks = ranks + rpos;
         for (uint32_t r = 0; r < j->world; r++)
             if (j->members[r])

@@ -66,6 +66,7 @@ static const struct cfg_key keys[] = {
     {"tenant_max_jobs", T_U32, F(tenant_max_jobs), 0, 0, 1000000, 1},
     {"tenant_max_sessions", T_U32, F(tenant_max_sessions), 0, 0, 1000000, 1},
     {"tenant_max_device_memory", T_SIZE, F(tenant_max_device_memory), 0, 0, UINT64_MAX, 1},
+    {"job_max_device_memory", T_SIZE, F(job_max_device_memory), 0, 0, UINT64_MAX, 1},
     {"fault_inject", T_FAULT, F(fault_inject), SZ(fault_inject), 0, 0, 0},
     {"peer_listen", T_STR, F(peer_listen), SZ(peer_listen), 0, 0, 0},
     {"peer_advertise", T_STR, F(peer_advertise), SZ(peer_advertise), 0, 0, 0},

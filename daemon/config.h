@@ -50,6 +50,7 @@ struct zpp_config {
     uint32_t tenant_max_jobs;
     uint32_t tenant_max_sessions;      /* rank sessions (connections in a job) */
     uint64_t tenant_max_device_memory; /* bytes the backend holds for the tenant's jobs */
+    uint64_t job_max_device_memory;    /* bytes the backend may hold for one job */
     /* Test switch, host backend only: "" or "sticky_error_after_calls:N". */
     char fault_inject[64];
     char peer_listen[128];    /* host:port of the peer (gRPC) service; empty = off */

@@ -205,6 +205,14 @@ static void job_open_backend(struct job *j, const uint8_t *ids, int nids)
         }
         ZLOG_I("job", "communicators ready", "job=%s ms=%" PRIu64, j->id,
                (zppd_now_us() - t0) / 1000);
+        uint64_t mine = d->be->job_memory ? d->be->job_memory(d->be_state, j->be_job) : 0;
+        if (d->cfg.job_max_device_memory && mine > d->cfg.job_max_device_memory) {
+            job_abort(j, MET_ABORT_OTHER,
+                      "the job would hold %" PRIu64 " bytes of device memory on this node "
+                      "(communicators and staging; job_max_device_memory = %" PRIu64 ")",
+                      mine, d->cfg.job_max_device_memory);
+            return;
+        }
         uint64_t quota = d->cfg.tenant_max_device_memory;
         uint64_t held = tenant_device_memory(d, j->uid);
         if (quota && held > quota) {
