@@ -35,6 +35,15 @@ Output under --out: rank<r>.csv (step, loss, lr, step_ms, eval_loss; the
 losses exactly, for bit-for-bit comparisons) and rank<r>.json (config,
 median step time after --warmup steps, peak GPU memory allocated/reserved,
 final losses, whether a time limit cut the run, the command and the date).
+Also in rank<r>.json for zpp.torch modes: zpp_memory_mib, what ZeroPP holds
+after setup by kind (ZeroPP.memory_report()).
+
+--account [--world W] prints, without daemon or GPU, the per-rank memory
+accounting of ZeroPP for this model (what it holds between steps, and
+with every unit's fp32 gradient accumulator, as at the end of a backward)
+next to what FSDP2 and HSDP must hold (fp32 parameter shard, fp32
+gradient shard, AdamW's two moments), for docs/pytorch.md.
+
 --ckpt-dir/--ckpt-every save checkpoints; --resume continues from the
 latest one there (same mode and world size). --max-seconds, --deadline
 and --stop-after stop every rank at the same step (a checkpoint first
@@ -178,7 +187,6 @@ class Runner:
         if self.mode.startswith("zppd-") or self.mode == "torch-sharded":
             import zpp.torch
 
-            qwz, hpz, qgz = ZPP_FLAGS.get(self.mode, (False, False, False))
             sock = None
             if self.mode != "torch-sharded":
                 if not args.socket:
@@ -186,11 +194,8 @@ class Runner:
                 sock = args.socket.format(node=node)
             self.zp = zpp.torch.ZeroPP(
                 model, sock, rank=rank, world_size=world, local_rank=local, nodes=args.nodes,
-                job_id=args.job_id or f"gpt-{self.mode}", leader_addr=args.leader,
-                qwz=qwz, hpz=hpz, qgz=qgz, bits_w=args.bits_w, bits_g=args.bits_g,
-                dtype=DTYPES[args.dtype], device=device, units=(Block,), slots=args.slots,
-                lr=args.lr, betas=(0.9, 0.95), weight_decay=args.wd, no_decay=no_decay,
-                max_grad_norm=args.clip, comm="torch" if self.mode == "torch-sharded" else None,
+                job_id=args.job_id or f"gpt-{self.mode}", leader_addr=args.leader, device=device,
+                comm="torch" if self.mode == "torch-sharded" else None, **zpp_kwargs(args, self.mode),
             )  # fmt: skip
             self.model = self.zp
         else:
@@ -271,6 +276,72 @@ class Runner:
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
 
+def zpp_kwargs(args: argparse.Namespace, mode: str) -> dict:
+    """ZeroPP's keyword arguments for a mode (but the connection's)."""
+    qwz, hpz, qgz = ZPP_FLAGS.get(mode, (False, False, False))
+    return dict(qwz=qwz, hpz=hpz, qgz=qgz, bits_w=args.bits_w, bits_g=args.bits_g,
+                dtype=DTYPES[args.dtype], units=(Block,), slots=args.slots, lr=args.lr,
+                betas=(0.9, 0.95), weight_decay=args.wd, no_decay=no_decay, max_grad_norm=args.clip)  # fmt: skip
+
+
+def account(args: argparse.Namespace) -> int:
+    """Per-rank memory accounting (MiB) of ZeroPP for this model on world
+    --world / --nodes, against FSDP2's and HSDP's sharded training state.
+    No daemon, no collective: ZeroPP on CPU with a comm that only
+    allocates (one tensor per piece, as on CUDA)."""
+    import zpp.torch
+
+    class AllocOnly(zpp.torch._Comm):
+        name, supports_zeropp = "alloc-only", True
+
+        def __init__(self, world: int) -> None:
+            super().__init__(world)
+            self.device = torch.device("cpu")
+
+        def alloc_many(self, plan):  # type: ignore[no-untyped-def]
+            return [torch.zeros(max(n, 1), dtype=dt)[:n] for n, dt in plan]
+
+        def invalidate_all(self) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+    W, N = args.world, args.nodes
+    if W % N:
+        raise SystemExit(f"--world {W} is not a multiple of --nodes {N}")
+    MiB = 2**20
+    model = GPT(args.d_model, args.layers, args.heads, args.seq)
+    shapes = [tuple(p.shape) for p in model.parameters()]
+
+    def fsdp_shard_bytes(S: int) -> int:  # fully_shard: dim 0 padded to a multiple of S, fp32
+        return sum(math.ceil(s[0] / S) * math.prod(s[1:]) * 4 for s in shapes)
+
+    kw = zpp_kwargs(args, "zppd-zeropp" if args.mode.startswith("zppd-") else "zppd-plain")
+    zp = zpp.torch.ZeroPP(model, rank=0, world_size=W, nodes=N, comm=AllocOnly(W), device="cpu", **kw)
+    rep = zp.memory_report()
+    gacc = sum(u.shard * 4 for u in zp.units if u.trainable)
+    held = sum(rep.values())
+    print(f"GPT d{args.d_model} x{args.layers}, {sum(math.prod(s) for s in shapes):,} parameters, "
+          f"{args.dtype}; world {W} on {N} nodes; per rank, MiB")  # fmt: skip
+    print(f"ZeroPP ({len(zp.units)} units, largest {max(u.numel for u in zp.units):,} elements):")
+    for k, v in rep.items():
+        if v >= 0.005 * MiB:
+            print(f"  {k:24s} {v / MiB:9.2f}")
+    print(f"  {'(other, < 0.01 each)':24s} {sum(v for v in rep.values() if v < 0.005 * MiB) / MiB:9.2f}")
+    print(f"  {'held between steps':24s} {held / MiB:9.2f}")
+    print(f"  {'+ unit.gacc, all units':24s} {gacc / MiB:9.2f}  (allocated by each unit's first reduce, "
+          "dropped by step())")  # fmt: skip
+    print(f"  {'= at a backward end':24s} {(held + gacc) / MiB:9.2f}")
+    for name, S in (("FSDP2", W), ("HSDP", W // N)):
+        sh = fsdp_shard_bytes(S)
+        print(f"{name} (shard over {S}): fp32 params {sh / MiB:.2f}, AdamW moments {2 * sh / MiB:.2f} "
+              f"(between steps {3 * sh / MiB:.2f}); fp32 grads {sh / MiB:.2f} "
+              f"(at a backward end {4 * sh / MiB:.2f})")  # fmt: skip
+    zp.close()
+    return 0
+
+
 def agree_any(run: Runner, flag: bool, needs_dist: bool) -> bool:
     """True when flag is True on any rank (collective: every rank calls it
     at the same step), so that all ranks stop at the same step."""
@@ -287,7 +358,7 @@ def agree_any(run: Runner, flag: bool, needs_dist: bool) -> bool:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--mode", choices=MODES, required=True)
+    ap.add_argument("--mode", choices=MODES, default=None, help="required but with --account")
     ap.add_argument("--nodes", type=int, default=1)
     ap.add_argument("--socket", default=os.environ.get("ZPP_SOCKET"),
                     help="zppd socket of this rank's node; {node} is replaced by the node index")
@@ -330,7 +401,17 @@ def main() -> int:
                     help="stop (after a checkpoint) after this many steps in this process (tests --resume)")
     ap.add_argument("--device", choices=["cuda", "cpu"], default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--out", default="runs/gpt")
+    ap.add_argument("--account", action="store_true",
+                    help="print the per-rank memory accounting of ZeroPP (this model, --world, --nodes; "
+                         "--mode zppd-plain/torch-sharded for plain collectives) against FSDP2 and HSDP, "
+                         "and exit (no daemon, no GPU)")  # fmt: skip
+    ap.add_argument("--world", type=int, default=4, help="world size for --account")
     args = ap.parse_args()
+    if args.account:
+        args.mode = args.mode or "zppd-zeropp"
+        return account(args)
+    if args.mode is None:
+        ap.error("--mode is required")
 
     rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
     if world % args.nodes:
@@ -395,6 +476,8 @@ def main() -> int:
         torch.cuda.synchronize(device)
         mem_setup = torch.cuda.memory_allocated(device) / 2**20
         torch.cuda.reset_peak_memory_stats(device)
+    zpp_mem = ({k: v / 2**20 for k, v in run.zp.memory_report().items()} if run.zp is not None
+               else None)  # fmt: skip
     t_begin = time.time()
     step, last_s = start - 1, 0.0
     for step in range(start, args.steps):
@@ -458,6 +541,7 @@ def main() -> int:
         "zpp_stats": dict(run.zp.stats) if run.zp is not None else None,
         "hpz_plain": run.zp.hpz_plain if run.zp is not None else None,
         "sync_mode": run.zp.sync_mode if run.zp is not None else None,
+        "zpp_memory_mib": zpp_mem,
     }  # fmt: skip
     (out / f"rank{rank}.json").write_text(json.dumps(summary, indent=1))
     if run.zp is not None:

@@ -7,7 +7,9 @@ in fp32 follows single-process AdamW on the whole batch; hpZ on and off give
 the same losses bit for bit (qwZ off, and qwZ on) across evaluation under
 no_grad, gradient accumulation and a checkpoint load; resuming from a
 checkpoint gives the losses of the run that went on; fp16 loss scaling skips
-non-finite steps. Skipped without torch.
+non-finite steps; what ZeroPP holds (memory_report) is per slot, not per
+unit, and the gradient accumulators live from a backward to its step; the
+decay runs multiply exactly as the fp32 mask did. Skipped without torch.
 """
 
 from __future__ import annotations
@@ -159,6 +161,7 @@ def wrap(rank: int, job: Job, conn, cfg: dict):
         dtype=getattr(torch, cfg.get("dtype", "bfloat16")), lr=cfg.get("lr", 3e-3),
         units=units, slots=cfg.get("slots", 3), poison=True, init_scale=cfg.get("init_scale", 2.0**16),
         max_grad_norm=cfg.get("clip"), weight_decay=cfg.get("wd", 0.0),
+        no_decay=(lambda name, p: p.dim() < 2) if cfg.get("no_decay") else None,
     )  # fmt: skip
 
 
@@ -166,10 +169,15 @@ def body_train(rank: int, job: Job, cfg: dict):
     """Steps of training; optionally evaluation, accumulation, save/load.
     Returns the losses (floats, exact) and the counters."""
     torch.set_num_threads(1)
-    out = {"loss": [], "eval": [], "hpz_plain": None}
+    out = {"loss": [], "eval": [], "hpz_plain": None, "mem": []}
     with job.connect(rank) as c:
         zp = wrap(rank, job, c, cfg)
         out["hpz_plain"] = zp.hpz_plain
+        if cfg.get("mem"):
+            out["mem"].append(("setup", dict(zp.memory_report())))
+            out["geom"] = {"slots": len(zp.slots), "grad_slots": len(zp.gslots), "max_padded": zp.max_padded,
+                           "max_shard": zp.max_shard, "shards": [u.shard for u in zp.units],
+                           "trainable": [bool(u.trainable) for u in zp.units]}  # fmt: skip
         if cfg.get("load"):
             zp.load_checkpoint(cfg["load"])
         for step in range(cfg.get("steps", 6)):
@@ -178,11 +186,15 @@ def body_train(rank: int, job: Job, cfg: dict):
                 loss = loss_of(zp(x), y)
                 zp.backward(loss)
                 out["loss"].append(loss.item())
+                if cfg.get("mem"):
+                    out["mem"].append(("backward", dict(zp.memory_report())))
             if cfg.get("eval"):
                 with torch.no_grad():
                     x, y = batch(rank, 99, 5)
                     out["eval"].append(loss_of(zp(x), y).item())
             zp.step()
+            if cfg.get("mem"):
+                out["mem"].append(("step", dict(zp.memory_report())))
             if cfg.get("save_at") == step:
                 zp.save_checkpoint(cfg["ckpt"])
             if cfg.get("load_at") == step:
@@ -239,6 +251,78 @@ def test_plain_fp32_matches_single_process_adamw(daemon, job):
     ref = dict(model.named_parameters())
     for name, t in res[0]["final"].items():
         assert torch.allclose(torch.tensor(t), ref[name].detach(), atol=1e-5), name
+
+
+def test_plain_fp32_no_decay_matches_adamw_groups(daemon, job):
+    """Weight decay only where no_decay says no (the 1-D parameters), as
+    torch.optim.AdamW with two parameter groups."""
+    res = train(daemon, job, steps=4, qwz=False, hpz=False, qgz=False, dtype="float32",
+                wd=0.3, no_decay=True, full=True)  # fmt: skip
+    torch.manual_seed(0)
+    model, _ = make_model(0)
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    rest = [p for p in model.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.3}, {"params": rest, "weight_decay": 0.0}],
+                            lr=3e-3)  # fmt: skip
+    for step in range(4):
+        opt.zero_grad()
+        for r in range(4):
+            x, y = batch(r, step)
+            (loss_of(model(x), y) / 4).backward()
+        opt.step()
+    ref = dict(model.named_parameters())
+    for name, t in res[0]["final"].items():
+        assert torch.allclose(torch.tensor(t), ref[name].detach(), atol=1e-5), name
+
+
+def test_decay_runs_are_the_mask_bit_for_bit():
+    """step() multiplies the runs where the decay mask is 1 by
+    _decay_factor and leaves the rest: the bits of master * (1 - lr*wd*mask)."""
+    g = torch.Generator().manual_seed(3)
+    mask = (torch.rand(5000, generator=g) > 0.3).float()
+    mask[:7], mask[-5:] = 1, 0
+    x = torch.randn(5000, generator=g) * torch.logspace(-30, 30, 5000)
+    x[10], x[11] = 0.0, -0.0
+    for lr, wd in [(6e-4, 0.1), (3e-3, 0.01), (1e-2, 0.3), (0.7, 1.1)]:
+        ref = x * (1 - lr * wd * mask)
+        got = x.clone()
+        runs = zpp.torch._runs(mask)
+        assert sum(hi - lo for lo, hi in runs) == int(mask.sum())
+        for lo, hi in runs:
+            got[lo:hi].mul_(zpp.torch._decay_factor(lr, wd))
+        assert torch.equal(got.view(torch.int32), ref.view(torch.int32)), (lr, wd)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float32"])
+def test_memory_report(daemon, job, dtype):
+    """What ZeroPP holds: per unit only the fp32 master shard and AdamW's
+    moments; comm memory per slot (gather slots with their all-gather
+    staging, gradient slots with their reduce-scatter output), not per unit;
+    the fp32 gradient accumulators from a backward to its step only (2
+    backwards per step: they accumulate in the same buffers)."""
+    res = train(daemon, job, steps=2, accum=2, mem=True, block_units=True, slots=2, wd=0.1, no_decay=True,
+                dtype=dtype)  # fmt: skip
+    esz = 2 if dtype == "bfloat16" else 4
+    for r in res:
+        geo = r["geom"]
+        shard_bytes = 4 * sum(geo["shards"])
+        gacc_bytes = 4 * sum(s for s, t in zip(geo["shards"], geo["trainable"]) if t)
+        kinds = [k for k, _ in r["mem"]]
+        assert kinds == ["setup", "backward", "backward", "step", "backward", "backward", "step"]
+        for when, rep in r["mem"]:
+            assert rep["slots"] == geo["slots"] * geo["max_padded"] * esz
+            assert rep["gstage"] == geo["slots"] * geo["max_shard"] * esz
+            assert rep["gslots"] == geo["grad_slots"] * geo["max_padded"] * esz
+            assert rep["rstage"] == geo["grad_slots"] * geo["max_shard"] * 4
+            for k in ("unit.master", "unit.exp_avg", "unit.exp_avg_sq"):
+                assert rep[k] == shard_bytes, (when, k)
+            assert rep.get("unit.gacc", 0) == (gacc_bytes if when == "backward" else 0), when
+            per_unit = {k for k in rep if k.startswith("unit.")}
+            assert per_unit <= {"unit.master", "unit.exp_avg", "unit.exp_avg_sq", "unit.gacc"}, per_unit
+            other = {k: v for k, v in rep.items()
+                     if not k.startswith("unit.") and k not in ("slots", "gstage", "gslots", "rstage")}
+            assert sum(other.values()) < 1024, other  # gather_floats' buffers, the placeholder
+    assert res[0]["loss"] != res[1]["loss"] and all(math.isfinite(v) for r in res for v in r["loss"])
 
 
 @pytest.mark.parametrize("qwz", [False, True], ids=["qwz-off", "qwz-on"])

@@ -17,12 +17,15 @@ What happens (docs/pytorch.md has the whole story):
   unit). A unit's parameters are one flat vector of ``numel`` elements,
   padded inside to ``shard * W`` (shard = ceil(numel / W)): rank r owns
   elements ``[r*shard, (r+1)*shard)``. No divisibility condition on the user.
-* State per rank and unit: the fp32 master shard, AdamW's exp_avg and
-  exp_avg_sq (fp32, shard), the shard in the compute dtype (the all-gather
-  input, in memory the daemon can read), an fp32 reduce-scatter output and
-  the fp32 gradient accumulator.
+* State per rank and unit: the fp32 master shard and AdamW's exp_avg and
+  exp_avg_sq (fp32, shard); from a unit's first gradient reduce after a
+  step to the step, its fp32 gradient accumulator (shard). Nothing else
+  per unit: the weight-decay mask is kept as index runs, and what the
+  daemon reads or writes is per slot (below). ``memory_report()`` sums it.
 * Gather slots. Full parameters live only in a few "slots" of the largest
-  unit's size (``slots=``, default 3), in memory the daemon writes. A
+  unit's size (``slots=``, default 3), in memory the daemon writes, each
+  with a staging piece of the largest shard for the all-gather input (the
+  master shard cast to the compute dtype when the gather is issued). A
   forward pre-hook gathers the unit into a slot and points its parameters
   (``p.data``) at views of the slot; the forward post-hook points them back
   at a NaN placeholder of the right shape (the full parameters are gone
@@ -35,15 +38,16 @@ What happens (docs/pytorch.md has the whole story):
   the key of the unit and the current parameter version) and prefetches the
   previous unit.
 * Gradients. A post-accumulate-grad hook copies each parameter's gradient
-  into a flat gradient slot; when a unit's gradients are complete the slot
-  is reduce-scattered (qgZ, or plain, MEAN over ranks) into the fp32 shard,
-  and accumulated (gradient accumulation: every backward reduces; step()
-  divides by the number of backwards).
+  into a flat gradient slot (``grad_slots=``, default 2); when a unit's
+  gradients are complete the slot is reduce-scattered (qgZ, or plain, MEAN
+  over ranks) into the slot's fp32 output piece, which is added into the
+  unit's accumulator (gradient accumulation: every backward reduces;
+  step() divides by the number of backwards and drops the accumulators).
 * step(): non-finite check agreed by all ranks (fp16 loss scaling skips the
   step and lowers the scale), optional global-norm clipping, AdamW on the
-  fp32 shard, the compute-dtype shard refreshed; the parameter version
-  moves on, so no hpZ key of the old parameters can be read again, and
-  every key of the job is invalidated (the store's memory comes back).
+  fp32 shard, the accumulators dropped; the parameter version moves on,
+  so no hpZ key of the old parameters can be read again, and every key of
+  the job is invalidated (the store's memory comes back).
 * hpZ keys: ``zpp/u<unit>/e<epoch>/g<version>``; the version counts
   optimizer steps, the epoch counts checkpoint loads. Forwards without
   grad (evaluation) store no key; a training forward re-gathers a unit that
@@ -89,6 +93,21 @@ _ZDT = {torch.float32: DType.FP32, torch.float16: DType.FP16, torch.bfloat16: DT
 
 def _ceil(a: int, b: int) -> int:
     return -(-a // b)
+
+
+def _decay_factor(lr: float, weight_decay: float) -> float:
+    """What the fp32 tensor expression ``1 - lr * weight_decay * mask`` gives
+    where the mask is 1 (exactly 1 where it is 0), as a float: multiplying
+    by it is bit for bit multiplying by that expression's elements."""
+    return float(1 - lr * weight_decay * torch.ones(1, dtype=torch.float32))
+
+
+def _runs(mask: torch.Tensor) -> List[Tuple[int, int]]:
+    """The [lo, hi) runs of nonzero entries of a 1-D CPU mask."""
+    m = torch.zeros(mask.numel() + 2, dtype=torch.int8)
+    m[1:-1] = mask != 0
+    d = m[1:] - m[:-1]
+    return list(zip(torch.nonzero(d == 1).flatten().tolist(), torch.nonzero(d == -1).flatten().tolist()))
 
 
 # =============================================================================
@@ -434,10 +453,11 @@ class _Unit:
         self.master: torch.Tensor
         self.exp_avg: torch.Tensor
         self.exp_avg_sq: torch.Tensor
-        self.lp: torch.Tensor  # compute-dtype shard (comm memory)
-        self.red: torch.Tensor  # fp32 reduce-scatter output (comm memory)
-        self.gacc: torch.Tensor  # fp32 gradient accumulator
-        self.decay: Optional[torch.Tensor] = None  # 1/0 weight decay mask (None: all decay)
+        # fp32 gradient accumulator: allocated by the unit's first reduce
+        # after a step, dropped by the step (None: all zeros)
+        self.gacc: Optional[torch.Tensor] = None
+        # [lo, hi) runs of the shard that weight decay applies to (None: all)
+        self.decay: Optional[List[Tuple[int, int]]] = None
 
 
 class ZeroPP(nn.Module):
@@ -549,17 +569,22 @@ class ZeroPP(nn.Module):
         for u in self.units:
             u.shard = _ceil(max(u.numel, 1), W)
         self.max_padded = max((u.shard * W for u in self.units), default=1)
+        self.max_shard = max((u.shard for u in self.units), default=1)
+        # Comm memory is per slot, not per unit: a gather slot has its
+        # staging for the all-gather input (the unit's shard in the compute
+        # dtype, cast from the master shard when the gather is issued), a
+        # gradient slot its fp32 reduce-scatter output (added into the
+        # unit's accumulator before the slot is reused).
         plan: List[Tuple[int, torch.dtype]] = []
-        for u in self.units:
-            plan += [(u.shard, dtype), (u.shard, torch.float32)]
-        plan += [(self.max_padded, dtype)] * slots + [(self.max_padded, dtype)] * grad_slots
+        plan += [(self.max_padded, dtype)] * slots + [(self.max_shard, dtype)] * slots
+        plan += [(self.max_padded, dtype)] * grad_slots + [(self.max_shard, torch.float32)] * grad_slots
         plan += [(4, torch.float32), (4 * W, torch.float32)]  # gather_floats in/out
         pieces = self.comm.alloc_many(plan)
         it = iter(pieces)
-        for u in self.units:
-            u.lp, u.red = next(it), next(it)
         self.slots = [next(it) for _ in range(slots)]
+        self.gstage = [next(it) for _ in range(slots)]
         self.gslots = [next(it) for _ in range(grad_slots)]
+        self.rstage = [next(it) for _ in range(grad_slots)]
         self._fin, self._fout = next(it), next(it)
         self.slot_unit: List[Optional[_Unit]] = [None] * slots
         self.gslot_unit: List[Optional[_Unit]] = [None] * grad_slots
@@ -669,9 +694,8 @@ class ZeroPP(nn.Module):
             u.master = flat[lo : lo + u.shard].clone().to(self.device)
             u.exp_avg = torch.zeros_like(u.master)
             u.exp_avg_sq = torch.zeros_like(u.master)
-            u.gacc = torch.zeros_like(u.master)
-            u.decay = mask[lo : lo + u.shard].clone().to(self.device) if mask is not None else None
-            u.lp.copy_(u.master.to(self.dtype))
+            u.gacc = None
+            u.decay = _runs(mask[lo : lo + u.shard]) if mask is not None else None
             for _, p, _, _, shape in u.params:
                 p.data = self._placeholder.expand(shape)
                 p.grad = None
@@ -771,7 +795,11 @@ class ZeroPP(nn.Module):
         else:
             key = self._key(u) if want_key else None
             self.stats["gathers"] += 1
-            h = self.comm.allgather(u.lp, out, u.numel, qwz=self.qwz, bits=self.bits_w,
+            # The all-gather input: the master shard in the compute dtype, in
+            # the slot's staging (free: the slot's last gather was waited).
+            src = self.gstage[slot][: u.shard]
+            src.copy_(u.master)
+            h = self.comm.allgather(src, out, u.numel, qwz=self.qwz, bits=self.bits_w,
                                     block=self.block, key=key, async_op=async_op)  # fmt: skip
             if key is not None:
                 u.keyed_tag = tag
@@ -915,7 +943,8 @@ class ZeroPP(nn.Module):
     def _reduce(self, u: _Unit) -> None:
         self.stats["reduces"] += 1
         src = self.gslots[u.gslot][: u.numel]  # type: ignore[index]
-        h = self.comm.reduce_scatter(src, u.red, u.numel, qgz=self.qgz, bits=self.bits_g,
+        red = self.rstage[u.gslot][: u.shard]  # type: ignore[index]
+        h = self.comm.reduce_scatter(src, red, u.numel, qgz=self.qgz, bits=self.bits_g,
                                      block=self.block, stages=self.qgz_stages, async_op=True)  # fmt: skip
         self._reducing.append((u, h))
         u.got = set()
@@ -926,7 +955,9 @@ class ZeroPP(nn.Module):
         res = h.wait()
         if res is not None:
             self._nonfinite += int(res.nonfinite_blocks)
-        u.gacc.add_(u.red)
+        if u.gacc is None:  # the unit's first gradient since the step: 0 + it, as ever
+            u.gacc = torch.zeros(u.shard, dtype=torch.float32, device=self.device)
+        u.gacc.add_(self.rstage[u.gslot][: u.shard])  # type: ignore[index]
         self.gslot_unit[u.gslot] = None  # type: ignore[index]
         u.gslot = None
 
@@ -991,11 +1022,16 @@ class ZeroPP(nn.Module):
         # Computed on the device: the all-gather below is the step's one sync.
         zero = torch.zeros((), dtype=torch.float32, device=self.device)
         bad: Union[float, torch.Tensor] = float(self._nonfinite > 0)
+        # (a unit without gradients since the last step has gacc None: zeros,
+        # whose terms are the same 0-d values as an all-zero accumulator's)
         if self.dtype == torch.float16 and self.units:
-            bad = bad + torch.stack([(~torch.isfinite(u.gacc)).any() for u in self.units]).any().float()
+            no = torch.zeros((), dtype=torch.bool, device=self.device)
+            bad = bad + torch.stack([no if u.gacc is None else (~torch.isfinite(u.gacc)).any()
+                                     for u in self.units]).any().float()  # fmt: skip
         sq: Union[float, torch.Tensor] = 0.0
         if self.max_grad_norm is not None and self.units:
-            sq = torch.stack([u.gacc.pow(2).sum() for u in self.units]).sum() * (inv * inv)
+            sq = torch.stack([zero if u.gacc is None else u.gacc.pow(2).sum()
+                              for u in self.units]).sum() * (inv * inv)  # fmt: skip
             if self.dtype != torch.float16:  # a non-finite norm skips the step too
                 bad = bad + (~torch.isfinite(sq)).float()
         agreed = self._gather_floats([zero + bad, zero + sq])
@@ -1017,9 +1053,14 @@ class ZeroPP(nn.Module):
         t = self.step_count
         b1, b2 = self.betas
         bc1, bc2 = 1 - b1**t, 1 - b2**t
+        # The decay factor where the mask is 1, computed as the fp32 tensor
+        # expression 1 - lr*wd*mask computes it (elsewhere it is exactly 1).
+        fac = _decay_factor(self.lr, self.weight_decay)
         for u in self.units:
             if not u.trainable:
                 continue
+            if u.gacc is None:  # no gradient since the last step: zeros
+                u.gacc = torch.zeros(u.shard, dtype=torch.float32, device=self.device)
             g = u.gacc.mul_(coef)
             u.exp_avg.mul_(b1).add_(g, alpha=1 - b1)
             u.exp_avg_sq.mul_(b2).addcmul_(g, g, value=1 - b2)
@@ -1027,10 +1068,10 @@ class ZeroPP(nn.Module):
                 if u.decay is None:
                     u.master.mul_(1 - self.lr * self.weight_decay)
                 else:
-                    u.master.mul_(1 - self.lr * self.weight_decay * u.decay)
+                    for lo, hi in u.decay:
+                        u.master[lo:hi].mul_(fac)
             denom = (u.exp_avg_sq.sqrt() / math.sqrt(bc2)).add_(self.eps)
             u.master.addcdiv_(u.exp_avg, denom, value=-self.lr / bc1)
-            u.lp.copy_(u.master)
         if self.dtype == torch.float16:
             self._good_steps += 1
             if self._good_steps >= self.scale_window:
@@ -1042,7 +1083,7 @@ class ZeroPP(nn.Module):
 
     def _zero_grads(self) -> None:
         for u in self.units:
-            u.gacc.zero_()
+            u.gacc = None  # its memory goes back until the next backward reduces
         self._micro = 0
 
     def zero_grad(self, set_to_none: bool = True) -> None:
@@ -1122,7 +1163,6 @@ class ZeroPP(nn.Module):
             u.master.copy_(s["master"])
             u.exp_avg.copy_(s["exp_avg"])
             u.exp_avg_sq.copy_(s["exp_avg_sq"])
-            u.lp.copy_(u.master)
         self.step_count = int(state["step"])
         self.scale = float(state["scale"])
         self._good_steps = int(state["good_steps"])
@@ -1154,6 +1194,45 @@ class ZeroPP(nn.Module):
         return out
 
     # ------------------------------------------------------------------ misc
+    def memory_report(self) -> "OrderedDict[str, int]":
+        """Bytes of every tensor this object holds right now, by what holds
+        it (the attribute: ``unit.<name>`` summed over the units; comm
+        pieces by their list's name), each tensor counted once by its own
+        extent (numel x element size; an expanded placeholder counts its
+        one element). The module's buffers are counted under
+        ``module.buffers``; parameters are views of slots or of the
+        placeholder. On CUDA this is what torch's allocator holds for
+        ZeroPP (the daemon's memory is not in it); docs/pytorch.md has
+        the figures for examples/train_gpt.py."""
+        seen: set = set()
+        out: "OrderedDict[str, int]" = OrderedDict()
+
+        def size(t: torch.Tensor) -> int:
+            if any(s == 0 for s in t.stride()) and t.dim():  # an expanded placeholder
+                return t.element_size()
+            return t.numel() * t.element_size()
+
+        def add(kind: str, v: Any) -> None:
+            if isinstance(v, torch.Tensor):
+                k = (v.device, v.data_ptr(), v.dtype, v.numel())
+                if k in seen:
+                    return
+                seen.add(k)
+                out[kind] = out.get(kind, 0) + size(v)
+            elif isinstance(v, (list, tuple)):
+                for x in v:
+                    add(kind, x)
+
+        for name, v in vars(self).items():
+            add(name, v)  # (submodules are in _modules, a dict: not walked)
+        for u in self.units:
+            for name, v in vars(u).items():
+                if name != "params":  # views of a slot or of the placeholder
+                    add("unit." + name, v)
+        for b in self.module.buffers():
+            add("module.buffers", b)
+        return out
+
     def named_units(self) -> List[Tuple[str, int]]:
         return [(u.name, u.numel) for u in self.units]
 
