@@ -318,6 +318,15 @@ static int bench_child(int rank, void *arg)
     if (cut_ctx(dev, NULL) || cuStreamCreate(&c.st, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
         return 1;
     if (rank == 0) {
+        /* Whether this run's processes share the GPU through MPS decides
+         * what a zppd call costs (docs/cuda.md, "MPS"): say it. */
+        CUdevice cd;
+        int mps = -1;
+        if (cuCtxGetDevice(&cd) != CUDA_SUCCESS ||
+            cuDeviceGetAttribute(&mps, CU_DEVICE_ATTRIBUTE_MPS_ENABLED, cd) != CUDA_SUCCESS)
+            mps = -1;
+        printf("CUDA MPS on this run's GPUs: %s\n",
+               mps > 0 ? "on" : mps == 0 ? "off (time-sliced)" : "unknown");
         if (ncclGetUniqueId(&id) != ncclSuccess)
             return 1;
         for (int r = 1; r < o->world; r++)
