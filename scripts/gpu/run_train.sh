@@ -109,6 +109,8 @@ if torch.cuda.is_available(): print("nccl", ".".join(map(str, torch.cuda.nccl.ve
   env | grep -E '^(NCCL|CUDA)_' | sort
   echo '```'
 } > "$S" 2>&1
+# the console names the machine too (it is kept beside the summary)
+log "device: $(smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sort | uniq -c | paste -sd';')"
 
 # ---- checks before anything starts --------------------------------------
 # Without the daemon or a CUDA libzpp the zppd runs are skipped (and
