@@ -186,6 +186,52 @@ static CUdeviceptr vmm_import(int fd, size_t sz)
     return va;
 }
 
+
+/* The protocol's pieces, each used by both sides. */
+static void events_export(int s, CUevent *ev, int n)
+{
+    for (int i = 0; i < n; i++) {
+        CUipcEventHandle h;
+        CK(cuEventCreate(&ev[i], CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING));
+        CK(cuIpcGetEventHandle(&h, ev[i]));
+        xsend(s, &h, sizeof h);
+    }
+}
+static void events_import(int s, CUevent *ev, int n)
+{
+    for (int i = 0; i < n; i++) {
+        CUipcEventHandle h;
+        if (xrecv(s, &h, sizeof h))
+            exit(4);
+        CK(cuIpcOpenEventHandle(&ev[i], h));
+    }
+}
+/* Daemon side: zeroed flag memory, sent as a descriptor and its size. */
+static CUdeviceptr flags_export(int s)
+{
+    size_t sz;
+    int fd;
+    CUmemGenericAllocationHandle h;
+    CUdeviceptr flags = vmm_alloc(&sz, &fd, &h);
+    CK(cuMemsetD32(flags, 0, sz / 4));
+    CK(cuCtxSynchronize());
+    send_fd(s, fd);
+    close(fd);
+    uint64_t z = sz;
+    xsend(s, &z, sizeof z);
+    return flags;
+}
+static CUdeviceptr flags_import(int s)
+{
+    int fd = recv_fd(s);
+    uint64_t sz;
+    if (fd < 0 || xrecv(s, &sz, sizeof sz))
+        exit(4);
+    CUdeviceptr flags = vmm_import(fd, sz);
+    close(fd);
+    return flags;
+}
+
 enum { M_EVENT, M_MEMOP, M_HOST };
 static const char *mname[] = {"event", "memop", "host"};
 
@@ -205,30 +251,11 @@ static void daemon_side(int s, int mode, int iters)
     CK(cuMemAlloc((CUdeviceptr *)&buf, 4096));
     CUevent ready[K], done[K];
     CUdeviceptr flags = 0;
-    CUmemGenericAllocationHandle fh;
     if (mode == M_EVENT) {
-        for (int i = 0; i < K; i++) {
-            CUipcEventHandle h;
-            CK(cuEventCreate(&done[i], CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING));
-            CK(cuIpcGetEventHandle(&h, done[i]));
-            xsend(s, &h, sizeof h);
-        }
-        for (int i = 0; i < K; i++) {
-            CUipcEventHandle h;
-            if (xrecv(s, &h, sizeof h))
-                exit(4);
-            CK(cuIpcOpenEventHandle(&ready[i], h));
-        }
+        events_export(s, done, K);
+        events_import(s, ready, K);
     } else if (mode == M_MEMOP) {
-        size_t sz;
-        int fd;
-        flags = vmm_alloc(&sz, &fd, &fh);
-        CK(cuMemsetD32(flags, 0, sz / 4));
-        CK(cuCtxSynchronize());
-        send_fd(s, fd);
-        close(fd);
-        uint64_t z = sz;
-        xsend(s, &z, sizeof z);
+        flags = flags_export(s);
     }
     for (int i = 1; i <= iters; i++) {
         int it;
@@ -261,25 +288,10 @@ static void client_side(int s, int mode, int iters, int lat, double *out)
     CUevent ready[K], done[K];
     CUdeviceptr flags = 0;
     if (mode == M_EVENT) {
-        for (int i = 0; i < K; i++) {
-            CUipcEventHandle h;
-            if (xrecv(s, &h, sizeof h))
-                exit(4);
-            CK(cuIpcOpenEventHandle(&done[i], h));
-        }
-        for (int i = 0; i < K; i++) {
-            CUipcEventHandle h;
-            CK(cuEventCreate(&ready[i], CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING));
-            CK(cuIpcGetEventHandle(&h, ready[i]));
-            xsend(s, &h, sizeof h);
-        }
+        events_import(s, done, K);
+        events_export(s, ready, K);
     } else if (mode == M_MEMOP) {
-        int fd = recv_fd(s);
-        uint64_t sz;
-        if (fd < 0 || xrecv(s, &sz, sizeof sz))
-            exit(4);
-        flags = vmm_import(fd, sz);
-        close(fd);
+        flags = flags_import(s);
     }
     double *t = (double *)calloc((size_t)iters + 1, sizeof *t);
     double t0 = now_us();
@@ -419,18 +431,10 @@ static void kill_test(int mode)
         CK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
         CUevent ev;
         CUdeviceptr flags = 0;
-        if (mode == M_EVENT) {
-            CUipcEventHandle h;
-            CK(cuEventCreate(&ev, CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING));
-            CK(cuIpcGetEventHandle(&h, ev));
-            xsend(s, &h, sizeof h);
-        } else {
-            int fd = recv_fd(s);
-            uint64_t sz;
-            if (fd < 0 || xrecv(s, &sz, sizeof sz))
-                exit(4);
-            flags = vmm_import(fd, sz);
-        }
+        if (mode == M_EVENT)
+            events_export(s, &ev, 1);
+        else
+            flags = flags_import(s);
         spin<<<1, 1, 0, st>>>(4000000000LL); /* ~2 s at 2 GHz */
         if (mode == M_EVENT)
             CK(cuEventRecord(ev, st));
@@ -451,23 +455,10 @@ static void kill_test(int mode)
     CK(cuMemAlloc((CUdeviceptr *)&buf, 4096));
     CUevent ev = NULL;
     CUdeviceptr flags = 0;
-    CUmemGenericAllocationHandle fh;
-    if (mode == M_EVENT) {
-        CUipcEventHandle h;
-        if (xrecv(s, &h, sizeof h))
-            exit(4);
-        CK(cuIpcOpenEventHandle(&ev, h));
-    } else {
-        size_t sz;
-        int fd;
-        flags = vmm_alloc(&sz, &fd, &fh);
-        CK(cuMemsetD32(flags, 0, sz / 4));
-        CK(cuCtxSynchronize());
-        send_fd(s, fd);
-        close(fd);
-        uint64_t z = sz;
-        xsend(s, &z, sizeof z);
-    }
+    if (mode == M_EVENT)
+        events_import(s, &ev, 1);
+    else
+        flags = flags_export(s);
     int one;
     if (xrecv(s, &one, sizeof one))
         exit(4);
