@@ -310,6 +310,21 @@ static int64_t wait_state(const zh_daemon *d, const char *job, const char *want,
     exit(1);
 }
 
+/* Forms `job` across two daemons: ranks 0 .. world/2 - 1 on a, the rest on
+ * b (2 nodes), slot = rank; submit[r] is what rank r does after Hello
+ * ('g' SUBMIT_ON_GO, 'n' SUBMIT_NEVER, 'w' SUBMIT_NOW). Returns when every
+ * Hello succeeded and both daemons list the job as running. */
+static void form_2(const zh_daemon *a, const zh_daemon *b, const char *job, uint32_t world,
+                   const char *leader, const char *submit)
+{
+    for (uint32_t r = 0; r < world; r++)
+        spawn((int)r, r < world / 2 ? a : b, job, r, world, 2, leader,
+              submit[r] == 'g' ? SUBMIT_ON_GO : submit[r] == 'w' ? SUBMIT_NOW : SUBMIT_NEVER);
+    wait_hello((int)world);
+    wait_state(a, job, "running", 5000);
+    wait_state(b, job, "running", 5000);
+}
+
 /* `zppctl --json jobs` (the binary) lists the job as running. */
 static void zppctl_shows_running(const zh_daemon *d, const char *job)
 {
@@ -392,13 +407,7 @@ static void test_formation_2x2(void)
     start(FAST, &b, ab, sizeof ab);
     const char *job = "mn-form";
     int64_t t0 = zh_now_ms();
-    spawn(0, &a, job, 0, 4, 2, aa, SUBMIT_ON_GO);
-    spawn(1, &a, job, 1, 4, 2, aa, SUBMIT_ON_GO);
-    spawn(2, &b, job, 2, 4, 2, aa, SUBMIT_ON_GO);
-    spawn(3, &b, job, 3, 4, 2, aa, SUBMIT_ON_GO);
-    wait_hello(4);
-    wait_state(&a, job, "running", 5000);
-    wait_state(&b, job, "running", 5000);
+    form_2(&a, &b, job, 4, aa, "gggg");
     printf("timing: 2x2 formed on both daemons %lld ms after the ranks started\n",
            (long long)(zh_now_ms() - t0));
     zppctl_shows_running(&a, job);
@@ -548,13 +557,7 @@ static void test_member_killed(void)
     start(FAST, &a, aa, sizeof aa);
     start(FAST, &b, ab, sizeof ab);
     const char *job = "mn-memberkill";
-    spawn(0, &a, job, 0, 4, 2, aa, SUBMIT_ON_GO);
-    spawn(1, &a, job, 1, 4, 2, aa, SUBMIT_NEVER);
-    spawn(2, &b, job, 2, 4, 2, aa, SUBMIT_NEVER);
-    spawn(3, &b, job, 3, 4, 2, aa, SUBMIT_NEVER);
-    wait_hello(4);
-    wait_state(&a, job, "running", 5000);
-    wait_state(&b, job, "running", 5000);
+    form_2(&a, &b, job, 4, aa, "gnnn");
     st(&g_sh->go, 1);
     ASSERT(wait_flag(&g_sh->submitted[0], 2000));
     sleep_ms(600); /* a few heartbeats go by: the call stays pending */
@@ -584,13 +587,7 @@ static void test_abort_propagation(void)
     start(FAST, &a, aa, sizeof aa);
     start(FAST, &b, ab, sizeof ab);
     const char *job = "mn-abortprop";
-    spawn(0, &a, job, 0, 4, 2, aa, SUBMIT_ON_GO);
-    spawn(1, &a, job, 1, 4, 2, aa, SUBMIT_NEVER);
-    spawn(2, &b, job, 2, 4, 2, aa, SUBMIT_ON_GO);
-    spawn(3, &b, job, 3, 4, 2, aa, SUBMIT_NEVER);
-    wait_hello(4);
-    wait_state(&a, job, "running", 5000);
-    wait_state(&b, job, "running", 5000);
+    form_2(&a, &b, job, 4, aa, "gngn");
     st(&g_sh->go, 1);
     ASSERT(wait_flag(&g_sh->submitted[0], 2000));
     ASSERT(wait_flag(&g_sh->submitted[2], 2000));
@@ -657,11 +654,7 @@ static void test_tls(void)
     ASSERT(zh_daemon_log_contains(&a, "tls=1"));
     const char *job = "mn-tls";
     int64_t t0 = zh_now_ms();
-    spawn(0, &a, job, 0, 2, 2, aa, SUBMIT_ON_GO);
-    spawn(1, &b, job, 1, 2, 2, aa, SUBMIT_ON_GO);
-    wait_hello(2);
-    wait_state(&a, job, "running", 5000);
-    wait_state(&b, job, "running", 5000);
+    form_2(&a, &b, job, 2, aa, "gg");
     printf("timing: TLS 2x1 formed %lld ms after the ranks started\n",
            (long long)(zh_now_ms() - t0));
     /* The intruder's Join never gets past the handshake. */
@@ -710,13 +703,7 @@ static void test_restart(void)
     snprintf(want, sizeof want, "127.0.0.1:%d", port);
     ASSERT_STR_EQ(aa, want);
     const char *job = "mn-restart-1";
-    spawn(0, &a, job, 0, 4, 2, aa, SUBMIT_NEVER);
-    spawn(1, &a, job, 1, 4, 2, aa, SUBMIT_NEVER);
-    spawn(2, &b, job, 2, 4, 2, aa, SUBMIT_ON_GO);
-    spawn(3, &b, job, 3, 4, 2, aa, SUBMIT_NEVER);
-    wait_hello(4);
-    wait_state(&a, job, "running", 5000);
-    wait_state(&b, job, "running", 5000);
+    form_2(&a, &b, job, 4, aa, "nngn");
     st(&g_sh->go, 1);
     ASSERT(wait_flag(&g_sh->submitted[2], 2000));
     sleep_ms(300);
@@ -734,13 +721,7 @@ static void test_restart(void)
     start(conf_a, &a, aa, sizeof aa);
     ASSERT_STR_EQ(aa, want);
     const char *job2 = "mn-restart-2";
-    spawn(0, &a, job2, 0, 4, 2, aa, SUBMIT_ON_GO);
-    spawn(1, &a, job2, 1, 4, 2, aa, SUBMIT_ON_GO);
-    spawn(2, &b, job2, 2, 4, 2, aa, SUBMIT_ON_GO);
-    spawn(3, &b, job2, 3, 4, 2, aa, SUBMIT_ON_GO);
-    wait_hello(4);
-    wait_state(&a, job2, "running", 5000);
-    wait_state(&b, job2, "running", 5000);
+    form_2(&a, &b, job2, 4, aa, "gggg");
     printf("timing: restarted A and B formed a new job %lld ms after A's restart began\n",
            (long long)(zh_now_ms() - t_start));
     st(&g_sh->go, 1);
@@ -767,13 +748,7 @@ static void test_graceful_stop(void)
     start(conf, &a, aa, sizeof aa);
     start(conf, &b, ab, sizeof ab);
     const char *job = "mn-sigterm";
-    spawn(0, &a, job, 0, 4, 2, aa, SUBMIT_ON_GO);
-    spawn(1, &a, job, 1, 4, 2, aa, SUBMIT_NEVER);
-    spawn(2, &b, job, 2, 4, 2, aa, SUBMIT_NEVER);
-    spawn(3, &b, job, 3, 4, 2, aa, SUBMIT_NEVER);
-    wait_hello(4);
-    wait_state(&a, job, "running", 5000);
-    wait_state(&b, job, "running", 5000);
+    form_2(&a, &b, job, 4, aa, "gnnn");
     st(&g_sh->go, 1);
     ASSERT(wait_flag(&g_sh->submitted[0], 2000));
     sleep_ms(300);
@@ -850,11 +825,7 @@ static void test_member_restarts(void)
     start("peer_heartbeat_ms = 300\npeer_timeout_ms = 5000\n", &a, aa, sizeof aa);
     start(conf_b, &b, ab, sizeof ab);
     const char *job = "mn-memberrestart";
-    spawn(0, &a, job, 0, 2, 2, aa, SUBMIT_NEVER);
-    spawn(1, &b, job, 1, 2, 2, aa, SUBMIT_NEVER);
-    wait_hello(2);
-    wait_state(&a, job, "running", 5000);
-    wait_state(&b, job, "running", 5000);
+    form_2(&a, &b, job, 2, aa, "nn");
     int64_t t_kill = zh_now_ms();
     zh_daemon_kill(&b);
     start(conf_b, &b, ab2, sizeof ab2);
@@ -891,11 +862,7 @@ static void test_duplicate_node(void)
     start(FAST, &b, ab, sizeof ab);
     start(FAST, &c, ac, sizeof ac);
     const char *job = "mn-dupnode";
-    spawn(0, &a, job, 0, 2, 2, aa, SUBMIT_NEVER);
-    spawn(1, &b, job, 1, 2, 2, aa, SUBMIT_NEVER);
-    wait_hello(2);
-    wait_state(&a, job, "running", 5000);
-    wait_state(&b, job, "running", 5000);
+    form_2(&a, &b, job, 2, aa, "nn");
     spawn(2, &c, job, 1, 2, 2, aa, SUBMIT_NOW);
     wait_hello(3);
     ASSERT(wait_flag(&g_sh->done[2], 3000));
@@ -938,11 +905,7 @@ static void test_clean_end(void)
     start(FAST "rejoin_timeout_ms = 1500\n", &a, aa, sizeof aa);
     start(FAST "rejoin_timeout_ms = 1500\n", &b, ab, sizeof ab);
     const char *job = "mn-end";
-    spawn(0, &a, job, 0, 2, 2, aa, SUBMIT_NEVER);
-    spawn(1, &b, job, 1, 2, 2, aa, SUBMIT_NEVER);
-    wait_hello(2);
-    wait_state(&a, job, "running", 5000);
-    wait_state(&b, job, "running", 5000);
+    form_2(&a, &b, job, 2, aa, "nn");
     /* Rank 0 leaves between calls: nothing is aborted anywhere. */
     leave(0);
     sleep_ms(700);
