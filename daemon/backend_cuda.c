@@ -21,13 +21,14 @@
  *     size against which the range is checked. One open per (device, uid,
  *     handle), reference-counted: the driver refuses a second open of the
  *     same allocation in one process.
- * Release waits for the device's work to end (cuCtxSynchronize) before it
- * unmaps: a call still enqueued may read the memory.
+ * Release is deferred until the work already queued on the device's job
+ * streams has passed (cu_defer below): a call still enqueued may read it.
  *
  * Events: per session, the client's ready events (opened from their IPC
  * handles) and as many daemon done events (interprocess, no timing), whose
- * handles go back in HelloReply. call_wait/call_record use them on the
- * slot's stream: no CPU waits for the GPU.
+ * handles go back in HelloReply. call_wait makes the slot's stream wait on
+ * the session's gate flag for the ready event (struct cu_events);
+ * call_record records the done event on it: no CPU waits for the GPU.
  *
  * Sticky CUDA errors (illegal address and the like) make the whole process
  * unusable: they set b->fatal; be_cuda_fatal() tells main, which exits.
