@@ -42,6 +42,7 @@ int main(void)
     ASSERT_EQ(zh_run_capture(stj, 10000, out, sizeof out), 0);
     ASSERT_CONTAINS(out, "\"backend\":\"host\"");
     ASSERT_CONTAINS(out, "\"draining\":false");
+    ASSERT_CONTAINS(out, "\"gpus\":[]"); /* the host backend has no GPU to list */
 
     zpp_conn *c[N];
     zpp_shm *in[N], *o[N];
