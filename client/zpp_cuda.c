@@ -10,18 +10,28 @@
  * (which records ready[i]) until zpp_wait_stream (which makes the stream
  * wait on done[i]); the daemon records done[i] only for a call that named
  * slot i, so a slot is never re-recorded by either side while in use.
+ *
+ * The daemon watches ready[i] from the host (cuEventQuery), which sees the
+ * latest record, not the one a call named. So ready[i] is re-recorded only
+ * once done[i] of its previous call has completed: by then the daemon has
+ * seen the earlier record. Slots rotate, so the one picked has almost
+ * always finished long ago; if none has, the caller waits here for the
+ * oldest (SLOT_WAIT_MS at most).
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "zpp_cuda.h"
 #include "zpp_int.h"
 
 #define EV_HANDLE_LEN 64
+#define SLOT_WAIT_MS 60000 /* longest wait for a slot's previous call to finish */
 
 /* The driver API through libcuda.so.1 loaded at run time: libzpp never
  * links libcuda, so host-only users need no NVIDIA driver. */
@@ -34,6 +44,7 @@
     X(cuDeviceGetUuid) \
     X(cuEventCreate) \
     X(cuEventDestroy) \
+    X(cuEventQuery) \
     X(cuEventRecord) \
     X(cuGetErrorString) \
     X(cuIpcGetEventHandle) \
@@ -90,6 +101,7 @@ struct zpp_cuda {
     uint8_t (*ready_h)[EV_HANDLE_LEN];
     ProtobufCBinaryData *wire;
     uint64_t *req_of; /* slot -> req_id in flight (0: free) */
+    unsigned char *used; /* slot -> a call has named it (done[i] recorded or to be) */
     int next;         /* round-robin start for the next free slot */
     int have_done;
 };
@@ -150,6 +162,7 @@ static void ext_free(void *state)
     free(z->ready_h);
     free(z->wire);
     free(z->req_of);
+    free(z->used);
     free(z);
 }
 
@@ -216,7 +229,8 @@ int zpp_cuda_attach(zpp_conn *c, int n_events)
         !(z->done = calloc((size_t)n_events, sizeof *z->done)) ||
         !(z->ready_h = calloc((size_t)n_events, sizeof *z->ready_h)) ||
         !(z->wire = calloc((size_t)n_events, sizeof *z->wire)) ||
-        !(z->req_of = calloc((size_t)n_events, sizeof *z->req_of))) {
+        !(z->req_of = calloc((size_t)n_events, sizeof *z->req_of)) ||
+        !(z->used = calloc((size_t)n_events, 1))) {
         ext_free(z);
         return zpp__set_err(c, ZPP_ENOMEM, "zpp_cuda_attach: out of memory");
     }
@@ -361,16 +375,6 @@ int zpp_collective_async(zpp_conn *c, const zpp_coll *call, CUstream stream, uin
                             "zpp_collective_async: call zpp_cuda_attach before zpp_hello");
     if (!req_id)
         return zpp__set_err(c, ZPP_EINVAL, "zpp_collective_async: no req_id");
-    int slot = -1;
-    for (int k = 0; k < z->n; k++) {
-        int i = (z->next + k) % z->n;
-        if (!z->req_of[i]) {
-            slot = i;
-            break;
-        }
-    }
-    if (slot < 0)
-        return zpp__set_err(c, ZPP_EBUSY, "every event of the pool is in flight: wait first");
     /* The events belong to the context attached at zpp_cuda_attach; a
      * caller's thread (autograd's backward thread, say) may have none or
      * another current. */
@@ -378,7 +382,46 @@ int zpp_collective_async(zpp_conn *c, const zpp_coll *call, CUstream stream, uin
     ZCU(cuCtxGetCurrent)(&prev);
     if (prev != z->ctx)
         ZCU(cuCtxSetCurrent)(z->ctx);
-    CUresult r = ZCU(cuEventRecord)(z->ready[slot], stream);
+    /* A free slot whose previous call has finished on the daemon's side
+     * (see the top of this file); else the first free one, waited for. */
+    int slot = -1, oldest = -1;
+    for (int k = 0; k < z->n && slot < 0; k++) {
+        int i = (z->next + k) % z->n;
+        if (z->req_of[i])
+            continue;
+        if (!z->used[i] || ZCU(cuEventQuery)(z->done[i]) != CUDA_ERROR_NOT_READY)
+            slot = i;
+        else if (oldest < 0)
+            oldest = i;
+    }
+    CUresult r = CUDA_SUCCESS;
+    if (slot < 0 && oldest >= 0) {
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        for (;;) {
+            r = ZCU(cuEventQuery)(z->done[oldest]);
+            if (r != CUDA_ERROR_NOT_READY)
+                break;
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > SLOT_WAIT_MS)
+                break;
+            sched_yield();
+        }
+        if (r == CUDA_SUCCESS)
+            slot = oldest;
+    }
+    if (slot < 0) {
+        if (prev != z->ctx)
+            ZCU(cuCtxSetCurrent)(prev);
+        if (oldest < 0)
+            return zpp__set_err(c, ZPP_EBUSY, "every event of the pool is in flight: wait first");
+        if (r == CUDA_ERROR_NOT_READY)
+            return zpp__set_err(c, ZPP_ETIMEDOUT,
+                                "no event slot: the daemon has not finished the calls that used "
+                                "them (waited 60 s)");
+        return drv_err(c, r, "cuEventQuery (done event)");
+    }
+    r = ZCU(cuEventRecord)(z->ready[slot], stream);
     if (prev != z->ctx)
         ZCU(cuCtxSetCurrent)(prev);
     if (r != CUDA_SUCCESS)
@@ -388,6 +431,7 @@ int zpp_collective_async(zpp_conn *c, const zpp_coll *call, CUstream stream, uin
     if (rc < 0)
         return rc;
     z->req_of[slot] = id;
+    z->used[slot] = 1;
     z->next = (slot + 1) % z->n;
     *req_id = id;
     return 0;

@@ -386,21 +386,15 @@ void *be_cuda_open(int allow_legacy_ipc, char *why, size_t why_len)
                "each call costs about 0.3 ms of GPU time and collectives cannot overlap the "
                "clients' compute (docs/cuda.md, \"MPS\")",
                "gpus=%d", n);
-    b->unblock = calloc((size_t)n, sizeof *b->unblock);
     b->counter_used = calloc(CU_MAX_COUNTERS, 1);
-    if (!b->unblock || !b->counter_used) {
+    if (!b->counter_used) {
         snprintf(why, why_len, "out of memory");
         be_cuda_close(b);
         return NULL;
     }
-    for (int i = 0; i < n; i++) {
-        cudaError_t e;
-        if (cu_use(b, i) ||
-            (e = cudaStreamCreateWithFlags(&b->unblock[i], cudaStreamNonBlocking)) != cudaSuccess) {
-            snprintf(why, why_len, "cannot create a stream on GPU %d", i);
-            be_cuda_close(b);
-            return NULL;
-        }
+    if (cu_gate_start(b, why, why_len)) {
+        be_cuda_close(b);
+        return NULL;
     }
     cu_use(b, 0);
     if (cudaHostAlloc((void **)&b->counters, sizeof *b->counters * CU_MAX_COUNTERS,
@@ -427,16 +421,11 @@ void be_cuda_close(void *backend)
         free(g->ev);
         free(g);
     }
-    for (int i = 0; i < b->ndev; i++)
-        if (b->unblock && b->unblock[i]) {
-            cu_use(b, i);
-            cudaStreamDestroy(b->unblock[i]);
-        }
+    cu_gate_stop(b);
     if (b->counters)
         cudaFreeHost(b->counters);
     for (int i = 0; i < b->ndev; i++)
         ZCU(cuDevicePrimaryCtxRelease)(b->devs[i].dev);
-    free(b->unblock);
     free(b->counter_used);
     free(b->devs);
     free(b);
@@ -719,28 +708,25 @@ fail:
 
 /* ---- events ----------------------------------------------------------- */
 
-/* A session's events. The job streams never wait on a client's event
- * directly: the session's gate stream waits on ready[i] and then writes
- * gen[i] into flag i (daemon memory); job streams wait for that flag
- * (cuStreamWaitValue32). When the session closes, the daemon writes every
- * flag itself, so a client that dies with an event recorded but never
- * completed (seen under MPS) cannot hold a job stream, or the memory that
- * stream's work keeps alive. Only the gate stream stays behind the dead
- * event. */
+/* A session's events. The job streams never wait on a client's event:
+ * call_wait arms the host gate (backend_cuda_gate.c) to raise flag i to
+ * gen[i] once ready[i] has completed, and the job stream waits for the
+ * flag (cuStreamWaitValue32 on mapped host memory). When the session
+ * closes, the loop raises every flag itself, so a client that dies with an
+ * event recorded but never completed cannot hold a stream of ours. */
 struct cu_events {
     int device;
     int n;
-    CUevent *ready; /* opened from the client's handles */
-    CUevent *done;  /* ours, exported */
-    cudaStream_t gate;
-    void *flags;    /* n 32-bit flags, cu_vmm_alloc */
-    uint32_t *gen;  /* the last value each flag was told to reach */
+    CUevent *ready;   /* opened from the client's handles */
+    CUevent *done;    /* ours, exported */
+    uint32_t *flags;  /* n flags of a gate block (host address) */
+    CUdeviceptr dflags; /* the same, as the GPU sees them */
+    uint32_t *gen;    /* the last value each flag was told to reach */
 };
 
-static void flags_free_now(struct cu_backend *b, void *p)
+static void flags_put_now(struct cu_backend *b, void *p)
 {
-    (void)b;
-    cu_vmm_free(p);
+    cu_gate_flags_put(b, p);
 }
 
 static void cuda_events_close(void *backend, void *state)
@@ -750,45 +736,16 @@ static void cuda_events_close(void *backend, void *state)
     if (!ev)
         return;
     cu_use(b, ev->device);
-    /* Open every gate: job streams waiting for this session's flags go on
-     * whether or not the client ever completes its events. */
-    if (ev->flags && ev->gen && b->unblock)
+    /* Disarm first (the gate thread must not query events we destroy),
+     * then open every gate: job streams waiting for this session's flags
+     * go on whether or not the client ever completes its events. */
+    cu_gate_drop(b, ev);
+    if (ev->flags && ev->gen)
         for (int i = 0; i < ev->n; i++)
-            ZCU(cuStreamWriteValue32)((CUstream)b->unblock[ev->device],
-                                      (CUdeviceptr)(uintptr_t)ev->flags + 4u * (unsigned)i,
-                                      ev->gen[i], 0);
-    if (ev->flags) {
-        /* Free the flags once the job streams' pending waits have read
-         * them AND the gate has done its last write: a client that closed
-         * with work still running completes its events later, and the gate
-         * then still writes. A gate stuck behind a dead event keeps its
-         * 2 MiB of flags (shown as a deferred release). */
-        cudaEvent_t *fe = NULL;
-        int nfe = 0;
-        if (cu_jobs_fence(b, ev->device, &fe, &nfe) == 0) {
-            cudaEvent_t *all = realloc(fe, sizeof *all * (size_t)(nfe + 2));
-            /* the gate's last write, and the unblocking writes above */
-            cudaStream_t last[2] = {ev->gate, b->unblock ? b->unblock[ev->device] : NULL};
-            for (int k = 0; all && k < 2; k++) {
-                if (!last[k] ||
-                    cudaEventCreateWithFlags(&all[nfe], cudaEventDisableTiming) != cudaSuccess)
-                    continue;
-                if (cudaEventRecord(all[nfe], last[k]) == cudaSuccess)
-                    nfe++;
-                else
-                    cudaEventDestroy(all[nfe]);
-            }
-            fe = all ? all : fe;
-        }
-        struct cu_grave *g = fe ? cu_grave_add(b, fe, nfe, flags_free_now, ev->flags) : NULL;
-        if (g)
-            g->device = ev->device;
-        else if (!fe) /* out of memory: keep the flags rather than risk a fault */
-            ZLOG_W("cuda", "a session's flags are not freed (out of memory)", "device=%d",
-                   ev->device);
-    }
-    if (ev->gate)
-        cudaStreamDestroy(ev->gate); /* returns at once; a dead wait stays behind */
+            cu_gate_raise(&ev->flags[i], ev->gen[i]);
+    /* the block is reused once the job streams' pending waits have read it */
+    if (ev->flags)
+        cu_defer(b, ev->device, flags_put_now, ev->flags);
     free(ev->gen);
     for (int i = 0; i < ev->n; i++) {
         if (ev->ready && ev->ready[i])
@@ -808,7 +765,7 @@ static int cuda_events_open(void *backend, int device, const uint8_t *const *rea
     struct cu_events *ev = NULL;
     CUresult r;
     int rc = 0;
-    if (n < 1 || device < 0 || device >= b->ndev) {
+    if (n < 1 || n > CU_GATE_FLAGS || device < 0 || device >= b->ndev) {
         snprintf(why, why_len, "bad device or event count");
         return ZPP_EINVAL;
     }
@@ -818,36 +775,18 @@ static int cuda_events_open(void *backend, int device, const uint8_t *const *rea
     }
     ev = calloc(1, sizeof *ev);
     if (!ev || !(ev->ready = calloc((size_t)n, sizeof *ev->ready)) ||
-        !(ev->done = calloc((size_t)n, sizeof *ev->done))) {
+        !(ev->done = calloc((size_t)n, sizeof *ev->done)) ||
+        !(ev->gen = calloc((size_t)n, sizeof *ev->gen))) {
         snprintf(why, why_len, "out of memory");
         rc = ZPP_ENOMEM;
         goto fail;
     }
     ev->device = device;
     ev->n = n;
-    if (!(ev->gen = calloc((size_t)n, sizeof *ev->gen))) {
-        snprintf(why, why_len, "out of memory");
-        rc = ZPP_ENOMEM;
+    if ((rc = cu_gate_flags_get(b, &ev->flags, &ev->dflags))) {
+        ev->flags = NULL;
+        snprintf(why, why_len, "cannot allocate the session's gate flags (pinned host memory)");
         goto fail;
-    }
-    {
-        cudaError_t e = cudaStreamCreateWithFlags(&ev->gate, cudaStreamNonBlocking);
-        if (e != cudaSuccess) {
-            ev->gate = NULL;
-            rc = cu_rt_fail(e, "creating a session's gate stream", why, why_len);
-            goto fail;
-        }
-        if ((rc = cu_vmm_alloc(b, device, (size_t)n * 4u, &ev->flags))) {
-            ev->flags = NULL;
-            snprintf(why, why_len, "cannot allocate the session's flags on GPU %d", device);
-            goto fail;
-        }
-        /* Zeroed before any job stream can read them (fresh memory is not). */
-        if ((e = cudaMemsetAsync(ev->flags, 0, (size_t)n * 4u, ev->gate)) != cudaSuccess ||
-            (e = cudaStreamSynchronize(ev->gate)) != cudaSuccess) {
-            rc = cu_rt_fail(e, "clearing the session's flags", why, why_len);
-            goto fail;
-        }
     }
     for (int i = 0; i < n; i++) {
         CUipcEventHandle h;
@@ -879,21 +818,23 @@ fail:
 static int cuda_call_wait(struct be_call *c, int s, void *events, int slot_ev)
 {
     struct cu_events *ev = events;
+    struct cu_backend *b = cu_call_backend(c, s);
     int dev;
     CUstream st = cu_call_stream(c, s, &dev);
-    if (!ev || !st || slot_ev < 0 || slot_ev >= ev->n || dev != ev->device) {
+    if (!ev || !st || !b || slot_ev < 0 || slot_ev >= ev->n || dev != ev->device) {
         snprintf(c->err, sizeof c->err, "slot %d: no stream or no such event %d", s, slot_ev);
         return ZPP_EINVAL;
     }
-    /* gate: wait for the client's event, then raise flag slot_ev to v;
-     * the job stream waits for the flag (cyclic >=, wraps safely). */
+    /* the job stream waits for flag slot_ev to reach v (cyclic >=); the
+     * gate raises it once the client's ready event has completed */
     uint32_t v = ++ev->gen[slot_ev];
-    CUdeviceptr flag = (CUdeviceptr)(uintptr_t)ev->flags + 4u * (unsigned)slot_ev;
-    CUresult r = ZCU(cuStreamWaitEvent)((CUstream)ev->gate, ev->ready[slot_ev], 0);
-    if (r == CUDA_SUCCESS)
-        r = ZCU(cuStreamWriteValue32)((CUstream)ev->gate, flag, v, 0);
-    if (r == CUDA_SUCCESS)
-        r = ZCU(cuStreamWaitValue32)(st, flag, v, CU_STREAM_WAIT_VALUE_GEQ);
+    int rc = cu_gate_arm(b, b->devs[dev].ctx, ev->ready[slot_ev], &ev->flags[slot_ev], v, ev);
+    if (rc) {
+        snprintf(c->err, sizeof c->err, "cannot arm the gate for the client's ready event");
+        return rc;
+    }
+    CUresult r = ZCU(cuStreamWaitValue32)(st, ev->dflags + 4u * (unsigned)slot_ev, v,
+                                          CU_STREAM_WAIT_VALUE_GEQ);
     if (r != CUDA_SUCCESS)
         return cu_drv_fail(r, "waiting for the client's ready event", c->err, sizeof c->err);
     return 0;

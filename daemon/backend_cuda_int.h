@@ -36,6 +36,8 @@
     X(cuEventCreate) \
     X(cuEventDestroy) \
     X(cuEventRecord) \
+    X(cuEventQuery) \
+    X(cuCtxSetCurrent) \
     X(cuStreamWaitEvent) \
     X(cuStreamWaitValue32) \
     X(cuStreamWriteValue32) \
@@ -109,11 +111,31 @@ struct cu_backend {
     char fatal_why[256];
     struct cu_grave *graves;      /* deferred releases, reaped by be_cuda_tick */
     struct cu_job *jobs;          /* live jobs (their streams are fenced on release) */
-    cudaStream_t *unblock;        /* per device: where sessions' ready events are
-                                     re-recorded when a session closes */
     unsigned long long *counters; /* pinned host memory, CU_MAX_COUNTERS */
     unsigned char *counter_used;
+    struct cu_gate *gate;         /* backend_cuda_gate.c */
 };
+
+/* backend_cuda_gate.c: job streams wait on host flags that a thread raises
+ * once the client's ready event has completed, or the loop raises when the
+ * session closes; no stream of ours waits on a client's event. */
+#define CU_GATE_FLAGS 64 /* flags per session block (>= ZPP_MAX_EVENTS) */
+struct cu_gate;
+int cu_gate_start(struct cu_backend *b, char *why, size_t why_len);
+void cu_gate_stop(struct cu_backend *b);
+/* A zeroed block of CU_GATE_FLAGS flags: host address and device address. */
+int cu_gate_flags_get(struct cu_backend *b, uint32_t **host, CUdeviceptr *dev);
+/* Back to the free list: only once no stream can still wait on it. */
+void cu_gate_flags_put(struct cu_backend *b, uint32_t *host);
+/* flag reaches v (cyclic max) once ev, of context ctx, has completed. */
+int cu_gate_arm(struct cu_backend *b, CUcontext ctx, CUevent ev, uint32_t *flag, uint32_t v,
+                const void *owner);
+/* Disarms owner's entries (before its events are destroyed). */
+void cu_gate_drop(struct cu_backend *b, const void *owner);
+/* Raises *flag to v unless it is already there (cyclic). */
+void cu_gate_raise(uint32_t *flag, uint32_t v);
+/* Entries armed now, and raised so far by the thread. */
+void cu_gate_counts(struct cu_backend *b, uint64_t *armed, uint64_t *fired);
 
 /* Daemon-owned device memory (staging, store, counters): cuMemCreate +
  * map, so that freeing it (cuMemUnmap) never synchronises the device: a
@@ -162,6 +184,8 @@ int cu_job_poll(void *backend, void *job, char *why, size_t why_len);
 uint64_t cu_job_memory(void *backend, void *job);
 /* The stream of slot s of the call's job (NULL if none) and its device. */
 CUstream cu_call_stream(struct be_call *c, int s, int *device);
+/* The backend of the call's job (NULL if none). */
+struct cu_backend *cu_call_backend(struct be_call *c, int s);
 
 int cu_scratch(struct be_call *c, int s, size_t bytes, void **out);
 int cu_quantize(struct be_call *c, int s, const void *x, int dtype, uint64_t n, uint64_t n_valid,

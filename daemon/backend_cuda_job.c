@@ -170,6 +170,12 @@ CUstream cu_call_stream(struct be_call *c, int s, int *device)
     return (CUstream)j->slots[s].stream;
 }
 
+struct cu_backend *cu_call_backend(struct be_call *c, int s)
+{
+    struct cu_job *j = call_job(c, s);
+    return j ? j->b : NULL;
+}
+
 /* The stream of the slot's current lane. */
 static cudaStream_t cur(const struct cu_slot *sl)
 {
