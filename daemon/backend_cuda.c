@@ -828,7 +828,14 @@ static int cuda_call_wait(struct be_call *c, int s, void *events, int slot_ev)
     /* the job stream waits for flag slot_ev to reach v (cyclic >=); the
      * gate raises it once the client's ready event has completed */
     uint32_t v = ++ev->gen[slot_ev];
-    int rc = cu_gate_arm(b, b->devs[dev].ctx, ev->ready[slot_ev], &ev->flags[slot_ev], v, ev);
+    int rc = 0;
+    /* Most ready events have completed by the time the call arrives (the
+     * client's stream had nothing left before the record): raise the flag
+     * here and spare the gate thread a round. */
+    if (ZCU(cuEventQuery)(ev->ready[slot_ev]) == CUDA_SUCCESS)
+        cu_gate_raise(&ev->flags[slot_ev], v);
+    else
+        rc = cu_gate_arm(b, b->devs[dev].ctx, ev->ready[slot_ev], &ev->flags[slot_ev], v, ev);
     if (rc) {
         snprintf(c->err, sizeof c->err, "cannot arm the gate for the client's ready event");
         return rc;

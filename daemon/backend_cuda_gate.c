@@ -26,12 +26,14 @@
  * completed (zpp_cuda.c), which implies the gate saw the earlier record. A
  * client that breaks the rule only releases its own call early.
  *
- * Cost. The thread sleeps on a condition variable while nothing is armed.
- * While something is, it polls back to back for GATE_SPIN_NS after the last
- * progress (an event completes within microseconds of the client's work,
- * so a collective starts as soon as with a GPU-side wait), then every
- * GATE_NAP_NS. The ~1 us cuEventQuery per armed event per pass is the price:
- * one CPU core of the node while calls are in flight.
+ * Cost. call_wait raises the flag itself when the event has already
+ * completed, the common case. Otherwise the thread polls its armed events
+ * back to back for GATE_SPIN_NS after the last progress (an event
+ * completes microseconds after the client's work, so the collective starts
+ * about as soon as with a GPU-side wait), then every GATE_NAP_NS; with
+ * nothing armed it polls for GATE_LINGER_NS more, then sleeps on a
+ * condition variable. The price is a CPU core of the node while calls are
+ * in flight (a cuEventQuery is about a microsecond).
  *
  * Flags live in pages that are never freed while the daemon runs (freeing
  * pinned memory synchronises the device); a session's block goes back to
@@ -52,6 +54,7 @@
 
 #define GATE_SPIN_NS 5000000ull /* poll back to back this long after progress */
 #define GATE_NAP_NS 20000l      /* then nap this long between passes */
+#define GATE_LINGER_NS 2000000ull /* poll for new entries this long before sleeping */
 #define GATE_BLOCKS_PER_PAGE 64 /* blocks of CU_GATE_FLAGS flags per page */
 
 struct gate_entry {
@@ -107,6 +110,13 @@ static void *gate_main(void *arg)
     prctl(PR_SET_TIMERSLACK, 1000ul); /* naps of microseconds, not 50 us */
     pthread_mutex_lock(&g->mu);
     for (;;) {
+        /* Linger a little before sleeping: calls come in bursts, and a
+         * wake-up from the condition variable costs tens of microseconds. */
+        while (!g->stop && g->narmed == 0 && mono_ns() - progress < GATE_LINGER_NS) {
+            pthread_mutex_unlock(&g->mu);
+            sched_yield();
+            pthread_mutex_lock(&g->mu);
+        }
         while (!g->stop && g->narmed == 0) {
             pthread_cond_wait(&g->cv, &g->mu);
             progress = mono_ns();

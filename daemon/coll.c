@@ -59,6 +59,7 @@
 
 #define QWZ_PIECE_BYTES (32ull << 20) /* run_qwz: gathered bytes per piece */
 #define QWZ_MAX_PIECES 8
+#define QWZ_EARLY_BYTES (1ull << 20) /* run_qwz: own part dequantized beside the gather */
 
 #define COLL_MAX_STAGES 64u
 #define COLL_HASH_STAGING (4u << 20) /* bytes per device-to-host copy when hashing */
@@ -636,9 +637,10 @@ static void qwz_plan(struct coll_exec *x, uint64_t W, struct qwz_plan *q)
     const struct coll_args *a = &x->args;
     uint64_t piece_bytes = QWZ_PIECE_BYTES;
     const char *env = getenv("ZPP_QWZ_PIECE_MIB"); /* experiment switch (docs/cuda.md) */
-    /* One piece on one node of time-sliced GPUs: measured slower there
-     * (bench/results/cuda-2026-11-22-h200x2-mps.txt). */
-    if (x->topo.nodes == 1 && x->call.ops->lanes_cheap && !x->call.ops->lanes_cheap(&x->call))
+    /* One piece on one node: over NVLink pieces measured slower, with
+     * and without MPS (bench/results/cuda-2026-11-22-h200x2-gate.txt:
+     * 256 MiB - 1 GiB, 1.13-1.21x NCCL in one piece, 0.83-1.10x in pieces). */
+    if (x->topo.nodes == 1)
         piece_bytes = UINT64_MAX;
     if (env && atoi(env) > 0)
         piece_bytes = (uint64_t)atoi(env) << 20;
@@ -666,7 +668,12 @@ static int run_qwz(struct coll_exec *x, void **send, void **recv)
     uint64_t cbf = zk_chunk_bytes(q.ps, a->bits, a->block);
     uint64_t last = q.shard - (q.P - 1) * q.ps;
     uint64_t total = W * ((q.P - 1) * cbf + zk_chunk_bytes(last, a->bits, a->block));
-    int lanes = q.P > 1 && coll_lanes(x);
+    /* Lanes: piece p's dequantize overlaps piece p + 1's gather; and this
+     * rank's own part of each piece, whose codes are local before the
+     * gather, is dequantized on lane 1 while lane 0 gathers (calls of at
+     * least QWZ_EARLY_BYTES: below that the lane hops cost more). */
+    int early = coll_lanes(x) && total >= QWZ_EARLY_BYTES;
+    int lanes = coll_lanes(x) && (q.P > 1 || early);
     int ns = x->topo.nslots;
     void **sp = calloc((size_t)ns, sizeof *sp), **rp = calloc((size_t)ns, sizeof *rp);
     if (!sp || !rp) {
@@ -695,6 +702,13 @@ static int run_qwz(struct coll_exec *x, void **send, void **recv)
             uint64_t r = (uint64_t)be_rank(&x->topo, s);
             rp[s] = (uint8_t *)recv[s] + W * p * cbf;
             sp[s] = (uint8_t *)rp[s] + r * cb; /* in place, as NCCL allows */
+            uint64_t lo = r * q.shard + p * q.ps, n = coll_clamp(a->count, lo, len);
+            if (early && n) { /* own part: after its quantize, beside the gather */
+                COLL_CHECK(x, coll_lane_follow(x, s, 1, 0));
+                COLL_CHECK(x, coll_lane_use(x, s, 1));
+                COLL_CHECK(x, ops->dequantize(c, s, sp[s], len, n, a->bits, a->block,
+                                              (uint8_t *)x->slots[s].out + lo * esize, a->dtype));
+            }
             if (lanes)
                 COLL_CHECK(x, coll_lane_use(x, s, 0));
         }
@@ -704,10 +718,11 @@ static int run_qwz(struct coll_exec *x, void **send, void **recv)
                 COLL_CHECK(x, coll_lane_follow(x, s, 1, 0));
                 COLL_CHECK(x, coll_lane_use(x, s, 1));
             }
+            uint64_t r = (uint64_t)be_rank(&x->topo, s);
             for (uint64_t m = 0; m < W; m++) {
                 uint64_t lo = m * q.shard + p * q.ps;
                 uint64_t n = coll_clamp(a->count, lo, len);
-                if (n)
+                if (n && !(early && m == r))
                     COLL_CHECK(x, ops->dequantize(c, s, (uint8_t *)rp[s] + m * cb, len, n, a->bits,
                                                   a->block, (uint8_t *)x->slots[s].out + lo * esize,
                                                   a->dtype));
