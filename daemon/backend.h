@@ -28,6 +28,7 @@
 enum be_comm { BE_COMM_GLOBAL = 0, BE_COMM_INTRA = 1, BE_COMM_INTER = 2 };
 
 #define BE_LANE_MARKS 4 /* lane marks per slot (be_ops.lane_mark) */
+#define BE_FORMING 1    /* job_poll: creation still in progress (never a ZPP_E* code) */
 
 /* The topology of a job as one daemon sees it. */
 struct be_topo {
@@ -102,22 +103,44 @@ struct be_ops {
     int (*events_open)(void *backend, int device, const uint8_t *const *ready, int n,
                        uint8_t (*done_out)[64], void **state, char *why, size_t why_len);
     void (*events_close)(void *backend, void *state);
-    /* Per job: communicators and streams for the hosted ranks, whose
-     * devices are devices[slot]. job_close(abort=1) aborts NCCL first. */
+
+    /* ---- a job's communicators (both backends) ----------------------
+     * Two phases, so that the loop never waits while communicators connect
+     * (across daemons that can take as long as the network does):
+     * job_open starts creating the job's state for the hosted ranks (cuda:
+     * streams and the NCCL communicators, non-blocking) and returns at
+     * once, never waiting on the network or the GPU. It returns 0 with
+     * *job (release with job_close, whether it became ready or not), or a
+     * ZPP_E* code with why and nothing to release (*job untouched).
+     * devices[slot] are the hosted ranks' devices (NULL on the host
+     * backend).
+     * job_poll reports where the job stands: BE_FORMING while creation is
+     * still in progress, 0 once the job is ready and healthy, or a ZPP_E*
+     * code with why when creation failed or an asynchronous error came
+     * later (NCCL, a failed stream); after an error the caller closes the
+     * job with abort = 1. It never blocks. The caller polls it (loop
+     * thread) until it leaves BE_FORMING, against its own deadline, then
+     * keeps calling it every tick for asynchronous errors. No call may use
+     * the job before job_poll has returned 0 once.
+     * job_close releases the job, ready or not, at any time after job_open;
+     * abort = 1 aborts NCCL first (a job still forming is always aborted:
+     * its in-progress communicators are aborted, never waited for). */
     int (*job_open)(void *backend, const struct be_topo *t, const int *devices, void **job,
                     char *why, size_t why_len);
     void (*job_close)(void *backend, void *job, int abort);
-    /* Polls a job's asynchronous errors (NCCL); 0 or a ZPP_E* code. */
     int (*job_poll)(void *backend, void *job, char *why, size_t why_len);
     /* job_open for a job that spans daemons: the global and inter-node
      * communicators come from the leader's ids (ids[0] global, ids[1 + i]
-     * the inter-node communicator of local index i); t->rank0/nslots say
-     * which ranks this daemon hosts. */
+     * the inter-node communicator of local index i; none on a backend
+     * without make_ids); t->rank0/nslots say which ranks this daemon
+     * hosts. Same two phases as job_open. */
     int (*job_open_ids)(void *backend, const struct be_topo *t, const int *devices,
                         const uint8_t *ids, int nids, void **job, char *why, size_t why_len);
     /* Makes n communicator ids (128 bytes each, ncclGetUniqueId) for a job
-     * that spans daemons; the leader sends them to the other nodes. */
+     * that spans daemons; the leader sends them to the other nodes. NULL
+     * on a backend that moves data inside one daemon only (host). */
     int (*make_ids)(void *backend, int n, uint8_t *ids, char *why, size_t why_len);
+    /* ---- device backends (cuda) again; NULL on the host backend ------ */
     /* Device memory the job holds (communicators, staging). */
     uint64_t (*job_memory)(void *backend, void *job);
     /* Around coll_run: slot s's stream waits on the client's ready event
@@ -187,6 +210,12 @@ extern const struct be_ops be_host_ops;
  * be_host_fatal returns 1 with a message, like a sticky CUDA error. */
 void be_host_fault_inject(uint64_t after_transfers);
 int be_host_fatal(char *why, size_t why_len);
+/* Host backend test hook (tests only): the environment variable
+ * ZPPD_TEST_FORM_DELAY = "MS" or "MS:COUNT" makes job_poll of the first
+ * COUNT jobs opened (every job without COUNT) report BE_FORMING for MS
+ * milliseconds after job_open, as communicators that take that long to
+ * connect would; read at the first job_open. */
+#define BE_HOST_FORM_DELAY_ENV "ZPPD_TEST_FORM_DELAY"
 
 /* The cuda backend (backend_cuda.c; only in builds with CUDA and NCCL).
  * be_cuda_open finds the GPUs; returns NULL with a message if none. */

@@ -69,7 +69,7 @@ extern struct zcu_table zcu;
 int zcu_load(char *why, size_t why_len);
 
 #define CU_UUID_LEN 48            /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" + NUL */
-#define CU_NCCL_DEADLINE_MS 60000 /* communicator creation / enqueue deadline */
+#define CU_NCCL_DEADLINE_MS 60000 /* enqueue deadline (creation: the job layer's) */
 
 struct cu_dev {
     int ordinal;

@@ -10,12 +10,16 @@
  *   GLOBAL  one communicator of W ranks;
  *   INTRA   one per node, G ranks in local-rank order;
  *   INTER   one per local index, N ranks in node order.
- * Each set is created with ncclCommInitRankConfig inside one
- * ncclGroupStart/End, non-blocking (config.blocking = 0), and we poll
- * ncclCommGetAsyncError until ncclInProgress clears, against our own
- * deadline. They live as long as the job (reused by every call, kept across
- * a client's reconnect, since the job outlives sessions), and are aborted
- * (ncclCommAbort) on job_close(abort=1), finalized and destroyed otherwise.
+ * Creation never waits on the loop thread: cu_job_open makes the streams
+ * and starts the first communicator group, non-blocking
+ * (config.blocking = 0, one ncclGroupStart/End per communicator), and
+ * cu_job_poll, which the job layer calls from a timer, starts each next
+ * group once the previous one has left ncclInProgress (the state machine
+ * under "communicator creation"); the job layer owns the deadline. They
+ * live as long as the job (reused by every call, kept across a client's
+ * reconnect, since the job outlives sessions), and are aborted
+ * (ncclCommAbort) on job_close(abort=1) or when the job closes before it
+ * was ready, finalized and destroyed otherwise.
  *
  * Enqueueing a collective: ncclGroupStart; one NCCL call per slot on that
  * slot's communicator and stream; ncclGroupEnd. On a non-blocking
@@ -101,9 +105,18 @@ struct cu_job {
     struct be_topo t;
     struct cu_slot *slots;
     uint64_t comm_bytes; /* device memory NCCL took at creation (estimate) */
-    int closing;         /* job_close ran: waiting for the streams to drain */
-    int abort;           /* close by ncclCommAbort (else finalize + destroy) */
-    int comms_gone;      /* communicators already aborted */
+    /* Creation (cu_job_poll drives it): step (form_k, form_g) is the
+     * communicator group in progress once form_started. */
+    int ready; /* every communicator created: calls may use the job */
+    int form_k, form_g, form_started;
+    int form_rc; /* creation failed: the code cu_job_poll keeps returning */
+    char form_why[256];
+    uint8_t *ids; /* the leader's ids (jobs across daemons), until ready */
+    int nids;
+    size_t *free0;  /* free device memory before creation, per device, until ready */
+    int closing;    /* job_close ran: waiting for the streams to drain */
+    int abort;      /* close by ncclCommAbort (else finalize + destroy) */
+    int comms_gone; /* communicators already aborted */
 };
 
 static uint64_t now_ms(void)
@@ -154,7 +167,8 @@ static int wait_comms(ncclComm_t *comms, int n, int deadline_ms, const char *wha
 static struct cu_job *call_job(struct be_call *c, int s)
 {
     struct cu_job *j = c->priv;
-    if (!j || s < 0 || s >= j->t.nslots)
+    /* The job layer runs no call before job_poll said ready; checked anyway. */
+    if (!j || !j->ready || s < 0 || s >= j->t.nslots)
         return NULL;
     return j;
 }
@@ -298,6 +312,8 @@ static void job_reap(struct cu_backend *b, void *arg)
             b->counter_used[sl->counter] = 0;
     }
     free(j->slots);
+    free(j->ids);
+    free(j->free0);
     free(j);
 }
 
@@ -352,7 +368,10 @@ void cu_job_close(void *backend, void *job, int abort)
     if (!j || j->closing)
         return;
     j->closing = 1;
-    j->abort = abort;
+    /* Communicators still being created are aborted, never finalized:
+     * ncclCommAbort is the one way out NCCL allows while one is in
+     * progress (ncclCommFinalize needs a ready communicator). */
+    j->abort = abort || !j->ready;
     int nev = 0;
     cudaEvent_t *ev = calloc((size_t)j->t.nslots * 2, sizeof *ev);
     for (int s = 0; ev && s < j->t.nslots; s++) {
@@ -376,65 +395,156 @@ void cu_job_close(void *backend, void *job, int abort)
         g->stuck = cu_job_stuck;
 }
 
-/* Creates the communicators of kind k for the hosted slots. ids (NULL: one
- * daemon hosts every member) gives the leader's ids: ids[0] global,
- * ids[1 + i] the inter-node communicator of local index i; intra-node
- * communicators are always local to this daemon. */
-static int create_comms(struct cu_job *j, int k, const uint8_t *ids, int nids, char *why,
-                        size_t why_len)
+/* ---- communicator creation: a small state machine ---------------------
+ *
+ * The sets are created one group at a time, in a fixed order that every
+ * daemon of a job follows: GLOBAL, then INTRA group 0 .. N-1, then INTER
+ * group 0 .. G-1 (groups this daemon hosts no member of are skipped). A
+ * step is one ncclGroupStart, ncclCommInitRankConfig (blocking = 0) for
+ * every hosted member of that communicator, ncclGroupEnd: NCCL requires
+ * the local ranks of one communicator to init inside one group when one
+ * thread drives several GPUs. ncclGroupEnd returns ncclInProgress and NCCL
+ * connects in its own threads; cu_job_poll then asks
+ * ncclCommGetAsyncError of that step's communicators (the one call NCCL
+ * allows on a communicator in progress, besides ncclCommAbort) and starts
+ * the next step only once all of them have left ncclInProgress — the same
+ * order and the same calls as when the loop waited, without the wait.
+ * Nothing else touches a communicator before its job is ready: calls wait
+ * in the job layer until cu_job_poll has returned 0. cu_job_close of a
+ * job that is not ready aborts (ncclCommAbort) every communicator made so
+ * far, in progress or not. */
+
+/* Starts group g of communicator set k for the hosted slots. Returns 0
+ * (*none = 1 when this daemon hosts no member of it), or a code with why. */
+static int comm_group_start(struct cu_job *j, int k, int g, int *none, char *why, size_t why_len)
 {
     const struct be_topo *t = &j->t;
-    int n = comm_size_of(t, k), ng = comm_ngroups(t, k);
-    for (int g = 0; g < ng; g++) {
-        ncclUniqueId id;
-        ncclResult_t r = ncclSuccess;
-        ncclComm_t made[t->nslots > 0 ? t->nslots : 1];
-        int nm = 0, hosted = 0;
-        for (int s = 0; s < t->nslots; s++)
-            hosted += comm_group_of(t, k, be_rank(t, s)) == g;
-        if (!hosted)
+    int n = comm_size_of(t, k), hosted = 0;
+    ncclUniqueId id;
+    ncclResult_t r = ncclSuccess;
+    *none = 0;
+    for (int s = 0; s < t->nslots; s++)
+        hosted += comm_group_of(t, k, be_rank(t, s)) == g;
+    if (!hosted) {
+        *none = 1;
+        return 0;
+    }
+    if (j->ids && k != BE_COMM_INTRA) {
+        int at = k == BE_COMM_GLOBAL ? 0 : 1 + g;
+        if (at >= j->nids) {
+            snprintf(why, why_len, "the leader sent %d communicator ids, %d needed", j->nids,
+                     at + 1);
+            return ZPP_EINVAL;
+        }
+        memcpy(&id, j->ids + (size_t)at * NCCL_UNIQUE_ID_BYTES, sizeof id);
+    } else if (hosted != n) {
+        snprintf(why, why_len, "a %s communicator has members on other daemons but no id",
+                 k == BE_COMM_INTRA ? "intra-node" : "job");
+        return ZPP_EUNSUPPORTED;
+    } else if ((r = ncclGetUniqueId(&id)) != ncclSuccess) {
+        return nccl_fail(r, NULL, "ncclGetUniqueId", why, why_len);
+    }
+    ncclGroupStart();
+    for (int s = 0; s < t->nslots; s++) {
+        int rk = be_rank(t, s);
+        if (comm_group_of(t, k, rk) != g)
             continue;
-        if (ids && k != BE_COMM_INTRA) {
-            int at = k == BE_COMM_GLOBAL ? 0 : 1 + g;
-            if (at >= nids) {
-                snprintf(why, why_len, "the leader sent %d communicator ids, %d needed", nids,
-                         at + 1);
-                return ZPP_EINVAL;
-            }
-            memcpy(&id, ids + (size_t)at * NCCL_UNIQUE_ID_BYTES, sizeof id);
-        } else if (hosted != n) {
-            snprintf(why, why_len, "a %s communicator has members on other daemons but no id",
-                     k == BE_COMM_INTRA ? "intra-node" : "job");
-            return ZPP_EUNSUPPORTED;
-        } else if ((r = ncclGetUniqueId(&id)) != ncclSuccess) {
-            return nccl_fail(r, NULL, "ncclGetUniqueId", why, why_len);
+        struct cu_slot *sl = &j->slots[s];
+        ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
+        /* experiment switch: a blocking ncclGroupEnd holds the loop again */
+        cfg.blocking = getenv("ZPP_NCCL_BLOCKING") ? 1 : 0;
+        cu_use(j->b, sl->device);
+        sl->crank[k] = comm_index_of(t, k, rk);
+        sl->csize[k] = n;
+        r = ncclCommInitRankConfig(&sl->comm[k], n, id, sl->crank[k], &cfg);
+        if (r != ncclSuccess && r != ncclInProgress) {
+            ncclGroupEnd();
+            return nccl_fail(r, NULL, "ncclCommInitRankConfig", why, why_len);
         }
-        ncclGroupStart();
-        for (int s = 0; s < t->nslots; s++) {
-            int rk = be_rank(t, s);
-            if (comm_group_of(t, k, rk) != g)
-                continue;
-            struct cu_slot *sl = &j->slots[s];
-            ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
-            cfg.blocking = getenv("ZPP_NCCL_BLOCKING") ? 1 : 0; /* experiment switch */
-            cu_use(j->b, sl->device);
-            sl->crank[k] = comm_index_of(t, k, rk);
-            sl->csize[k] = n;
-            r = ncclCommInitRankConfig(&sl->comm[k], n, id, sl->crank[k], &cfg);
-            if (r != ncclSuccess && r != ncclInProgress) {
-                ncclGroupEnd();
-                return nccl_fail(r, NULL, "ncclCommInitRankConfig", why, why_len);
-            }
-            made[nm++] = sl->comm[k];
-        }
-        r = ncclGroupEnd();
-        if (r != ncclSuccess && r != ncclInProgress)
-            return nccl_fail(r, NULL, "ncclGroupEnd (communicator creation)", why, why_len);
-        int rc = wait_comms(made, nm, CU_NCCL_DEADLINE_MS, "creating a communicator", why, why_len);
-        if (rc)
-            return rc;
+    }
+    r = ncclGroupEnd();
+    if (r != ncclSuccess && r != ncclInProgress)
+        return nccl_fail(r, NULL, "ncclGroupEnd (communicator creation)", why, why_len);
+    return 0;
+}
+
+/* Where group g of set k stands: 0 with *busy (some communicator still
+ * ncclInProgress), or a code with why. */
+static int comm_group_state(struct cu_job *j, int k, int g, int *busy, char *why, size_t why_len)
+{
+    static const char *const set[CU_NCOMM] = {"job", "intra-node", "inter-node"};
+    char what[96];
+    *busy = 0;
+    for (int s = 0; s < j->t.nslots; s++) {
+        ncclComm_t c = j->slots[s].comm[k];
+        ncclResult_t st = ncclSuccess, r;
+        if (!c || comm_group_of(&j->t, k, be_rank(&j->t, s)) != g)
+            continue;
+        snprintf(what, sizeof what, "creating the %s communicator %d (rank %d)", set[k], g,
+                 be_rank(&j->t, s));
+        if ((r = ncclCommGetAsyncError(c, &st)) != ncclSuccess)
+            return nccl_fail(r, c, what, why, why_len);
+        if (st == ncclInProgress)
+            *busy = 1;
+        else if (st != ncclSuccess)
+            return nccl_fail(st, c, what, why, why_len);
     }
     return 0;
+}
+
+static void form_next(struct cu_job *j)
+{
+    j->form_started = 0;
+    if (++j->form_g >= comm_ngroups(&j->t, j->form_k)) {
+        j->form_g = 0;
+        j->form_k++;
+    }
+}
+
+/* Every communicator is there: the memory NCCL took, and the job is ready. */
+static void form_done(struct cu_job *j)
+{
+    struct cu_backend *b = j->b;
+    for (int s = 0; j->free0 && s < j->t.nslots; s++) {
+        size_t fr = 0, tot = 0;
+        int dev = j->slots[s].device;
+        cu_use(b, dev);
+        cudaMemGetInfo(&fr, &tot);
+        if (j->free0[dev] > fr)
+            j->comm_bytes += j->free0[dev] - fr;
+        j->free0[dev] = fr; /* count each device once */
+    }
+    free(j->free0);
+    j->free0 = NULL;
+    free(j->ids);
+    j->ids = NULL;
+    j->ready = 1;
+}
+
+/* Moves creation on as far as it can without waiting: 0 ready, BE_FORMING,
+ * or a code with why. */
+static int form_step(struct cu_job *j, char *why, size_t why_len)
+{
+    for (;;) {
+        int rc, busy = 0, none = 0;
+        if (j->form_started) {
+            if ((rc = comm_group_state(j, j->form_k, j->form_g, &busy, why, why_len)))
+                return rc;
+            if (busy)
+                return BE_FORMING;
+            form_next(j);
+        }
+        if (j->form_k >= CU_NCOMM) {
+            form_done(j);
+            return 0;
+        }
+        if ((rc = comm_group_start(j, j->form_k, j->form_g, &none, why, why_len)))
+            return rc;
+        if (none)
+            form_next(j);
+        else
+            j->form_started = 1;
+    }
 }
 
 static int job_open_common(struct cu_backend *b, const struct be_topo *t, const int *devices,
@@ -462,26 +572,29 @@ static int job_open_common(struct cu_backend *b, const struct be_topo *t, const 
                 return ZPP_EINVAL;
             }
     }
-    if (!(j = calloc(1, sizeof *j)) || !(j->slots = calloc((size_t)t->nslots, sizeof *j->slots))) {
+    if (!(j = calloc(1, sizeof *j)) || !(j->slots = calloc((size_t)t->nslots, sizeof *j->slots)) ||
+        !(j->free0 = calloc((size_t)b->ndev, sizeof *j->free0)) ||
+        (ids && !(j->ids = malloc((size_t)nids * NCCL_UNIQUE_ID_BYTES)))) {
+        if (j) {
+            free(j->slots);
+            free(j->free0);
+        }
         free(j);
         snprintf(why, why_len, "out of memory");
         return ZPP_ENOMEM;
     }
     j->b = b;
     j->t = *t;
+    if (ids) {
+        memcpy(j->ids, ids, (size_t)nids * NCCL_UNIQUE_ID_BYTES);
+        j->nids = nids;
+    }
     for (int s = 0; s < t->nslots; s++)
         j->slots[s].counter = -1;
     /* On the list from now on: cu_job_close (also on failure below) unlinks
      * it only once its streams have drained. */
     j->next = b->jobs;
     b->jobs = j;
-    size_t *free0 = calloc((size_t)b->ndev, sizeof *free0);
-    if (!free0) {
-        free(j->slots);
-        free(j);
-        snprintf(why, why_len, "out of memory");
-        return ZPP_ENOMEM;
-    }
     for (int s = 0; s < t->nslots; s++) {
         struct cu_slot *sl = &j->slots[s];
         cudaError_t e;
@@ -492,7 +605,7 @@ static int job_open_common(struct cu_backend *b, const struct be_topo *t, const 
         }
         size_t fr = 0, tot = 0;
         cudaMemGetInfo(&fr, &tot);
-        free0[sl->device] = fr;
+        j->free0[sl->device] = fr;
         if ((e = cudaStreamCreateWithFlags(&sl->stream, cudaStreamNonBlocking)) != cudaSuccess ||
             (e = cudaStreamCreateWithFlags(&sl->side, cudaStreamNonBlocking)) != cudaSuccess) {
             rc = cu_rt_fail(e, "creating a slot's streams", why, why_len);
@@ -527,22 +640,13 @@ static int job_open_common(struct cu_backend *b, const struct be_topo *t, const 
         sl->h_poison = &b->counters[sl->counter];
         *sl->h_poison = 0;
     }
-    for (int k = 0; k < CU_NCOMM; k++)
-        if ((rc = create_comms(j, k, ids, nids, why, why_len)))
-            goto fail;
-    for (int s = 0; s < t->nslots; s++) {
-        size_t fr = 0, tot = 0;
-        cu_use(b, j->slots[s].device);
-        cudaMemGetInfo(&fr, &tot);
-        if (free0[j->slots[s].device] > fr)
-            j->comm_bytes += free0[j->slots[s].device] - fr;
-        free0[j->slots[s].device] = fr; /* count each device once */
-    }
-    free(free0);
+    /* The first step starts now; cu_job_poll drives the rest. */
+    rc = form_step(j, why, why_len);
+    if (rc && rc != BE_FORMING)
+        goto fail;
     *job = j;
     return 0;
 fail:
-    free(free0);
     cu_job_close(b, j, 1);
     return rc ? rc : ZPP_EBACKEND;
 }
@@ -655,6 +759,16 @@ int cu_job_poll(void *backend, void *job, char *why, size_t why_len)
     struct cu_job *j = job;
     if (!j || j->closing)
         return 0;
+    if (!j->ready) {
+        if (!j->form_rc) {
+            int rc = form_step(j, j->form_why, sizeof j->form_why);
+            if (rc == 0 || rc == BE_FORMING)
+                return rc;
+            j->form_rc = rc;
+        }
+        snprintf(why, why_len, "%s", j->form_why);
+        return j->form_rc;
+    }
     for (int s = 0; s < j->t.nslots; s++) {
         struct cu_slot *sl = &j->slots[s];
         for (int k = 0; k < CU_NCOMM; k++) {
@@ -860,8 +974,9 @@ static ncclDataType_t nccl_dtype(int dtype)
 static int comm_ok(struct be_call *c, int comm)
 {
     struct cu_job *j = c->priv;
-    if (!j) {
-        snprintf(c->err, sizeof c->err, "cuda backend: the job has no communicators");
+    if (!j || !j->ready) {
+        snprintf(c->err, sizeof c->err, "cuda backend: the job has no communicators%s",
+                 j ? " yet (still forming)" : "");
         return ZPP_EINVAL;
     }
     if (comm != BE_COMM_GLOBAL && comm != BE_COMM_INTRA && comm != BE_COMM_INTER) {

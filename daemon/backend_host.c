@@ -20,14 +20,25 @@
  * sticky CUDA error poisons a process, so the daemon's exit path for that
  * (main.c) is tested without a GPU.
  *
- * Threads: a be_call is used by one thread at a time; store_alloc/free are
- * called on the loop thread and touch no shared state. The fault-injection
+ * Jobs: the host backend has no communicators to create, so a job is
+ * ready as soon as job_open returns — except under the test hook
+ * ZPPD_TEST_FORM_DELAY (backend.h), which makes job_poll report
+ * BE_FORMING for a while, the way NCCL communicators that are still
+ * connecting do on the cuda backend. The daemon's integration tests use it
+ * to run the asynchronous formation path (calls parked until the job is
+ * ready, the formation deadline, a client that leaves meanwhile) without a
+ * GPU.
+ *
+ * Threads: a be_call is used by one thread at a time; store_alloc/free and
+ * the job entries are called on the loop thread and touch no shared state
+ * (the test hook's settings are the loop thread's). The fault-injection
  * counters are atomics (workers count, the loop reads).
  */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "backend.h"
 #include "zpp.h"
@@ -75,6 +86,94 @@ static int fault_check(struct be_call *c, int count)
     if (atomic_load(&g_sticky))
         return host_fail(c, ZPP_EBACKEND, "sticky device error (injected by fault_inject)");
     return 0;
+}
+
+/* ---- jobs (and the formation test hook) ------------------------------ */
+
+struct host_job {
+    uint64_t ready_ms; /* job_poll says BE_FORMING before this time */
+};
+
+/* ZPPD_TEST_FORM_DELAY: parsed at the first job_open. */
+static struct {
+    int parsed;
+    uint64_t delay_ms;
+    uint64_t left; /* jobs still to delay; UINT64_MAX: every job */
+} g_form;
+
+static uint64_t host_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* "MS" or "MS:COUNT"; anything else leaves the hook off. */
+static void form_hook_parse(void)
+{
+    const char *v = getenv(BE_HOST_FORM_DELAY_ENV);
+    char *end = NULL;
+    g_form.parsed = 1;
+    if (!v || !*v)
+        return;
+    unsigned long long ms = strtoull(v, &end, 10);
+    unsigned long long n = UINT64_MAX;
+    if (end == v || (*end && *end != ':'))
+        return;
+    if (*end == ':') {
+        const char *c = end + 1;
+        n = strtoull(c, &end, 10);
+        if (end == c || *end)
+            return;
+    }
+    g_form.delay_ms = ms;
+    g_form.left = n;
+}
+
+static int host_job_open(void *backend, const struct be_topo *t, const int *devices, void **job,
+                         char *why, size_t why_len)
+{
+    if (t->nodes < 1 || t->local < 1 || t->world != t->nodes * t->local || t->nslots < 1 ||
+        t->rank0 < 0 || t->rank0 > t->world - t->nslots) {
+        snprintf(why, why_len, "bad topology for this daemon (rank0 %d, %d ranks hosted of %d)",
+                 t->rank0, t->nslots, t->world);
+        return ZPP_EINVAL;
+    }
+    struct host_job *hj = calloc(1, sizeof *hj);
+    if (!hj) {
+        snprintf(why, why_len, "out of memory");
+        return ZPP_ENOMEM;
+    }
+    if (!g_form.parsed)
+        form_hook_parse();
+    if (g_form.delay_ms && g_form.left) {
+        hj->ready_ms = host_now_ms() + g_form.delay_ms;
+        if (g_form.left != UINT64_MAX)
+            g_form.left--;
+    }
+    *job = hj;
+    return 0;
+}
+
+/* Jobs across daemons: the host backend forms them (membership, heartbeats,
+ * aborts) but moves no data between daemons (it makes no ids). */
+static int host_job_open_ids(void *backend, const struct be_topo *t, const int *devices,
+                             const uint8_t *ids, int nids, void **job, char *why, size_t why_len)
+{
+    return host_job_open(backend, t, devices, job, why, why_len);
+}
+
+static int host_job_poll(void *backend, void *job, char *why, size_t why_len)
+{
+    const struct host_job *hj = job;
+    if (hj && hj->ready_ms && host_now_ms() < hj->ready_ms)
+        return BE_FORMING;
+    return 0;
+}
+
+static void host_job_close(void *backend, void *job, int abort)
+{
+    free(job);
 }
 
 /* ---- communicators -------------------------------------------------- */
@@ -385,4 +484,8 @@ const struct be_ops be_host_ops = {
     .reduce_scatter = host_reduce_scatter,
     .store_alloc = host_store_alloc,
     .store_free = host_store_free,
+    .job_open = host_job_open,
+    .job_close = host_job_close,
+    .job_poll = host_job_poll,
+    .job_open_ids = host_job_open_ids,
 };

@@ -518,10 +518,11 @@ void cluster_tick(struct zppd *d)
     if (!st || !st->peer)
         return;
     uint64_t now = zppd_now_ms();
-    /* The loop thread can be held up (a job's NCCL communicators connecting
-     * wait on it: docs/cuda.md, "Not done"). Replies that arrived meanwhile
-     * are still queued behind this tick, so the stall must not count
-     * against the peers: their clocks move on by its length. */
+    /* The loop thread can still be held up (a job's first collective
+     * connecting lazily, ZPP_NCCL_BLOCKING, a slow machine; communicator
+     * creation no longer does: job.c, "formation"). Replies that arrived
+     * meanwhile are still queued behind this tick, so the stall must not
+     * count against the peers: their clocks move on by its length. */
     uint64_t gap = st->last_tick_ms && now > st->last_tick_ms ? now - st->last_tick_ms : 0;
     st->last_tick_ms = now;
     if (gap > 2u * d->cfg.peer_heartbeat_ms + 1000u) {

@@ -56,6 +56,8 @@ struct zppd {
     uv_timer_t tick;
     uv_timer_t reaper;        /* closes the sessions queued by sess_close_later */
     int reaper_ready;
+    uv_timer_t form_timer;    /* polls the backend of forming jobs (job.c) */
+    int form_timer_ready;
     struct session *closing;
     uv_signal_t sig_term, sig_int, sig_hup;
     int draining; /* no new jobs */

@@ -169,42 +169,56 @@ static void reply_hello(struct session *s, uint64_t req_id, struct job *j,
     sess_send(s, &rep);
 }
 
-/* Opens the backend's communicators for the hosted ranks (ids from the
- * leader for a job across daemons), then runs. */
-static void job_open_backend(struct job *j, const uint8_t *ids, int nids)
+/* ---- formation: the backend's communicators ------------------------------
+ *
+ * Creating a job's communicators can take as long as the network does
+ * (across daemons NCCL connects to the peers), so it never runs to its end
+ * on the loop: job_open only starts it, and the job stays JOB_FORMING,
+ * with the calls that arrive meanwhile queued in j->calls (job_pump runs
+ * none before JOB_RUNNING), while one daemon-wide timer polls job_poll of
+ * every forming job, first after FORM_POLL_FIRST_MS, backing off to
+ * FORM_POLL_MAX_MS. Ready: the device-memory quotas are checked and the
+ * job runs its queue. A backend error, or join_timeout_ms passing first,
+ * aborts the job the usual way (job_abort): every queued call and every
+ * rank learn the cause, the other nodes are told (cluster_abort), and the
+ * backend's half-made state is closed with abort = 1 (cuda: ncclCommAbort
+ * on the in-progress communicators). A rank that leaves while its job
+ * forms aborts it the same way (job_leave). */
+#define FORM_POLL_FIRST_MS 1
+#define FORM_POLL_MAX_MS 20
+
+static void form_timer_cb(uv_timer_t *t);
+
+/* (Re)arms the formation timer for the forming job due first; stops it
+ * when none is forming. */
+static void form_schedule(struct zppd *d)
+{
+    uint64_t next = UINT64_MAX;
+    for (const struct job *j = d->jobs; j; j = j->next)
+        if (j->be_forming && j->form_next_ms < next)
+            next = j->form_next_ms;
+    if (!d->form_timer_ready) {
+        if (next == UINT64_MAX)
+            return;
+        uv_timer_init(d->loop, &d->form_timer);
+        d->form_timer.data = d;
+        d->form_timer_ready = 1;
+    }
+    if (next == UINT64_MAX) {
+        uv_timer_stop(&d->form_timer);
+        return;
+    }
+    uint64_t now = zppd_now_ms();
+    uv_timer_start(&d->form_timer, form_timer_cb, next > now ? next - now : 0, 0);
+}
+
+/* The backend says the job is ready: quotas, then the job runs. */
+static void job_formed(struct job *j)
 {
     struct zppd *d = j->d;
-    if (d->be->job_open) {
-        j->devices = calloc(j->world, sizeof *j->devices);
-        if (!j->devices) {
-            job_abort(j, MET_ABORT_OTHER, "out of memory forming the job");
-            return;
-        }
-        for (uint32_t r = j->lo; r < j->lo + j->nlocal; r++)
-            j->devices[r] = j->members[r]->device;
-        struct be_topo t = {.world = (int)j->world, .nodes = (int)j->nodes,
-                            .local = (int)j->local, .nslots = (int)j->nlocal,
-                            .rank0 = (int)j->lo};
-        char why[256] = "";
-        uint64_t t0 = zppd_now_us();
-        int rc;
-        if (j->multi && !d->be->job_open_ids) {
-            snprintf(why, sizeof why, "the %s backend cannot join communicators across daemons",
-                     d->backend_name);
-            rc = ZPP_EUNSUPPORTED;
-        } else if (j->multi) {
-            rc = d->be->job_open_ids(d->be_state, &t, j->devices + j->lo, ids, nids, &j->be_job,
-                                     why, sizeof why);
-        } else {
-            rc = d->be->job_open(d->be_state, &t, j->devices, &j->be_job, why, sizeof why);
-        }
-        if (rc) {
-            j->be_job = NULL;
-            job_abort(j, MET_ABORT_DEVICE, "cannot create the job's communicators: %s", why);
-            return;
-        }
+    if (j->be_job) {
         ZLOG_I("job", "communicators ready", "job=%s ms=%" PRIu64, j->id,
-               (zppd_now_us() - t0) / 1000);
+               (zppd_now_us() - j->form_t0_us) / 1000);
         uint64_t mine = d->be->job_memory ? d->be->job_memory(d->be_state, j->be_job) : 0;
         if (d->cfg.job_max_device_memory && mine > d->cfg.job_max_device_memory) {
             job_abort(j, MET_ABORT_OTHER,
@@ -228,9 +242,110 @@ static void job_open_backend(struct job *j, const uint8_t *ids, int nids)
            j->world, j->nodes, j->node);
 }
 
+/* Polls a forming job's backend once. Returns 1 when the job has left
+ * forming (running, or aborted), 0 while it still forms. */
+static int form_poll(struct job *j, uint64_t now)
+{
+    struct zppd *d = j->d;
+    char why[256] = "";
+    int rc = d->be->job_poll(d->be_state, j->be_job, why, sizeof why);
+    if (rc == BE_FORMING) {
+        if (now < j->form_deadline_ms) {
+            j->form_interval_ms = j->form_interval_ms * 2 < FORM_POLL_MAX_MS
+                                      ? j->form_interval_ms * 2
+                                      : FORM_POLL_MAX_MS;
+            j->form_next_ms = now + j->form_interval_ms;
+            return 0;
+        }
+        j->be_forming = 0;
+        job_abort(j, MET_ABORT_TIMEOUT,
+                  "the job's communicators were not ready within %u ms (join_timeout_ms)",
+                  j->form_timeout_ms);
+        return 1;
+    }
+    j->be_forming = 0;
+    if (rc) {
+        job_abort(j, MET_ABORT_DEVICE, "cannot create the job's communicators: %s", why);
+        return 1;
+    }
+    job_formed(j);
+    return 1;
+}
+
+static void form_timer_cb(uv_timer_t *t)
+{
+    struct zppd *d = t->data;
+    uint64_t now = zppd_now_ms();
+    struct job *next;
+    /* Neither form_poll nor job_pump frees a job (sessions close through
+     * sess_close_later), so `next` stays valid. */
+    for (struct job *j = d->jobs; j; j = next) {
+        next = j->next;
+        if (j->be_forming && j->form_next_ms <= now && form_poll(j, now))
+            job_pump(j);
+    }
+    form_schedule(d);
+}
+
+/* Starts the backend's side of the job for the hosted ranks (ids from the
+ * leader for a job across daemons). The job runs once the backend reports
+ * it ready: at once on a backend that has nothing to wait for, otherwise
+ * from the formation timer. The caller runs job_pump afterwards. */
+static void job_open_backend(struct job *j, const uint8_t *ids, int nids)
+{
+    struct zppd *d = j->d;
+    if (!d->be->job_open) {
+        job_formed(j);
+        return;
+    }
+    /* Device indices only on a device backend: the host backend's store
+     * accounting takes a NULL device table as "slot s is device s". */
+    if (d->be->device_of_uuid) {
+        j->devices = calloc(j->world, sizeof *j->devices);
+        if (!j->devices) {
+            job_abort(j, MET_ABORT_OTHER, "out of memory forming the job");
+            return;
+        }
+        for (uint32_t r = j->lo; r < j->lo + j->nlocal; r++)
+            j->devices[r] = j->members[r]->device;
+    }
+    struct be_topo t = {.world = (int)j->world, .nodes = (int)j->nodes,
+                        .local = (int)j->local, .nslots = (int)j->nlocal,
+                        .rank0 = (int)j->lo};
+    const int *devices = j->devices ? j->devices + j->lo : NULL;
+    char why[256] = "";
+    int rc;
+    j->form_t0_us = zppd_now_us();
+    if (j->multi && !d->be->job_open_ids) {
+        snprintf(why, sizeof why, "the %s backend cannot join communicators across daemons",
+                 d->backend_name);
+        rc = ZPP_EUNSUPPORTED;
+    } else if (j->multi) {
+        rc = d->be->job_open_ids(d->be_state, &t, devices, ids, nids, &j->be_job, why, sizeof why);
+    } else {
+        rc = d->be->job_open(d->be_state, &t, devices, &j->be_job, why, sizeof why);
+    }
+    if (rc) {
+        j->be_job = NULL;
+        job_abort(j, MET_ABORT_DEVICE, "cannot create the job's communicators: %s", why);
+        return;
+    }
+    uint64_t now = zppd_now_ms();
+    j->be_forming = 1;
+    j->form_timeout_ms = d->cfg.join_timeout_ms;
+    j->form_deadline_ms = now + j->form_timeout_ms;
+    j->form_interval_ms = FORM_POLL_FIRST_MS;
+    j->form_next_ms = now + FORM_POLL_FIRST_MS;
+    if (form_poll(j, now))
+        return;
+    ZLOG_I("job", "communicators forming: calls wait until they are ready", "job=%s deadline_ms=%u",
+           j->id, j->form_timeout_ms);
+    form_schedule(d);
+}
+
 void job_cluster_ready(struct job *j, const uint8_t *ids, int nids)
 {
-    if (j->state != JOB_FORMING)
+    if (j->state != JOB_FORMING || j->be_job || j->be_forming)
         return;
     job_open_backend(j, ids, nids);
     job_pump(j);
@@ -872,7 +987,9 @@ static void call_enqueue(struct job *j, struct call *c)
 static void call_start(struct job *j, struct call *c)
 {
     struct zppd *d = j->d;
-    if (j->multi && !d->be->job_open_ids && c->args.op != ZPP_OP_HPZ_INVALIDATE) {
+    /* A backend that makes no communicator ids (host) forms jobs across
+     * daemons but moves no data between them. */
+    if (j->multi && !d->be->make_ids && c->args.op != ZPP_OP_HPZ_INVALIDATE) {
         call_fail(j, c, ZPP_EUNSUPPORTED,
                   "call %" PRIu64 " (%s): the %s backend moves data inside one daemon only; jobs "
                   "across daemons need the cuda backend",
@@ -972,6 +1089,7 @@ void job_abort(struct job *j, int cause, const char *fmt, ...)
         return;
     struct zppd *d = j->d;
     j->state = JOB_ABORTED;
+    j->be_forming = 0; /* the formation timer forgets it; be_job closes below */
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(j->abort_reason, sizeof j->abort_reason, fmt, ap);
@@ -1116,7 +1234,14 @@ void job_tick(struct zppd *d)
         }
         if (j->state == JOB_ABORTED)
             continue;
-        if (j->be_job && d->be->job_poll) {
+        if (j->be_forming) {
+            /* The formation timer polls it; this only makes sure the
+             * deadline holds should the timer be late. */
+            if (now >= j->form_deadline_ms && form_poll(j, now)) {
+                job_pump(j);
+                continue;
+            }
+        } else if (j->be_job && d->be->job_poll) {
             char why[256];
             if (d->be->job_poll(d->be_state, j->be_job, why, sizeof why)) {
                 job_abort(j, MET_ABORT_DEVICE, "device error: %s", why);
@@ -1132,7 +1257,9 @@ void job_tick(struct zppd *d)
                 if (!c->subs[r].submitted)
                     o += (size_t)snprintf(missing + o, sizeof missing - o, "%s%u", o ? "," : "", r);
             if (!missing[0])
-                snprintf(missing, sizeof missing, "none (earlier calls still pending)");
+                snprintf(missing, sizeof missing, "%s",
+                         j->state == JOB_FORMING ? "none (the job is still forming)"
+                                                 : "none (earlier calls still pending)");
             job_abort(j, MET_ABORT_TIMEOUT, "call %" PRIu64 " (%s) timed out after %u ms waiting for ranks %s",
                       c->seq, c->have_args ? job_op_name(c->args.op) : "?", c->timeout_ms,
                       missing);

@@ -11,6 +11,12 @@
  * timeout, aborts the job: every pending call ends with an error naming
  * the cause, later calls are refused, and the job is freed when its last
  * member leaves. Other jobs go on.
+ *
+ * A job forms in two steps: its ranks join (and, across daemons, its nodes
+ * meet through the leader: cluster.c), then the backend creates its
+ * communicators without blocking the loop (job_open, then job_poll from a
+ * timer until ready or join_timeout_ms). Calls submitted meanwhile queue
+ * and run once the job is running.
  */
 #ifndef ZPPD_JOB_H
 #define ZPPD_JOB_H
@@ -95,6 +101,15 @@ struct job {
     uint32_t ring_pos;
     uint64_t created_ms;
     void *be_job;  /* the backend's communicators and streams (cuda) */
+    /* Formation (job.c, "formation"): be_forming while the backend's
+     * job_poll says BE_FORMING; the job stays JOB_FORMING and its calls
+     * wait. Aborted when not ready by form_deadline_ms (join_timeout_ms
+     * after job_open). */
+    int be_forming;
+    uint32_t form_timeout_ms;
+    uint32_t form_interval_ms; /* the current poll interval (backs off) */
+    uint64_t form_deadline_ms, form_next_ms;
+    uint64_t form_t0_us;
     /* Jobs across daemons (Hello.leader_addr set): this daemon hosts node
      * `node`, ranks [lo, lo + nlocal); otherwise node 0 and all ranks. */
     int multi;
