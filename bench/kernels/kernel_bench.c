@@ -215,7 +215,9 @@ int main(int argc, char **argv)
         c.x[r] = dev_random(in_bytes, ZK_FP32, &seed);
         c.y[r] = dev_alloc(in_bytes);
     }
-    double ms = time_median(run_copy, &c);
+    /* the better of two medians: the first can catch the clocks ramping up */
+    double ms = time_median(run_copy, &c), ms2 = time_median(run_copy, &c);
+    ms = ms2 < ms ? ms2 : ms;
     g_copy_tbs = 2.0 * in_bytes / (ms * 1e-3) / 1e12;
     row("cudaMemcpy D2D", "", 2.0 * in_bytes, ms);
     double copy_ms = ms;

@@ -400,6 +400,13 @@ int main(int argc, char **argv)
             for (size_t p = 0; p < sizeof pieces / sizeof pieces[0]; p++, v++)
                 if (!g_quick || pieces[p] <= QUICK_MAX)
                     case_reduce(bw ? 4 : 8, blocks[b], pieces[p], ks[v % 6], v % D_COUNT);
+    /* large pieces (full set): whole load batches (k = 8), partial ones
+     * (k = 3) and a tail block (piece not a multiple of B), with grids of
+     * many CTAs */
+    for (int bw = 0; bw < 2 && !g_quick; bw++) {
+        case_reduce(bw ? 4 : 8, 256, (1u << 22) + 32, 8, bw ? D_SPECIAL : D_NORMAL);
+        case_reduce(bw ? 4 : 8, bw ? 32 : 1024, (1u << 21) + 96, 3, D_WIDE);
+    }
     report("reduce (2, 4)", c0, f0);
 
     c0 = g_checks;
@@ -414,6 +421,10 @@ int main(int argc, char **argv)
                 if (!g_quick || qn[s] <= QUICK_MAX)
                     case_qgz(dtypes[t], bw ? 4 : 8, qb[v % 3], qn[s], geo[v % 6][0], geo[v % 6][1],
                              geo[v % 6][2], v % D_COUNT);
+    /* large (full set): many CTAs per output piece */
+    for (int t = 0; t < 3 && !g_quick; t++)
+        case_qgz(dtypes[t], t == 2 ? 4 : 8, t == 1 ? 32 : 256, (1u << 24) + (t == 1 ? 0 : 7), 2, 2,
+                 2, t == 0 ? D_SPECIAL : D_NORMAL);
     report("qgz reorder (0)", c0, f0);
 
     c0 = g_checks;
