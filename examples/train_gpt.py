@@ -66,6 +66,7 @@ import statistics
 import sys
 import sysconfig
 from pathlib import Path
+from typing import Optional
 
 import torch
 import torch.nn as nn
@@ -195,8 +196,10 @@ class Runner:
             self.zp = zpp.torch.ZeroPP(
                 model, sock, rank=rank, world_size=world, local_rank=local, nodes=args.nodes,
                 job_id=args.job_id or f"gpt-{self.mode}", leader_addr=args.leader, device=device,
-                comm="torch" if self.mode == "torch-sharded" else None, **zpp_kwargs(args, self.mode),
+                comm="torch" if self.mode == "torch-sharded" else None, **zpp_kwargs(args, self.mode, model),
             )  # fmt: skip
+            if args.profile:
+                self.zp.profile(True)
             self.model = self.zp
         else:
             from torch.distributed.device_mesh import init_device_mesh
@@ -220,17 +223,28 @@ class Runner:
                                          lr=args.lr, betas=(0.9, 0.95))  # fmt: skip
             self.model = model
 
-    def train_step(self, micro: list, lr: float) -> float:
+    def train_step(self, micro: list, lr: float, ph: "Optional[Phases]" = None,
+                   mem: Optional[dict] = None) -> float:  # fmt: skip
         """One optimizer step over the micro-batches [(x, y), ...]; returns
-        their mean loss (one device sync)."""
+        their mean loss (one device sync). ph: marks the end of each
+        forward, backward and the optimizer step (Phases, --profile);
+        mem: filled with memory figures along the step (first step only)."""
         k = len(micro)
         tot = None
         for x, y in micro:
             loss = F.cross_entropy(self.model(x).float().view(-1, 256), y.reshape(-1))
+            if ph is not None:
+                ph.mark("fwd")
+            if mem is not None and "after_forward_mib" not in mem and self.device.type == "cuda":
+                mem["after_forward_mib"] = torch.cuda.memory_allocated(self.device) / 2**20
             if self.zp is not None:
                 self.zp.backward(loss)  # step() divides by the number of backwards
             else:
                 (loss / k if k > 1 else loss).backward()
+            if ph is not None:
+                ph.mark("bwd")
+            if mem is not None and "zpp_after_backward_mib" not in mem and self.zp is not None:
+                mem["zpp_after_backward_mib"] = {n: v / 2**20 for n, v in self.zp.memory_report().items()}
             tot = loss.detach() if tot is None else tot + loss.detach()
         if self.zp is not None:
             self.zp.step(lr=lr)
@@ -240,6 +254,8 @@ class Runner:
                 g["lr"] = lr
             self.opt.step()
             self.opt.zero_grad(set_to_none=True)
+        if ph is not None:
+            ph.mark("opt")
         return float(tot / k if k > 1 else tot)
 
     @torch.no_grad()
@@ -276,12 +292,62 @@ class Runner:
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 
 
-def zpp_kwargs(args: argparse.Namespace, mode: str) -> dict:
+class Phases:
+    """--profile: where a step's time goes, per step. mark(phase) ends the
+    interval since the previous mark (or begin()) and books it to phase;
+    on CUDA the marks are events on the current stream (no sync: read by
+    take() after the loop has synchronized), on CPU perf_counter."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.cuda = device.type == "cuda"
+        self.marks: list = []
+
+    def _now(self):  # type: ignore[no-untyped-def]
+        if self.cuda:
+            e = torch.cuda.Event(enable_timing=True)
+            e.record()
+            return e
+        return time.perf_counter()
+
+    def begin(self) -> None:
+        self.marks = [("", self._now())]
+
+    def mark(self, phase: str) -> None:
+        self.marks.append((phase, self._now()))
+
+    def take(self) -> dict:
+        """{phase: ms} summed over the step's intervals."""
+        out: dict = {}
+        for (_, a), (ph, b) in zip(self.marks, self.marks[1:]):
+            ms = a.elapsed_time(b) if self.cuda else (b - a) * 1e3
+            out[ph] = out.get(ph, 0.0) + ms
+        self.marks = []
+        return out
+
+
+def unit_groups(model: GPT, k: int) -> list:
+    """ZeroPP's units=: the blocks in ceil(layers / k) groups of
+    consecutive ones, as equal as can be (14 blocks, k 4: 4, 4, 3, 3: the
+    slots are sized by the largest group, so no group is much smaller);
+    embeddings, final norm and head form the root unit."""
+    b = list(model.blocks)
+    n = -(-len(b) // max(1, k))
+    sizes = [len(b) // n + (1 if i < len(b) % n else 0) for i in range(n)]
+    out, i = [], 0
+    for sz in sizes:
+        out.append(b[i : i + sz])
+        i += sz
+    return out
+
+
+def zpp_kwargs(args: argparse.Namespace, mode: str, model: GPT) -> dict:
     """ZeroPP's keyword arguments for a mode (but the connection's)."""
     qwz, hpz, qgz = ZPP_FLAGS.get(mode, (False, False, False))
     return dict(qwz=qwz, hpz=hpz, qgz=qgz, bits_w=args.bits_w, bits_g=args.bits_g,
-                dtype=DTYPES[args.dtype], units=(Block,), slots=args.slots, lr=args.lr,
-                betas=(0.9, 0.95), weight_decay=args.wd, no_decay=no_decay, max_grad_norm=args.clip)  # fmt: skip
+                dtype=DTYPES[args.dtype], units=unit_groups(model, args.blocks_per_unit), slots=args.slots,
+                small_slots=args.small_slots, grad_slots=args.grad_slots, prefetch=args.prefetch,
+                lr=args.lr, betas=(0.9, 0.95), weight_decay=args.wd, no_decay=no_decay,
+                max_grad_norm=args.clip)  # fmt: skip
 
 
 def account(args: argparse.Namespace) -> int:
@@ -317,14 +383,16 @@ def account(args: argparse.Namespace) -> int:
     def fsdp_shard_bytes(S: int) -> int:  # fully_shard: dim 0 padded to a multiple of S, fp32
         return sum(math.ceil(s[0] / S) * math.prod(s[1:]) * 4 for s in shapes)
 
-    kw = zpp_kwargs(args, "zppd-zeropp" if args.mode.startswith("zppd-") else "zppd-plain")
+    kw = zpp_kwargs(args, "zppd-zeropp" if args.mode.startswith("zppd-") else "zppd-plain", model)
     zp = zpp.torch.ZeroPP(model, rank=0, world_size=W, nodes=N, comm=AllocOnly(W), device="cpu", **kw)
     rep = zp.memory_report()
     gacc = sum(u.shard * 4 for u in zp.units if u.trainable)
     held = sum(rep.values())
     print(f"GPT d{args.d_model} x{args.layers}, {sum(math.prod(s) for s in shapes):,} parameters, "
           f"{args.dtype}; world {W} on {N} nodes; per rank, MiB")  # fmt: skip
-    print(f"ZeroPP ({len(zp.units)} units, largest {max(u.numel for u in zp.units):,} elements):")
+    print(f"ZeroPP ({len(zp.units)} units, largest {max(u.numel for u in zp.units):,} elements; "
+          f"--blocks-per-unit {args.blocks_per_unit} --slots {args.slots} --small-slots {args.small_slots} "
+          f"--grad-slots {args.grad_slots}):")  # fmt: skip
     for k, v in rep.items():
         if v >= 0.005 * MiB:
             print(f"  {k:24s} {v / MiB:9.2f}")
@@ -339,7 +407,51 @@ def account(args: argparse.Namespace) -> int:
               f"(between steps {3 * sh / MiB:.2f}); fp32 grads {sh / MiB:.2f} "
               f"(at a backward end {4 * sh / MiB:.2f})")  # fmt: skip
     zp.close()
+    # The same for other --blocks-per-unit (these slot settings): what grows
+    # with K is the comm memory (gather and gradient slots, their staging).
+    comm_kinds = ("slots", "gstage", "gslots", "rstage")
+    print(f"by --blocks-per-unit K (--slots {args.slots} --small-slots {args.small_slots} "
+          f"--grad-slots {args.grad_slots}), MiB: K, units, comm pieces (slots+staging), between steps, "
+          "at a backward end")  # fmt: skip
+    for k in sorted({1, 2, 3, 4, 7, args.blocks_per_unit}):
+        m = GPT(args.d_model, args.layers, args.heads, args.seq)
+        a = argparse.Namespace(**{**vars(args), "blocks_per_unit": k})
+        z = zpp.torch.ZeroPP(m, rank=0, world_size=W, nodes=N, comm=AllocOnly(W), device="cpu",
+                             **zpp_kwargs(a, kw_mode(args), m))  # fmt: skip
+        r = z.memory_report()
+        held_k = sum(r.values())
+        g_k = sum(u.shard * 4 for u in z.units if u.trainable)
+        print(f"  K={k:<2d} {len(z.units):3d} {sum(r.get(c, 0) for c in comm_kinds) / MiB:9.2f} "
+              f"{held_k / MiB:9.2f} {(held_k + g_k) / MiB:9.2f}")  # fmt: skip
+        z.close()
     return 0
+
+
+def kw_mode(args: argparse.Namespace) -> str:
+    return "zppd-zeropp" if args.mode.startswith("zppd-") else "zppd-plain"
+
+
+def profile_summary(rows: list) -> dict:
+    """Medians over the timed steps of --profile's per-step figures: the
+    phases (fwd/bwd/opt ms), the zppd waits in total and by kind (stream:
+    the compute stream's stall, CUDA only; host: time blocked in the
+    wait), waits and calls per step by kind."""
+    med = statistics.median
+
+    def col(get):  # type: ignore[no-untyped-def]
+        v = [x for x in (get(r) for r in rows) if x is not None]
+        return round(med(v), 3) if v else None
+
+    out: dict = {"steps": len(rows)}
+    for k in ("fwd_ms", "bwd_ms", "opt_ms", "zpp_wait_ms", "zpp_wait_host_ms"):
+        out[k] = col(lambda r, k=k: r.get(k))
+    z = [r["zpp"] for r in rows if "zpp" in r]
+    if z:
+        for part in ("stream_ms", "host_ms", "waits", "calls"):
+            kinds = sorted({k for r in z for k in r[part]})
+            out[part] = {k: col(lambda r, k=k, part=part: r["zpp"][part].get(k, 0) if "zpp" in r else None)
+                         for k in kinds}  # fmt: skip
+    return out
 
 
 def agree_any(run: Runner, flag: bool, needs_dist: bool) -> bool:
@@ -382,11 +494,26 @@ def main() -> int:
     ap.add_argument("--dtype", choices=list(DTYPES), default="bf16")
     ap.add_argument("--bits-w", type=int, default=8)
     ap.add_argument("--bits-g", type=int, default=4)
-    ap.add_argument("--slots", type=int, default=3)
+    # Defaults: the fastest setting measured on 2 H200s that stays below
+    # HSDP's memory (bench/results/train-2026-11-22-h200x2-b: 40.5 ms/step,
+    # 995 MiB peak per rank).
+    ap.add_argument("--blocks-per-unit", type=int, default=3,
+                    help="zpp.torch: consecutive transformer blocks per unit (one gather, one reduce)")
+    ap.add_argument("--slots", type=int, default=3,
+                    help="zpp.torch: gather slots of the largest unit's size (current + prefetched)")
+    ap.add_argument("--small-slots", type=int, default=1,
+                    help="zpp.torch: gather and gradient slots of the root unit's size (embeddings, head)")
+    ap.add_argument("--grad-slots", type=int, default=2,
+                    help="zpp.torch: gradient slots of the largest unit's size (reduces in flight + 1)")
+    ap.add_argument("--prefetch", type=int, default=2,
+                    help="zpp.torch: units gathered ahead in forward and backward (needs slots > prefetch)")
+    ap.add_argument("--profile", action="store_true",
+                    help="per step: forward, backward, optimizer ms (CUDA events) and the time spent "
+                         "waiting for zppd (ZeroPP.profile); in the CSV and the JSON's 'profile'")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--deterministic", action="store_true",
-                    help="torch.use_deterministic_algorithms (warn only) and CUBLAS_WORKSPACE_CONFIG: "
-                         "for bit-for-bit comparisons between runs on a GPU")
+                    help="torch.use_deterministic_algorithms (warn only), CUBLAS_WORKSPACE_CONFIG and "
+                         "the math attention kernels: for bit-for-bit comparisons between runs on a GPU")
     ap.add_argument("--eval-every", type=int, default=50)
     ap.add_argument("--eval-batches", type=int, default=4)
     ap.add_argument("--ckpt-dir", default=None)
@@ -427,6 +554,14 @@ def main() -> int:
     if args.deterministic:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         torch.use_deterministic_algorithms(True, warn_only=True)
+        # warn_only lets scaled_dot_product_attention pick cuDNN's backward,
+        # which is not deterministic (seen on H200s: runs differed from step
+        # 1 on); the math kernels are.
+        if args.device == "cuda":
+            torch.backends.cuda.enable_cudnn_sdp(False)
+            torch.backends.cuda.enable_flash_sdp(False)
+            torch.backends.cuda.enable_mem_efficient_sdp(False)
+            torch.backends.cuda.enable_math_sdp(True)
     if args.device == "cuda":
         device = torch.device("cuda", local % torch.cuda.device_count())
         torch.cuda.set_device(device)
@@ -459,7 +594,8 @@ def main() -> int:
         if done:
             start = run.load(done[-1]) + 1
     csv_path = out / f"rank{rank}.csv"
-    header = ["step", "loss", "lr", "step_ms", "eval_loss"]
+    header = ["step", "loss", "lr", "step_ms", "eval_loss", "fwd_ms", "bwd_ms", "opt_ms", "zpp_wait_ms",
+              "zpp_wait_host_ms"]  # fmt: skip
     kept = []
     if start and csv_path.exists():  # rows a cut run wrote past its checkpoint go
         with open(csv_path, newline="") as f:
@@ -478,6 +614,9 @@ def main() -> int:
         torch.cuda.reset_peak_memory_stats(device)
     zpp_mem = ({k: v / 2**20 for k, v in run.zp.memory_report().items()} if run.zp is not None
                else None)  # fmt: skip
+    ph = Phases(device) if args.profile else None
+    prof_rows: list = []  # per timed step: phases and zppd waits
+    mem_marks: dict = {}
     t_begin = time.time()
     step, last_s = start - 1, 0.0
     for step in range(start, args.steps):
@@ -486,13 +625,27 @@ def main() -> int:
         lr = lr_at(step, args)
         if device.type == "cuda":
             torch.cuda.synchronize(device)
+        if run.zp is not None:
+            run.zp.take_profile()  # drops what the evaluation's forwards waited
         t0 = time.perf_counter()
-        last_loss = run.train_step(micro, lr)
+        if ph is not None:
+            ph.begin()
+        last_loss = run.train_step(micro, lr, ph, mem_marks if step == start else None)
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         ms = (time.perf_counter() - t0) * 1e3
+        prof = {}
+        if ph is not None:
+            prof = {f"{k}_ms": v for k, v in ph.take().items()}
+            zw = run.zp.take_profile() if run.zp is not None else None
+            if zw is not None:
+                prof["zpp_wait_ms"] = sum(zw["stream_ms"].values()) if zw["stream_ms"] else None
+                prof["zpp_wait_host_ms"] = sum(zw["host_ms"].values())
+                prof["zpp"] = zw
         if step - start >= args.warmup:
             times.append(ms)
+            if prof:
+                prof_rows.append(prof)
         stop = bool(args.stop_after and step + 1 - start >= args.stop_after and step + 1 < args.steps)
         if limited and step + 1 < args.steps:
             now = time.time()
@@ -504,7 +657,9 @@ def main() -> int:
         ev = ""
         if args.eval_every and ((step + 1) % args.eval_every == 0 or step + 1 == args.steps or stop):
             last_eval = ev = run.eval_loss(batches, args.eval_batches)
-        w.writerow([step, repr(last_loss), f"{lr:.6e}", f"{ms:.3f}", ev if ev == "" else repr(ev)])
+        w.writerow([step, repr(last_loss), f"{lr:.6e}", f"{ms:.3f}", ev if ev == "" else repr(ev)]
+                   + [f"{prof[k]:.3f}" if prof.get(k) is not None else ""
+                      for k in ("fwd_ms", "bwd_ms", "opt_ms", "zpp_wait_ms", "zpp_wait_host_ms")])  # fmt: skip
         fcsv.flush()
         if rank == 0 and (step % 10 == 0 or step + 1 == args.steps or stop):
             print(f"[{args.mode}] step {step} loss {last_loss:.4f} {ms:.1f} ms", flush=True)
@@ -542,6 +697,13 @@ def main() -> int:
         "hpz_plain": run.zp.hpz_plain if run.zp is not None else None,
         "sync_mode": run.zp.sync_mode if run.zp is not None else None,
         "zpp_memory_mib": zpp_mem,
+        "zpp_memory_after_backward_mib": mem_marks.get("zpp_after_backward_mib"),
+        "mem_allocated_after_forward_mib": mem_marks.get("after_forward_mib"),
+        "zpp_config": ({"units": len(run.zp.units), "blocks_per_unit": args.blocks_per_unit,
+                        "slots": args.slots, "small_slots": args.small_slots, "grad_slots": args.grad_slots,
+                        "prefetch": args.prefetch, "largest_unit": max(u.numel for u in run.zp.units)}
+                       if run.zp is not None else None),
+        "profile": profile_summary(prof_rows) if prof_rows else None,
     }  # fmt: skip
     (out / f"rank{rank}.json").write_text(json.dumps(summary, indent=1))
     if run.zp is not None:

@@ -19,6 +19,14 @@ smoothed) against step, one panel per tokens per rank, evaluation loss as
 dots. --same A B (run directory names) checks that two runs gave the same
 losses bit for bit on every rank (exit status 1 if not). Standard library
 only, apart from matplotlib for the PNG.
+
+Two more tables where the runs have the figures: "where the step goes"
+(train_gpt.py --profile: forward, backward and optimizer ms, the time the
+compute stream waited for zppd, by kind of call, and the host's time
+blocked in those waits, calls per step; each a median over the timed
+steps, then the mean over ranks) and "memory" (zpp.torch's settings, peak
+and phase allocations by torch, ZeroPP's own accounting after setup and at
+the end of the first backward; MiB per rank, max over ranks).
 """
 
 from __future__ import annotations
@@ -122,6 +130,32 @@ class Run:
         v = [j["peak_mem_allocated_mib"] for j in self.js.values() if j.get("peak_mem_allocated_mib")]
         return max(v) if v else None
 
+    def prof(self) -> List[dict]:
+        return [j["profile"] for j in self.js.values() if j.get("profile")]
+
+    def prof_mean(self, *path: str) -> Optional[float]:
+        """Mean over ranks of a --profile median (path into the JSON's
+        "profile"); None where no rank has it."""
+        vals = []
+        for p in self.prof():
+            v: object = p
+            for k in path:
+                v = v.get(k) if isinstance(v, dict) else None
+            if isinstance(v, (int, float)):
+                vals.append(float(v))
+        return sum(vals) / len(vals) if vals else None
+
+    def jmax(self, key: str, total: bool = False) -> Optional[float]:
+        """Max over ranks of a JSON figure (total: of the sum of a dict)."""
+        vals = []
+        for j in self.js.values():
+            v = j.get(key)
+            if total and isinstance(v, dict):
+                v = sum(v.values())
+            if isinstance(v, (int, float)):
+                vals.append(float(v))
+        return max(vals) if vals else None
+
     def cut(self) -> bool:
         return any(j.get("stopped_early") for j in self.js.values()) or any(
             j.get("steps_done", 0) < j.get("steps", 0) for j in self.js.values())
@@ -183,6 +217,50 @@ def table(runs: List[Run]) -> str:
                fmt(r.last_eval(), ".4f"), fmt(ms, ".1f"), fmt(r.peak_mib(), ".0f")] + vs  # fmt: skip
         if has_smi:
             row.append(" / ".join(f"{v:.0f}" for v in r.gpumem) if r.gpumem else "—")
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+WAIT_KINDS = ["gather", "gather-miss", "hpz", "hpz-miss", "reduce", "floats", "invalidate", "inflight-cap"]
+
+
+def sorted_runs(runs: List[Run]) -> List[Run]:
+    key = {m: i for i, m in enumerate(ORDER)}
+    return sorted(runs, key=lambda r: (r.tpr, r.accum, key.get(r.mode, 99), r.name))
+
+
+def profile_table(runs: List[Run]) -> Optional[str]:
+    """Where the step goes (train_gpt.py --profile); None without figures."""
+    runs = [r for r in runs if r.prof()]
+    if not runs:
+        return None
+    kinds = [k for k in WAIT_KINDS if any(r.prof_mean("stream_ms", k) or r.prof_mean("host_ms", k) for r in runs)]
+    head = (["run", "step ms", "fwd", "bwd", "opt", "zppd wait (stream)", "zppd wait (host)"]
+            + [f"{k} s/h" for k in kinds] + ["gathers/hpz/reduces per step"])  # fmt: skip
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in sorted_runs(runs):
+        row = [r.name, fmt(r.step_ms(), ".1f")] + [fmt(r.prof_mean(k), ".1f") for k in
+                                                    ("fwd_ms", "bwd_ms", "opt_ms", "zpp_wait_ms", "zpp_wait_host_ms")]
+        for k in kinds:
+            row.append(f"{fmt(r.prof_mean('stream_ms', k), '.1f')} / {fmt(r.prof_mean('host_ms', k), '.1f')}")
+        calls = [r.prof_mean("calls", k) for k in ("gathers", "hpz_gathers", "reduces")]
+        row.append(" / ".join(fmt(c, ".0f") for c in calls) if any(c is not None for c in calls) else "—")
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def memory_table(runs: List[Run]) -> str:
+    head = ["run", "zpp.torch units (K, slots+small, grad slots, prefetch)", "peak alloc", "after setup",
+            "after 1st forward", "ZeroPP after setup", "ZeroPP after 1st backward"]  # fmt: skip
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for r in sorted_runs(runs):
+        c = r.js.get(0, {}).get("zpp_config")
+        cfg = (f"{c['units']} (K {c['blocks_per_unit']}, {c['slots']}+{c['small_slots']}, {c['grad_slots']}, "
+               f"{c['prefetch']})" if c else "—")  # fmt: skip
+        row = [r.name, cfg, fmt(r.peak_mib(), ".0f"), fmt(r.jmax("mem_allocated_after_setup_mib"), ".0f"),
+               fmt(r.jmax("mem_allocated_after_forward_mib"), ".0f"),
+               fmt(r.jmax("zpp_memory_mib", total=True), ".1f"),
+               fmt(r.jmax("zpp_memory_after_backward_mib", total=True), ".1f")]  # fmt: skip
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
@@ -259,6 +337,14 @@ def main() -> int:
             print("no run directories (with rank0.csv) found", file=sys.stderr)
             return 1
         print(table(runs))
+        pt = profile_table(runs)
+        if pt:
+            print("\nWhere the step goes (--profile; ms per step, medians over the timed steps, mean over ranks;"
+                  " s/h: the compute stream's stall / the host's time blocked, by kind of zppd call):\n")
+            print(pt)
+        print("\nMemory (MiB per rank, max over ranks; torch's allocations, not the daemons'):\n")
+        print(memory_table(runs))
+        print()
         by_name = {r.name: r for r in runs}
         for a, b in args.same:
             if a not in by_name or b not in by_name:

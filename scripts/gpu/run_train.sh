@@ -7,7 +7,14 @@
 # each node). Nothing persists between device calls, so every run starts
 # from scratch and must end inside this call; no checkpoints.
 #
-#   scripts/gpu/run_train.sh [MODE:TOKENS:STEPS[:det]]...
+#   scripts/gpu/run_train.sh [MODE:TOKENS:STEPS[:TAG]...]...
+#
+# TAGs (each also ends the run's name, -TAG): det (--deterministic), and
+# zpp.torch's knobs of train_gpt.py: k<N> (--blocks-per-unit N), slots<N>
+# (--slots N), small<N> (--small-slots N), gs<N> (--grad-slots N), pf<N>
+# (--prefetch N); e.g. zppd-zeropp:1024:100:k3:gs3. Without a tag a run
+# gets train_gpt.py's defaults. $FAST_PLAN below is the plan for one call
+# of about 6 minutes (the knob sweep, the baselines, the det pair).
 #
 # The plan runs in the order given (default: $DEFAULT_PLAN below: (b) (e)
 # (f) (a) (d) at 1K tokens per rank, 300 steps, then the ablations, 4K, and
@@ -21,8 +28,8 @@
 # progress is killed ($STALL_S s without a step, $FIRST_ROW_S s to the
 # first), and after two zppd runs that failed before their first step the
 # other zppd runs are skipped. ":det" runs with --deterministic
-# (tag suffix -det); a det pair of zppd-plain and zppd-hpz of equal TOKENS
-# and STEPS is compared bit for bit (scripts/plot_train.py --same).
+# (tag suffix -det); a det pair of zppd-plain and zppd-hpz of equal TOKENS,
+# STEPS and tags is compared bit for bit (scripts/plot_train.py --same).
 # Modes: zppd-plain zppd-zeropp zppd-qwz zppd-hpz zppd-qgz torch-sharded
 # fsdp2 hsdp. The cuda zppds are started fresh for each zppd run (clean
 # memory figures, a failure does not carry over) and stopped after it.
@@ -33,6 +40,8 @@
 #                     daemon (CUDA_MPS_PIPE_DIRECTORY=/tmp/zpp-mps,
 #                     CUDA_MPS_LOG_DIRECTORY=/tmp/zpp-mps-log), quit at the end
 #   TRAIN_ARGS        extra train_gpt.py arguments for every run
+#   PROFILE=1         train_gpt.py --profile for every run (per step: forward,
+#                     backward, optimizer, time waited for zppd; PROFILE=0: off)
 #   EST_MS_<mode>     step-time guess (ms at 1K tokens; mode with _ for -),
 #                     e.g. EST_MS_zppd_zeropp=200; defaults below
 #   STARTUP_S=40      startup guess (torchrun, torch import, data, model,
@@ -71,7 +80,13 @@ RESERVE=25  # seconds kept for the summary, the tarball and stopping MPS
 DEFAULT_PLAN="zppd-zeropp:1024:300 fsdp2:1024:300 hsdp:1024:300 zppd-plain:1024:300
   torch-sharded:1024:300 zppd-qgz:1024:300 zppd-qwz:1024:300 zppd-hpz:1024:300
   zppd-zeropp:4096:100 fsdp2:4096:100 hsdp:4096:100 zppd-plain:1024:100:det zppd-hpz:1024:100:det"
-if [ $# -gt 0 ]; then PLAN="$*"; else PLAN=$(echo $DEFAULT_PLAN); fi
+# One call of about 6 minutes (~390 s measured for this much on 2026-11-22's
+# timings): the new knobs at 100 steps, the baselines, the det pair.
+FAST_PLAN="zppd-zeropp:1024:100:k2 fsdp2:1024:100 hsdp:1024:100 zppd-zeropp:1024:100:k3
+  zppd-zeropp:1024:100:k4 zppd-plain:1024:100:det zppd-hpz:1024:100:det zppd-zeropp:1024:100:k1
+  zppd-zeropp:1024:100:k3:slots3:gs3:pf2"
+if [ "${1:-}" = fast ]; then PLAN=$(echo $FAST_PLAN)
+elif [ $# -gt 0 ]; then PLAN="$*"; else PLAN=$(echo $DEFAULT_PLAN); fi
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 ROOT=$PWD
@@ -103,7 +118,7 @@ now() { date +%s; }
   "$PY" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda,
              "gpus", torch.cuda.device_count())
 if torch.cuda.is_available(): print("nccl", ".".join(map(str, torch.cuda.nccl.version())))'
-  echo "ZPP_LIB=$ZPP_LIB BUDGET=$BUDGET MPS=${MPS:-0} TRAIN_ARGS='${TRAIN_ARGS:-}'"
+  echo "ZPP_LIB=$ZPP_LIB BUDGET=$BUDGET MPS=${MPS:-0} PROFILE=${PROFILE:-1} TRAIN_ARGS='${TRAIN_ARGS:-}'"
   echo "PYTORCH_CUDA_ALLOC_CONF=$PYTORCH_CUDA_ALLOC_CONF OMP_NUM_THREADS=$OMP_NUM_THREADS"
   echo "plan: $PLAN"
   env | grep -E '^(NCCL|CUDA)_' | sort
@@ -290,13 +305,29 @@ DONE=()
 SKIPPED=()
 ZFAIL=0  # zppd runs that failed before their first step: after 2, no more zppd runs
 for item in $PLAN; do
-  IFS=: read -r m tpr steps det <<< "$item"
+  IFS=: read -r m tpr steps tags <<< "$item"
   case $m in
     zppd-plain|zppd-zeropp|zppd-qwz|zppd-hpz|zppd-qgz|torch-sharded|fsdp2|hsdp) ;;
     *) log "unknown mode in '$item': skipped"; SKIPPED+=("$item (unknown mode)"); continue ;;
   esac
   tpr=${tpr:-1024}; steps=${steps:-300}
   tag=$m-$tpr-s$steps
+  extra=()
+  [ "${PROFILE:-1}" = 1 ] && extra+=(--profile)
+  bad=
+  for t in ${tags//:/ }; do
+    case $t in
+      det) extra+=(--deterministic) ;;
+      k[0-9]*) extra+=(--blocks-per-unit "${t#k}") ;;
+      slots[0-9]*) extra+=(--slots "${t#slots}") ;;
+      small[0-9]*) extra+=(--small-slots "${t#small}") ;;
+      gs[0-9]*) extra+=(--grad-slots "${t#gs}") ;;
+      pf[0-9]*) extra+=(--prefetch "${t#pf}") ;;
+      *) bad=$t; break ;;
+    esac
+    tag=$tag-$t
+  done
+  if [ -n "$bad" ]; then log "unknown tag '$bad' in '$item': skipped"; SKIPPED+=("$item (unknown tag)"); continue; fi
   if [ "${m#zppd-}" != "$m" ] && [ -n "$NO_ZPPD" ]; then
     log "skip $tag: $NO_ZPPD"; SKIPPED+=("$tag (no zppd)"); rc=1; continue
   fi
@@ -306,8 +337,6 @@ for item in $PLAN; do
   if [ "${m#zppd-}" != "$m" ] && [ $ZFAIL -ge 2 ]; then
     log "skip $tag: two zppd runs failed before their first step"; SKIPPED+=("$tag (zppd runs fail)"); continue
   fi
-  extra=()
-  if [ "${det:-}" = det ]; then tag=$tag-det; extra+=(--deterministic); fi
   ms=$(est_ms "$m" "$tpr")
   need=$(( STARTUP + steps * ms * 11 / 10 / 1000 ))
   left=$(( DEADLINE - RESERVE - $(now) ))
@@ -395,7 +424,7 @@ done
 } >> "$S"
 pairs=()
 for a in "${DONE[@]}"; do
-  case $a in zppd-hpz-*-det) b=zppd-plain-${a#zppd-hpz-}; [ -d "$RUNS/$b" ] && pairs+=(--same "$a" "$b") ;; esac
+  case $a in zppd-hpz-*-det|zppd-hpz-*-det-*) b=zppd-plain-${a#zppd-hpz-}; [ -d "$RUNS/$b" ] && pairs+=(--same "$a" "$b") ;; esac
 done
 "$PY" scripts/plot_train.py "$RUNS" ${pairs[@]+"${pairs[@]}"} --png "$OUT/curves.png" >> "$S" 2>&1 || rc=1
 {
@@ -408,7 +437,7 @@ import json, sys
 j = json.load(open(sys.argv[1] + "/rank0.json"))
 print(f"{sys.argv[1].rsplit('/', 1)[1]:28s} steps {j['steps_done']}/{j['steps']} cut {j['stopped_early']} "
       f"setup {j['setup_s']} train {j['train_s']} eval {j['final_eval_loss']:.4f} "
-      f"hpz_plain {j.get('hpz_plain')} {j.get('zpp_stats') or ''}")
+      f"hpz_plain {j.get('hpz_plain')} {j.get('zpp_stats') or ''} {j.get('zpp_config') or ''}")
 EOF
   done
   echo '```'

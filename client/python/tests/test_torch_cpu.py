@@ -154,12 +154,17 @@ def host_cuda_comm(conn):
 def wrap(rank: int, job: Job, conn, cfg: dict):
     model, Block = make_model(cfg.get("seed", 0))
     units = (Block,) if cfg.get("block_units") else None
+    if cfg.get("groups") == "far":  # a unit of two modules far apart in forward, one per block
+        units = [[model.emb, model.head], [model.blocks[0]], [model.blocks[1]]]
+    elif cfg.get("groups"):  # the same, and one unit of the two consecutive blocks
+        units = [[model.emb, model.head], list(model.blocks)]
     return zpp.torch.ZeroPP(
         model, conn, rank=rank, world_size=job.world, nodes=job.nodes, job_id=job.job_id,
         comm=host_cuda_comm(conn) if cfg.get("cuda_calls") else None,
         qwz=cfg.get("qwz", True), hpz=cfg.get("hpz", True), qgz=cfg.get("qgz", True),
         dtype=getattr(torch, cfg.get("dtype", "bfloat16")), lr=cfg.get("lr", 3e-3),
-        units=units, slots=cfg.get("slots", 3), poison=True, init_scale=cfg.get("init_scale", 2.0**16),
+        units=units, slots=cfg.get("slots", 3), small_slots=cfg.get("small_slots", 0),
+        grad_slots=cfg.get("grad_slots", 2), prefetch=cfg.get("prefetch", 1), poison=True, init_scale=cfg.get("init_scale", 2.0**16),
         max_grad_norm=cfg.get("clip"), weight_decay=cfg.get("wd", 0.0),
         no_decay=(lambda name, p: p.dim() < 2) if cfg.get("no_decay") else None,
     )  # fmt: skip
@@ -173,6 +178,10 @@ def body_train(rank: int, job: Job, cfg: dict):
     with job.connect(rank) as c:
         zp = wrap(rank, job, c, cfg)
         out["hpz_plain"] = zp.hpz_plain
+        out["units"] = [u.name for u in zp.units]
+        out["slot_size"] = list(zp.slot_size)
+        if cfg.get("profile"):
+            zp.profile(True)
         if cfg.get("mem"):
             out["mem"].append(("setup", dict(zp.memory_report())))
             out["geom"] = {"slots": len(zp.slots), "grad_slots": len(zp.gslots), "max_padded": zp.max_padded,
@@ -200,6 +209,7 @@ def body_train(rank: int, job: Job, cfg: dict):
             if cfg.get("load_at") == step:
                 zp.load_checkpoint(cfg["ckpt"])
         out["stats"] = dict(zp.stats)
+        out["profile"] = zp.take_profile()
         out["ebusy"] = zp.comm.zc.busy if cfg.get("cuda_calls") else 0
         out["scale"] = zp.scale
         out["skipped"] = zp.skipped_steps
@@ -228,11 +238,18 @@ def test_loss_decreases_with_all_three(daemon, job, block_units):
     assert res[0]["stats"] == res[3]["stats"]
 
 
-def test_plain_fp32_matches_single_process_adamw(daemon, job):
+@pytest.mark.parametrize("groups", [False, True], ids=["module-units", "grouped-units"])
+def test_plain_fp32_matches_single_process_adamw(daemon, job, groups):
     """Plain collectives, fp32: the sharded loop is AdamW on the mean loss
-    of the 4 ranks' batches (reduce MEAN), within float rounding."""
+    of the 4 ranks' batches (reduce MEAN), within float rounding; also with
+    units of several modules (embedding + head, the two blocks) and a small
+    slot for the root and the embedding/head unit."""
+    kw = dict(groups=True, slots=2, small_slots=1, grad_slots=1) if groups else {}
     res = train(daemon, job, steps=4, qwz=False, hpz=False, qgz=False, dtype="float32",
-                clip=1.0, wd=0.01, full=True)  # fmt: skip
+                clip=1.0, wd=0.01, full=True, **kw)  # fmt: skip
+    if groups:
+        assert res[0]["units"] == ["emb+head", "blocks.0+blocks.1", "<root>"], res[0]["units"]
+        assert res[0]["slot_size"][-1] < res[0]["slot_size"][0], res[0]["slot_size"]
     torch.manual_seed(0)
     model, _ = make_model(0)
     opt = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
@@ -358,6 +375,50 @@ def test_cuda_comm_calls_match_host(daemon, job, flags):
         assert a["stats"] == b["stats"]
     assert got[0]["stats"]["hpz_gathers"] > 0
     assert sum(r["ebusy"] for r in got) > 0
+
+
+@pytest.mark.parametrize("qwz", [False, True], ids=["qwz-off", "qwz-on"])
+def test_grouped_units_hpz_exact_and_profiled(daemon, job, qwz):
+    """A unit of two modules far apart in forward (emb + head: evicted
+    between them, in use for the whole backward), a small slot, prefetch
+    2: hpZ on vs off the same bits (evaluation, 2 backwards per step,
+    checkpoint reload), backward re-gathers by hpZ, and the profile counts
+    what was waited for."""
+    with tempfile.TemporaryDirectory(dir="/tmp") as d:
+        kw = dict(steps=4, qwz=qwz, qgz=qwz, eval=True, accum=2, ckpt=d, save_at=1, load_at=2, groups="far",
+                  slots=2, small_slots=1, grad_slots=2, prefetch=2, profile=True)  # fmt: skip
+        on = train(daemon, job + "-on", hpz=True, **kw)
+        off = train(daemon, job + "-off", hpz=False, **kw)
+    for a, b in zip(on, off):
+        assert a["loss"] == b["loss"]
+        assert a["eval"] == b["eval"]
+    assert on[0]["stats"]["hpz_gathers"] > 0 and off[0]["stats"]["hpz_gathers"] == 0
+    p = on[0]["profile"]
+    assert p["stream_ms"] == {}  # CPU: no stream
+    assert p["waits"].get("reduce", 0) > 0 and p["calls"]["reduces"] > 0
+    assert set(p["host_ms"]) <= {"gather", "gather-miss", "hpz", "hpz-miss", "reduce", "floats", "invalidate",
+                                 "inflight-cap"}, p["host_ms"]  # fmt: skip
+
+
+def test_units_spec_errors():
+    """units=: a module named twice, or the model itself in a group, is
+    refused before anything connects."""
+    model, _ = make_model(0)
+    for spec in ([[model.blocks[0]], [model.blocks[0]]], [[model]], [[]], ["blocks"]):
+        with pytest.raises(ValueError):
+            zpp.torch.ZeroPP(model, rank=0, world_size=1, comm=_NoComm(), device="cpu", units=spec)
+
+
+class _NoComm(zpp.torch._Comm):
+    """A comm that only allocates (no daemon)."""
+
+    name, supports_zeropp = "none", False
+
+    def __init__(self) -> None:
+        super().__init__(1)
+
+    def alloc_many(self, plan):
+        return [torch.zeros(max(n, 1), dtype=dt)[:n] for n, dt in plan]
 
 
 def test_resume_equals_continuing(daemon, job):

@@ -85,7 +85,7 @@ from . import errors
 from ._lib import DType, Op
 from .client import BufRef, Connection, Result
 
-__all__ = ["ZeroPP", "HostComm", "CudaComm", "TorchComm"]
+__all__ = ["ZeroPP", "HostComm", "CudaComm", "TorchComm", "WaitClock"]
 
 _ALIGN = 256  # bytes: every arena piece starts on this boundary
 _ZDT = {torch.float32: DType.FP32, torch.float16: DType.FP16, torch.bfloat16: DType.BF16}
@@ -125,6 +125,66 @@ class _Done:
         return self.res
 
 
+class WaitClock:
+    """How long a rank waited for its collectives, by kind of call: the
+    host's time blocked in each wait (perf_counter) and, on CUDA, how long
+    the compute stream stood still at it (an event recorded on the current
+    stream before and after the wait: the stream passes the second only
+    once the daemon's work is done, so their distance is the stall; where
+    the stream was already idle it includes the host's wait).
+
+    No device sync: events are read by take(), which the caller calls once
+    the device is synchronized (train_gpt.py does so after every step).
+    Events come from a pool reused from step to step. Off (ZeroPP.profile
+    not called) nothing of this runs: the comm's ``clock`` is None.
+    """
+
+    def __init__(self, device: torch.device) -> None:
+        self.cuda = device.type == "cuda"
+        self.device = device
+        self._free: List[Any] = []
+        self._marks: List[Tuple[str, Any, Any]] = []
+        self.host_s: Dict[str, float] = {}
+        self.count: Dict[str, int] = {}
+
+    def _event(self) -> Any:
+        return self._free.pop() if self._free else torch.cuda.Event(enable_timing=True)
+
+    def around(self, kind: str, fn: Callable[[], Any]) -> Any:
+        """fn() (a wait), timed under kind."""
+        import time
+
+        if self.cuda:
+            stream = torch.cuda.current_stream(self.device)
+            e0 = self._event()
+            e0.record(stream)
+        t0 = time.perf_counter()
+        try:
+            return fn()
+        finally:
+            self.host_s[kind] = self.host_s.get(kind, 0.0) + time.perf_counter() - t0
+            self.count[kind] = self.count.get(kind, 0) + 1
+            if self.cuda:
+                e1 = self._event()
+                e1.record(stream)
+                self._marks.append((kind, e0, e1))
+
+    def take(self) -> Dict[str, Dict[str, float]]:
+        """What was measured since the last take(), then a fresh start:
+        {"host_ms": {kind: ms}, "stream_ms": {kind: ms} (CUDA; {} on CPU),
+        "waits": {kind: n}}. On CUDA, call it after the device is
+        synchronized (else it waits for the events)."""
+        stream_ms: Dict[str, float] = {}
+        for kind, e0, e1 in self._marks:
+            e1.synchronize()
+            stream_ms[kind] = stream_ms.get(kind, 0.0) + e0.elapsed_time(e1)
+            self._free += [e0, e1]
+        out = {"host_ms": {k: v * 1e3 for k, v in self.host_s.items()}, "stream_ms": stream_ms,
+               "waits": dict(self.count)}  # fmt: skip
+        self._marks, self.host_s, self.count = [], {}, {}
+        return out
+
+
 class _Comm:
     """alloc_many, allgather, hpz_gather, reduce_scatter, invalidate_all,
     gather_floats, barrier, close. Handles have wait() -> Result or None."""
@@ -137,11 +197,16 @@ class _Comm:
         self.world = world
         self._inflight: "List[Any]" = []
         self.max_inflight = 8
+        self.clock: Optional["WaitClock"] = None  # ZeroPP.profile(True) sets it
+
+    def wait(self, h: Any, kind: str) -> Any:
+        """h.wait(), timed under kind when a WaitClock is set."""
+        return h.wait() if self.clock is None else self.clock.around(kind, h.wait)
 
     def _track(self, h: Any) -> Any:
         self._inflight.append(h)
         if len(self._inflight) > self.max_inflight:
-            self._inflight.pop(0).wait()
+            self.wait(self._inflight.pop(0), "inflight-cap")
         return h
 
     def drain(self) -> None:
@@ -277,7 +342,7 @@ class CudaComm(_Comm):
             except errors.ZppError as e:
                 if e.code != self.zc.EBUSY or not self._inflight:
                     raise
-                self._inflight.pop(0).wait()  # free an event of the pool
+                self.wait(self._inflight.pop(0), "inflight-cap")  # free an event of the pool
         h = _CudaReq(self, rid)
         if not async_op:
             return _Done(h.wait())
@@ -431,9 +496,12 @@ class _Saved:
 
 
 class _Unit:
-    def __init__(self, idx: int, name: str, module: nn.Module) -> None:
-        self.idx, self.name, self.module = idx, name, module
+    def __init__(self, idx: int, name: str, modules: List[nn.Module]) -> None:
+        self.idx, self.name, self.modules = idx, name, modules
         self.params: List[Tuple[str, nn.Parameter, int, int, torch.Size]] = []  # name, p, off, n, shape
+        # per module of `modules`: the indices into params it owns (its
+        # forward hooks attach and detach those)
+        self.member_params: List[List[int]] = [[] for _ in modules]
         self.numel = 0
         self.shard = 0
         self.trainable: List[int] = []  # indices into params that require grad
@@ -442,9 +510,10 @@ class _Unit:
         self.tag: Optional[Tuple[int, int]] = None  # (epoch, version) of the slot's content
         self.keyed_tag: Optional[Tuple[int, int]] = None  # hpZ key stored in the daemon for this tag
         self.pending: Any = None  # in-flight gather handle
-        self.in_use = 0
+        self.pending_kind = ""  # what it is, for a profile: gather, hpz (+ "-miss": not prefetched)
+        self.in_use = 0  # members inside their forward
         self.bwd_active = False
-        self.attached = False
+        self.attached: set = set()  # members whose parameters point at the slot
         self.last_use = 0
         # gradients
         self.gslot: Optional[int] = None
@@ -493,7 +562,8 @@ class ZeroPP(nn.Module):
         units: Union[None, Sequence[type], Sequence[nn.Module]] = None,
         slots: int = 3,
         grad_slots: int = 2,
-        prefetch: bool = True,
+        small_slots: int = 0,
+        prefetch: Union[bool, int] = True,
         lr: float = 1e-3,
         betas: Tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
@@ -523,7 +593,7 @@ class ZeroPP(nn.Module):
             self.device = torch.device("cuda", torch.cuda.current_device())
         self.dtype = dtype
         self.bits_w, self.bits_g, self.block, self.qgz_stages = bits_w, bits_g, block, qgz_stages
-        self.prefetch = prefetch
+        self.prefetch = int(prefetch)  # units gathered ahead (True: 1)
         self.lr, self.betas, self.eps, self.weight_decay = lr, betas, eps, weight_decay
         self.max_grad_norm = max_grad_norm
         self.poison = poison
@@ -574,22 +644,33 @@ class ZeroPP(nn.Module):
         # staging for the all-gather input (the unit's shard in the compute
         # dtype, cast from the master shard when the gather is issued), a
         # gradient slot its fp32 reduce-scatter output (added into the
-        # unit's accumulator before the slot is reused).
+        # unit's accumulator before the slot is reused). `slots` and
+        # `grad_slots` are of the largest unit's padded size; `small_slots`
+        # adds that many of each of the size of the largest unit at most
+        # half as big (e.g. embeddings and head, which are in use for the
+        # whole forward and, in backward, until the embeddings' gradients).
+        if slots < 1 or grad_slots < 1 or small_slots < 0 or prefetch < 0:
+            raise ValueError("slots and grad_slots must be >= 1, small_slots and prefetch >= 0")
+        small = max((u.shard * W for u in self.units if 2 * u.shard * W <= self.max_padded), default=0)
+        self.slot_size = [self.max_padded] * slots + [small] * (small_slots if small else 0)
+        self.gslot_size = [self.max_padded] * grad_slots + [small] * (small_slots if small else 0)
         plan: List[Tuple[int, torch.dtype]] = []
-        plan += [(self.max_padded, dtype)] * slots + [(self.max_shard, dtype)] * slots
-        plan += [(self.max_padded, dtype)] * grad_slots + [(self.max_shard, torch.float32)] * grad_slots
+        plan += [(n, dtype) for n in self.slot_size] + [(n // W, dtype) for n in self.slot_size]
+        plan += [(n, dtype) for n in self.gslot_size] + [(n // W, torch.float32) for n in self.gslot_size]
         plan += [(4, torch.float32), (4 * W, torch.float32)]  # gather_floats in/out
         pieces = self.comm.alloc_many(plan)
         it = iter(pieces)
-        self.slots = [next(it) for _ in range(slots)]
-        self.gstage = [next(it) for _ in range(slots)]
-        self.gslots = [next(it) for _ in range(grad_slots)]
-        self.rstage = [next(it) for _ in range(grad_slots)]
+        ns, ng = len(self.slot_size), len(self.gslot_size)
+        self.slots = [next(it) for _ in range(ns)]
+        self.gstage = [next(it) for _ in range(ns)]
+        self.gslots = [next(it) for _ in range(ng)]
+        self.rstage = [next(it) for _ in range(ng)]
         self._fin, self._fout = next(it), next(it)
-        self.slot_unit: List[Optional[_Unit]] = [None] * slots
-        self.gslot_unit: List[Optional[_Unit]] = [None] * grad_slots
+        self.slot_unit: List[Optional[_Unit]] = [None] * ns
+        self.gslot_unit: List[Optional[_Unit]] = [None] * ng
         self._fp32: Optional[List[torch.Tensor]] = None
-        self._slot_ranges = [(s.data_ptr(), s.data_ptr() + self.max_padded * s.element_size()) for s in self.slots]
+        self._slot_ranges = [(s.data_ptr(), s.data_ptr() + n * s.element_size())
+                             for s, n in zip(self.slots, self.slot_size)]  # fmt: skip
         self._esize = torch.empty((), dtype=dtype).element_size()
         self._init_state(no_decay)
 
@@ -625,54 +706,79 @@ class ZeroPP(nn.Module):
 
     # ------------------------------------------------------------------ setup
     def _make_units(self, model: nn.Module, spec: Any) -> List[_Unit]:
-        chosen: List[Tuple[str, nn.Module]] = []
+        # chosen: (module path, unit, index of the module among the unit's)
+        chosen: List[Tuple[str, _Unit, int]] = []
+        units: List[_Unit] = []
         if spec is None:
             for name, m in model.named_modules():
                 if any(True for _ in m.parameters(recurse=False)):
-                    chosen.append((name, m))
+                    units.append(_Unit(len(units), name or "<root>", [m]))
+                    chosen.append((name, units[-1], 0))
             nested = True
         else:
             spec = list(spec)
             classes = tuple(s for s in spec if isinstance(s, type))
             mods = {id(s) for s in spec if isinstance(s, nn.Module)}
+            group_of: Dict[int, int] = {}  # id(module) -> index of its group in spec
+            for gi, s in enumerate(spec):
+                if isinstance(s, (list, tuple)):
+                    if not s or not all(isinstance(m, nn.Module) for m in s):
+                        raise ValueError("units=: a group must be a non-empty list of modules")
+                    for m in s:
+                        if m is model or id(m) in group_of or id(m) in mods:
+                            raise ValueError(f"units=: module {type(m).__name__} is the model or "
+                                             "is named twice")  # fmt: skip
+                        group_of[id(m)] = gi
+                elif not isinstance(s, (type, nn.Module)):
+                    raise ValueError(f"units=: {s!r} is not a module class, a module or a list of modules")
+            group_unit: Dict[int, _Unit] = {}
             taken: List[str] = []
             for name, m in model.named_modules():
                 if any(name == t or name.startswith(t + ".") for t in taken if t):
                     continue  # inside a chosen unit: the outermost wins
-                if (classes and isinstance(m, classes)) or id(m) in mods:
-                    if m is model:
-                        continue
-                    chosen.append((name, m))
+                if m is model:
+                    continue
+                if id(m) in group_of:
+                    gi = group_of[id(m)]
+                    u = group_unit.get(gi)
+                    if u is None:
+                        u = group_unit[gi] = _Unit(len(units), name, [])
+                        units.append(u)
+                    else:
+                        u.name += "+" + name
+                    u.modules.append(m)
+                    u.member_params.append([])
+                    chosen.append((name, u, len(u.modules) - 1))
+                    taken.append(name)
+                elif (classes and isinstance(m, classes)) or id(m) in mods:
+                    units.append(_Unit(len(units), name, [m]))
+                    chosen.append((name, units[-1], 0))
                     taken.append(name)
             nested = False
         owner: Dict[int, _Unit] = {}
-        units: List[_Unit] = []
-        prefixes = []
-        for name, m in chosen:
-            u = _Unit(len(units), name or "<root>", m)
-            units.append(u)
-            prefixes.append(name)
         root: Optional[_Unit] = None
         for pname, p in model.named_parameters():
             mod_path = pname.rsplit(".", 1)[0] if "." in pname else ""
-            best = None
-            for u, pre in zip(units, prefixes):
+            best: Optional[Tuple[_Unit, int]] = None
+            for pre, u, mi in chosen:
                 if nested:
                     if mod_path == pre:
-                        best = u
+                        best = (u, mi)
                 elif pre == "" or mod_path == pre or mod_path.startswith(pre + "."):
-                    best = u
+                    best = (u, mi)
             if best is None:
                 if root is None:
-                    root = _Unit(len(units), "<root>", model)
+                    root = _Unit(len(units), "<root>", [model])
                     units.append(root)
-                best = root
-            if id(p) in owner and owner[id(p)] is not best:
+                best = (root, 0)
+            bu, mi = best
+            if id(p) in owner and owner[id(p)] is not bu:
                 raise ValueError(f"parameter {pname} is shared by units {owner[id(p)].name} and "
-                                 f"{best.name}: put the modules that share it in one unit")  # fmt: skip
-            owner[id(p)] = best
-            best.params.append((pname, p, best.numel, p.numel(), p.shape))
-            best.numel += p.numel()
+                                 f"{bu.name}: put the modules that share it in one unit")  # fmt: skip
+            owner[id(p)] = bu
+            bu.member_params[mi].append(len(bu.params))
+            bu.params.append((pname, p, bu.numel, p.numel(), p.shape))
+            bu.numel += p.numel()
         units = [u for u in units if u.params]
         for i, u in enumerate(units):
             u.idx = i
@@ -705,8 +811,9 @@ class ZeroPP(nn.Module):
     def _install_hooks(self) -> List[Any]:
         hs = []
         for u in self.units:
-            hs.append(u.module.register_forward_pre_hook(lambda m, a, u=u: self._pre_forward(u)))
-            hs.append(u.module.register_forward_hook(lambda m, a, o, u=u: self._post_forward(u)))
+            for mi, mod in enumerate(u.modules):
+                hs.append(mod.register_forward_pre_hook(lambda m, a, u=u, mi=mi: self._pre_forward(u, mi)))
+                hs.append(mod.register_forward_hook(lambda m, a, o, u=u, mi=mi: self._post_forward(u, mi)))
             for j in u.trainable:
                 p = u.params[j][1]
                 hs.append(p.register_post_accumulate_grad_hook(
@@ -741,17 +848,25 @@ class ZeroPP(nn.Module):
         return (u.slot is not None and u.pending is None and u.tag == tag
                 and (not want_key or u.keyed_tag == tag))  # fmt: skip
 
-    def _attach(self, u: _Unit) -> None:
+    def _attach(self, u: _Unit, mi: int) -> None:
+        """Points the parameters of u's member mi at their views of u's slot."""
+        if mi in u.attached:
+            return
         s = self.slots[u.slot]  # type: ignore[index]
-        for _, p, off, n, shape in u.params:
+        for j in u.member_params[mi]:
+            _, p, off, n, shape = u.params[j]
             p.data = s[off : off + n].view(shape)
-        u.attached = True
+        u.attached.add(mi)
 
-    def _detach(self, u: _Unit) -> None:
-        if u.attached:
-            for _, p, _, _, shape in u.params:
-                p.data = self._placeholder.expand(shape)
-            u.attached = False
+    def _detach(self, u: _Unit, mi: Optional[int] = None) -> None:
+        """Points member mi's parameters (None: every member's) back at the
+        placeholder."""
+        for m in ([mi] if mi is not None else list(u.attached)):
+            if m in u.attached:
+                for j in u.member_params[m]:
+                    _, p, _, _, shape = u.params[j]
+                    p.data = self._placeholder.expand(shape)
+                u.attached.discard(m)
 
     def _evict(self, u: _Unit) -> None:
         self._detach(u)
@@ -761,22 +876,29 @@ class ZeroPP(nn.Module):
             self.slot_unit[u.slot] = None
         u.slot, u.tag = None, None
 
-    def _free_slot(self, keep: Iterable[_Unit] = (), block: bool = True) -> Optional[int]:
-        for i, v in enumerate(self.slot_unit):
-            if v is None:
-                return i
+    def _free_slot(self, u: _Unit, keep: Iterable[_Unit] = (), block: bool = True) -> Optional[int]:
+        """A gather slot big enough for u: the smallest free one, else the
+        least recently used one whose unit may go (not in use, not waiting
+        for its gradients, not in flight, not in keep). block: complete
+        in-flight gathers to find one, and raise when there is none."""
+        need = u.shard * self.world
+        fits = [i for i in range(len(self.slots)) if self.slot_size[i] >= need]
+        free = [i for i in fits if self.slot_unit[i] is None]
+        if free:
+            return min(free, key=lambda i: self.slot_size[i])
         keep_ids = {id(k) for k in keep}
-        cands = [v for v in self.slot_unit if v is not None and v.in_use == 0 and not v.bwd_active
+        held = [self.slot_unit[i] for i in fits]
+        cands = [v for v in held if v is not None and v.in_use == 0 and not v.bwd_active
                  and v.pending is None and id(v) not in keep_ids]  # fmt: skip
         if not cands and block:
-            pend = [v for v in self.slot_unit if v is not None and v.pending is not None and id(v) not in keep_ids]
+            pend = [v for v in held if v is not None and v.pending is not None and id(v) not in keep_ids]
             for v in pend:
                 self._complete(v)
             cands = [v for v in pend if v.in_use == 0 and not v.bwd_active]
         if not cands:
             if block:
-                raise RuntimeError(f"zpp.torch: all {len(self.slots)} gather slots are in use "
-                                   f"(units {[v.name for v in self.slot_unit if v]}); pass slots=")  # fmt: skip
+                raise RuntimeError(f"zpp.torch: all {len(fits)} gather slots that fit unit {u.name} are in "
+                                   f"use (units {[v.name for v in held if v]}); pass slots=")  # fmt: skip
             return None
         victim = min(cands, key=lambda v: v.last_use)
         slot = victim.slot
@@ -791,8 +913,10 @@ class ZeroPP(nn.Module):
         tag = self._tag()
         if backward and u.keyed_tag == tag:
             self.stats["hpz_gathers"] += 1
+            u.pending_kind = "hpz"
             h = self.comm.hpz_gather(out, u.numel, self._key(u), async_op)
         else:
+            u.pending_kind = "gather"
             key = self._key(u) if want_key else None
             self.stats["gathers"] += 1
             # The all-gather input: the master shard in the compute dtype, in
@@ -810,7 +934,7 @@ class ZeroPP(nn.Module):
     def _complete(self, u: _Unit) -> None:
         if u.pending is not None:
             h, u.pending = u.pending, None
-            h.wait()
+            self.comm.wait(h, u.pending_kind)
 
     def _ensure(self, u: _Unit, backward: bool, want_key: bool) -> None:
         self._clock += 1
@@ -825,20 +949,25 @@ class ZeroPP(nn.Module):
             self.slot_unit[slot] = None
             u.slot = None
         else:
-            slot = self._free_slot(keep=(u,))
-        self._issue(u, slot, backward, want_key, async_op=False)  # type: ignore[arg-type]
+            slot = self._free_slot(u, keep=(u,))
+        # (async, then waited: the wait is where a profile times it)
+        self._issue(u, slot, backward, want_key, async_op=True)  # type: ignore[arg-type]
+        u.pending_kind += "-miss"  # needed now: not prefetched (or not in time)
         self._complete(u)
 
-    def _prefetch(self, u: _Unit, backward: bool, want_key: bool, current: _Unit) -> None:
+    def _prefetch(self, u: _Unit, backward: bool, want_key: bool, keep: Sequence[_Unit]) -> bool:
+        """Starts u's gather into a free slot or one whose unit may go (not
+        one of keep); False when there is none (a deeper prefetch stops)."""
         if u.pending is not None or self._valid(u, want_key) or u.slot is not None:
-            return
-        slot = self._free_slot(keep=(current,), block=False)
+            return True
+        slot = self._free_slot(u, keep=keep, block=False)
         if slot is None:
-            return
+            return False
         self.stats["prefetches"] += 1
         self._issue(u, slot, backward, want_key, async_op=True)
         self._clock += 1
         u.last_use = self._clock
+        return True
 
     # ---------------------------------------------------------------- forward
     def forward(self, *args: Any, **kwargs: Any) -> Any:
@@ -852,22 +981,27 @@ class ZeroPP(nn.Module):
             self._order_done = True
         return out
 
-    def _pre_forward(self, u: _Unit) -> None:
+    def _pre_forward(self, u: _Unit, mi: int) -> None:
         want_key = torch.is_grad_enabled() and self._can_key
         if not self._order_done and u.idx not in self._order:
             self._order.append(u.idx)
         self._ensure(u, backward=False, want_key=want_key)
         u.in_use += 1
-        self._attach(u)
-        if self.prefetch and self._order_done:
-            nxt = self._next_in_order(u.idx, +1)
-            if nxt is not None:
-                self._prefetch(self.units[nxt], False, want_key, u)
+        self._attach(u, mi)
+        if self._order_done:
+            keep = [u]
+            for d in range(1, self.prefetch + 1):
+                nxt = self._next_in_order(u.idx, +d)
+                if nxt is None or not self._prefetch(self.units[nxt], False, want_key, keep):
+                    break
+                keep.append(self.units[nxt])
 
-    def _post_forward(self, u: _Unit) -> None:
+    def _post_forward(self, u: _Unit, mi: int) -> None:
+        # A unit of several modules stays in its slot between them (it is
+        # evictable only while none is inside its forward); only this
+        # member's parameters go back to the placeholder.
         u.in_use -= 1
-        if u.in_use == 0:
-            self._detach(u)
+        self._detach(u, mi)
 
     def _next_in_order(self, idx: int, d: int) -> Optional[int]:
         try:
@@ -900,10 +1034,12 @@ class ZeroPP(nn.Module):
         self._ensure(u, backward=True, want_key=False)
         if u.trainable:
             u.bwd_active = True  # its slot stays until its gradients are reduced
-        if self.prefetch:
-            prev = self._next_in_order(u.idx, -1)
-            if prev is not None:
-                self._prefetch(self.units[prev], True, False, u)
+        keep = [u]
+        for d in range(1, self.prefetch + 1):
+            prev = self._next_in_order(u.idx, -d)
+            if prev is None or not self._prefetch(self.units[prev], True, False, keep):
+                break
+            keep.append(self.units[prev])
         s = self.slots[u.slot]  # type: ignore[index]
         return s.as_strided(x.size, x.stride, s.storage_offset() + x.off)
 
@@ -915,11 +1051,16 @@ class ZeroPP(nn.Module):
 
     def _gslot(self, u: _Unit) -> torch.Tensor:
         if u.gslot is None:
-            free = [i for i, v in enumerate(self.gslot_unit) if v is None]
+            need = u.shard * self.world
+            fits = [i for i in range(len(self.gslots)) if self.gslot_size[i] >= need]
+            free = [i for i in fits if self.gslot_unit[i] is None]
             while not free:
-                self._finish_reduce(0)
-                free = [i for i, v in enumerate(self.gslot_unit) if v is None]
-            u.gslot = free[0]
+                if not self._reducing:
+                    raise RuntimeError(f"zpp.torch: all {len(fits)} gradient slots that fit unit {u.name} "
+                                       "hold units whose gradients are incomplete; pass grad_slots=")  # fmt: skip
+                self._finish_reduce(0)  # the oldest reduce in flight
+                free = [i for i in fits if self.gslot_unit[i] is None]
+            u.gslot = min(free, key=lambda i: self.gslot_size[i])
             self.gslot_unit[u.gslot] = u
             self.gslots[u.gslot][: u.shard * self.world].zero_()
         return self.gslots[u.gslot]
@@ -952,7 +1093,7 @@ class ZeroPP(nn.Module):
 
     def _finish_reduce(self, i: int) -> None:
         u, h = self._reducing.pop(i)
-        res = h.wait()
+        res = self.comm.wait(h, "reduce")
         if res is not None:
             self._nonfinite += int(res.nonfinite_blocks)
         if u.gacc is None:  # the unit's first gradient since the step: 0 + it, as ever
@@ -975,7 +1116,7 @@ class ZeroPP(nn.Module):
             self._complete(u)
             u.bwd_active = False
         if self.hpz:
-            self.comm.invalidate_all()
+            self._invalidate_all()
             for u in self.units:
                 u.keyed_tag = None
         self._micro += 1
@@ -993,8 +1134,9 @@ class ZeroPP(nn.Module):
         self._fin.zero_()
         for i, v in enumerate(vals[:4]):
             self._fin[i] = v
-        self.comm.allgather(self._fin, self._fout, 4 * self.world, qwz=False, bits=8, block=self.block,
-                            key=None, async_op=False)  # fmt: skip
+        h = self.comm.allgather(self._fin, self._fout, 4 * self.world, qwz=False, bits=8, block=self.block,
+                                key=None, async_op=True)  # fmt: skip
+        self.comm.wait(h, "floats")
         del k
         return self._fout.view(self.world, 4).to("cpu")
 
@@ -1100,7 +1242,14 @@ class ZeroPP(nn.Module):
                 self._evict(u)
             u.keyed_tag = None
         if self.hpz:
+            self._invalidate_all()
+
+    def _invalidate_all(self) -> None:
+        c = self.comm.clock
+        if c is None:
             self.comm.invalidate_all()
+        else:
+            c.around("invalidate", self.comm.invalidate_all)
 
     # -------------------------------------------------------------- checkpoints
     def save_checkpoint(self, path: str, extra: Optional[Dict[str, Any]] = None) -> None:
@@ -1231,6 +1380,29 @@ class ZeroPP(nn.Module):
                     add("unit." + name, v)
         for b in self.module.buffers():
             add("module.buffers", b)
+        return out
+
+    def profile(self, on: bool = True) -> None:
+        """Starts (on) or stops timing this rank's waits for collectives
+        (WaitClock: host time blocked, and on CUDA the compute stream's
+        stall, by kind: gather, hpz (+"-miss" when not prefetched),
+        reduce, floats (step()'s agreement), invalidate, inflight-cap).
+        Off by default: then no event is recorded and nothing is timed."""
+        self.comm.clock = WaitClock(self.device) if on else None
+        self._stats_mark = dict(self.stats)
+
+    def take_profile(self) -> Optional[Dict[str, Dict[str, float]]]:
+        """What profile() measured since the last take_profile() (None when
+        off): WaitClock.take()'s host_ms, stream_ms and waits by kind, and
+        "calls": the counters' increase (gathers, hpz_gathers, reduces,
+        prefetches). On CUDA, call it once the device is synchronized."""
+        c = self.comm.clock
+        if c is None:
+            return None
+        out: Dict[str, Dict[str, float]] = c.take()
+        mark = getattr(self, "_stats_mark", {})
+        out["calls"] = {k: v - mark.get(k, 0) for k, v in self.stats.items()}
+        self._stats_mark = dict(self.stats)
         return out
 
     def named_units(self) -> List[Tuple[str, int]]:
