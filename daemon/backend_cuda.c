@@ -145,6 +145,7 @@ int be_cuda_fatal(void *backend, char *why, size_t why_len)
     if (!b)
         return 0;
     cu_reap(b);
+    cu_jobs_tick(b, 0);
     if (!b->fatal)
         return 0;
     if (why && why_len)
@@ -415,6 +416,7 @@ void be_cuda_close(void *backend)
     /* At exit: what is still deferred goes with the process (waiting could
      * hang on a stream blocked for good). */
     cu_reap(b);
+    cu_jobs_tick(b, 1);
     while (b->graves) {
         struct cu_grave *g = b->graves;
         b->graves = g->next;

@@ -172,6 +172,9 @@ void cu_mark_fatal(struct cu_backend *b, const char *what, cudaError_t r);
 int cu_job_open(void *backend, const struct be_topo *t, const int *devices, void **job, char *why,
                 size_t why_len);
 void cu_job_close(void *backend, void *job, int abort);
+/* Every tick: ends the finalizing of closed jobs' communicators (all: at
+ * exit, now, aborting what is not done). */
+void cu_jobs_tick(struct cu_backend *b, int all);
 int cu_job_open_ids(void *backend, const struct be_topo *t, const int *devices, const uint8_t *ids,
                     int nids, void **job, char *why, size_t why_len);
 int cu_make_ids(void *backend, int n, uint8_t *ids, char *why, size_t why_len);

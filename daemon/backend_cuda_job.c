@@ -31,8 +31,10 @@
  * Closing never waits for the GPU on the loop thread: job_close records an
  * event on each slot stream and the job stays on the backend's list (its
  * streams keep being fenced by later releases) until those events
- * complete; then the communicators are finalized and destroyed (aborted
- * if the job was), the streams destroyed and the staging unmapped. A job
+ * complete; then the communicators are aborted (if the job was), or
+ * finalized without the loop waiting (ncclCommFinalize, polled from the
+ * tick by cu_jobs_tick, aborted after CU_FINALIZE_MS) and destroyed; then
+ * the streams are destroyed and the staging unmapped. A job
  * whose streams have not drained after CU_STUCK_MS (a peer that never
  * arrives) gets ncclCommAbort, which makes NCCL's kernels return.
  * Queued calls of an aborted job still run (on garbage) rather than being
@@ -117,6 +119,8 @@ struct cu_job {
     int closing;    /* job_close ran: waiting for the streams to drain */
     int abort;      /* close by ncclCommAbort (else finalize + destroy) */
     int comms_gone; /* communicators already aborted */
+    int finalizing; /* ncclCommFinalize under way (cu_jobs_tick ends it) */
+    uint64_t fin_ms;
 };
 
 static uint64_t now_ms(void)
@@ -243,51 +247,69 @@ static int comm_ngroups(const struct be_topo *t, int k)
     return k == BE_COMM_GLOBAL ? 1 : k == BE_COMM_INTRA ? t->nodes : t->local;
 }
 
-static void comms_end(struct cu_job *j)
+/* Destroys (or, abort, aborts) every communicator of j. */
+static void comms_release(struct cu_job *j, int abort)
 {
-    int ns = j->t.nslots, n = 0, abort = j->abort;
-    ncclComm_t *all = calloc((size_t)ns * CU_NCOMM, sizeof *all);
-    if (j->comms_gone)
-        goto exit;
-    for (int s = 0; s < ns; s++)
-        for (int k = 0; k < CU_NCOMM; k++)
-            if (j->slots[s].comm[k]) {
-                if (all)
-                    all[n++] = j->slots[s].comm[k];
+    for (int s = 0; s < j->t.nslots; s++)
+        for (int k = 0; k < CU_NCOMM; k++) {
+            ncclComm_t c = j->slots[s].comm[k];
+            if (c && !j->comms_gone) {
+                if (abort)
+                    ncclCommAbort(c);
                 else
-                    ncclCommAbort(j->slots[s].comm[k]);
+                    ncclCommDestroy(c);
             }
-    if (!abort) {
-        /* Finalize all before any destroy: each waits for the others. */
-        char why[256];
-        for (int i = 0; i < n; i++) {
-            ncclResult_t r = ncclCommFinalize(all[i]);
-            if (r != ncclSuccess && r != ncclInProgress)
-                abort = 1;
-        }
-        if (!abort && wait_comms(all, n, CU_FINALIZE_MS, "ncclCommFinalize", why, sizeof why))
-            abort = 1;
-    }
-    for (int i = 0; i < n; i++) {
-        if (abort)
-            ncclCommAbort(all[i]);
-        else
-            ncclCommDestroy(all[i]);
-    }
-    j->comms_gone = 1;
-exit:
-    free(all);
-    for (int s = 0; s < ns; s++)
-        for (int k = 0; k < CU_NCOMM; k++)
             j->slots[s].comm[k] = NULL;
+        }
+    j->comms_gone = 1;
 }
 
-/* Frees what is left of j once its streams have drained (or at once when
- * nothing was ever enqueued). */
-static void job_reap(struct cu_backend *b, void *arg)
+/* 1 while some communicator of j is ncclInProgress, 0 when none is, -1
+ * when one failed. */
+static int comms_busy(struct cu_job *j)
 {
-    struct cu_job *j = arg;
-    comms_end(j);
+    int busy = 0;
+    for (int s = 0; s < j->t.nslots; s++)
+        for (int k = 0; k < CU_NCOMM; k++) {
+            ncclComm_t c = j->slots[s].comm[k];
+            ncclResult_t st = ncclSuccess;
+            if (!c)
+                continue;
+            if (ncclCommGetAsyncError(c, &st) != ncclSuccess ||
+                (st != ncclSuccess && st != ncclInProgress))
+                return -1;
+            busy |= st == ncclInProgress;
+        }
+    return busy;
+}
+
+/* Starts ncclCommFinalize on every communicator of j (all before any
+ * destroy: each waits for the others). 1: under way, cu_jobs_tick ends it;
+ * 0: nothing left to wait for (j->abort set when a finalize failed). */
+static int comms_finalize_start(struct cu_job *j)
+{
+    for (int s = 0; s < j->t.nslots; s++)
+        for (int k = 0; k < CU_NCOMM; k++) {
+            ncclComm_t c = j->slots[s].comm[k];
+            if (!c)
+                continue;
+            cu_use(j->b, j->slots[s].device);
+            ncclResult_t r = ncclCommFinalize(c);
+            if (r != ncclSuccess && r != ncclInProgress) {
+                j->abort = 1;
+                return 0;
+            }
+        }
+    int busy = comms_busy(j);
+    if (busy < 0)
+        j->abort = 1;
+    return busy > 0;
+}
+
+/* Frees what is left of j: streams, events, staging, counters. Its
+ * communicators are gone. */
+static void job_free(struct cu_backend *b, struct cu_job *j)
+{
     for (struct cu_job **pp = &b->jobs; *pp; pp = &(*pp)->next)
         if (*pp == j) {
             *pp = j->next;
@@ -315,6 +337,38 @@ static void job_reap(struct cu_backend *b, void *arg)
     free(j->ids);
     free(j->free0);
     free(j);
+}
+
+/* Once j's streams have drained (or at once when nothing was ever
+ * enqueued): abort its communicators, or start finalizing them, which
+ * cu_jobs_tick finishes without the loop waiting. */
+static void job_reap(struct cu_backend *b, void *arg)
+{
+    struct cu_job *j = arg;
+    if (!j->abort && !j->comms_gone && comms_finalize_start(j)) {
+        j->finalizing = 1;
+        j->fin_ms = now_ms();
+        return;
+    }
+    comms_release(j, j->abort);
+    job_free(b, j);
+}
+
+void cu_jobs_tick(struct cu_backend *b, int all)
+{
+    struct cu_job *next;
+    for (struct cu_job *j = b->jobs; j; j = next) {
+        next = j->next;
+        if (!j->finalizing)
+            continue;
+        int busy = comms_busy(j);
+        if (busy > 0 && !all && now_ms() - j->fin_ms < CU_FINALIZE_MS)
+            continue;
+        /* failed, or still finalizing after CU_FINALIZE_MS (a peer gone
+         * quiet): abort instead */
+        comms_release(j, busy != 0);
+        job_free(b, j);
+    }
 }
 
 int cu_jobs_fence(struct cu_backend *b, int device, cudaEvent_t **ev, int *nev)
@@ -358,7 +412,7 @@ static void cu_job_stuck(struct cu_backend *b, void *arg)
     if (j->comms_gone)
         return;
     j->abort = 1;
-    comms_end(j);
+    comms_release(j, 1);
 }
 
 void cu_job_close(void *backend, void *job, int abort)
