@@ -78,7 +78,7 @@ struct cu_gate {
     int stop;
     struct gate_entry *armed;
     int narmed, cap;
-    uint64_t fired, errors;
+    uint64_t errors;
     /* flag blocks: pages, and a free list of block pointers */
     struct gate_page *pages;
     uint32_t **free_blocks;
@@ -135,7 +135,6 @@ static void *gate_main(void *arg)
             }
             if (r == CUDA_SUCCESS) {
                 cu_gate_raise(e->flag, e->v);
-                g->fired++;
             } else {
                 /* Not raised: the session's close raises it. */
                 if (g->errors++ == 0)
@@ -303,17 +302,5 @@ void cu_gate_drop(struct cu_backend *b, const void *owner)
             g->armed[i] = g->armed[--g->narmed];
         else
             i++;
-    pthread_mutex_unlock(&g->mu);
-}
-
-void cu_gate_counts(struct cu_backend *b, uint64_t *armed, uint64_t *fired)
-{
-    struct cu_gate *g = b->gate;
-    *armed = *fired = 0;
-    if (!g)
-        return;
-    pthread_mutex_lock(&g->mu);
-    *armed = (uint64_t)g->narmed;
-    *fired = g->fired;
     pthread_mutex_unlock(&g->mu);
 }

@@ -134,8 +134,6 @@ int cu_gate_arm(struct cu_backend *b, CUcontext ctx, CUevent ev, uint32_t *flag,
 void cu_gate_drop(struct cu_backend *b, const void *owner);
 /* Raises *flag to v unless it is already there (cyclic). */
 void cu_gate_raise(uint32_t *flag, uint32_t v);
-/* Entries armed now, and raised so far by the thread. */
-void cu_gate_counts(struct cu_backend *b, uint64_t *armed, uint64_t *fired);
 
 /* Daemon-owned device memory (staging, store, counters): cuMemCreate +
  * map, so that freeing it (cuMemUnmap) never synchronises the device: a
