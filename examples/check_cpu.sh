@@ -4,7 +4,9 @@
 # GPT (d 64, 4 layers, 128 tokens per rank, bf16), and the checks issue 12
 # asks of the training loop:
 #   - all eight modes run (torch-sharded, fsdp2, hsdp on gloo);
-#   - zppd-hpz equals zppd-plain bit for bit at every step on every rank,
+#   - zppd-hpz equals zppd-plain bit for bit at every step on every rank
+#     (one block per unit and 2 slots: the tiny model's units are evicted
+#     between forward and backward, so backward re-gathers them by hpZ),
 #     evaluation losses (under no_grad) included, without and with
 #     --grad-accum 2, and hpZ really re-gathered (hpz_gathers > 0);
 #   - a run stopped after 7 steps and continued with --resume equals the
@@ -36,6 +38,7 @@ run() { # NAME MODE [ARGS...]
   "$PY" -m torch.distributed.run --standalone --nproc-per-node 4 "$ROOT/examples/train_gpt.py" \
     --device cpu --mode "$m" --nodes 2 --socket "$T/z.sock" --d-model 64 --layers 4 --heads 4 \
     --seq 64 --tokens-per-rank 128 --warmup 3 --eval-every 5 --lr 3e-3 --lr-warmup 5 --steps 20 \
+    --blocks-per-unit 1 --slots 2 --prefetch 1 \
     --out "$OUT/$name" "$@" > "$OUT/$name.log" 2>&1
   check "$name ($m $*) ran" test $? = 0 -a -f "$OUT/$name/rank3.json"
 }
