@@ -49,6 +49,7 @@
 #include <time.h>
 
 #include "backend_cuda_int.h"
+#include "gate_flag.h"
 #include "log.h"
 #include "zpp.h"
 
@@ -94,12 +95,7 @@ static uint64_t mono_ns(void)
 
 void cu_gate_raise(uint32_t *flag, uint32_t v)
 {
-    uint32_t cur = __atomic_load_n(flag, __ATOMIC_ACQUIRE);
-    /* cyclic max: never move a flag backwards (a later arm of the same
-     * flag may have fired first) */
-    while ((int32_t)(v - cur) > 0 &&
-           !__atomic_compare_exchange_n(flag, &cur, v, 0, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE))
-        ;
+    gate_flag_raise(flag, v); /* cyclic max: a later arm may have fired first */
 }
 
 static void *gate_main(void *arg)
