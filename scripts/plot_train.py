@@ -318,8 +318,29 @@ def plot(runs: List[Run], png: str, smooth: int) -> None:
         ax.set_ylabel(f"train loss (mean over ranks{f', {smooth}-step mean' if smooth > 1 else ''}); dots: eval")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
+    fig.suptitle(provenance(runs), fontsize=9)
     fig.tight_layout()
     fig.savefig(png, dpi=120)
+
+
+def provenance(runs: List[Run]) -> str:
+    """Where and when the runs ran, from their rank JSONs: the devices (with
+    the ranks and nodes), the dates, and the torch version."""
+    devs, dates, torches, shapes, gpus = set(), set(), set(), set(), set()
+    for r in runs:
+        for j in r.js.values():
+            devs.add(str(j.get("device") or ("CPU" if j.get("gpu") is None else "?")))
+            if j.get("gpu") is not None:
+                gpus.add(j["gpu"])
+            if j.get("date"):
+                dates.add(str(j["date"])[:10])
+            if j.get("torch"):
+                torches.add(str(j["torch"]))
+            if j.get("world_size"):
+                shapes.add(f"{j['world_size']} ranks on {j.get('nodes', 1)} nodes")
+    ngpu = f" x {len(gpus)}" if gpus else ""
+    return (f"device: {', '.join(sorted(devs)) or 'unknown'}{ngpu}; {', '.join(sorted(shapes))}; "
+            f"{', '.join(sorted(dates)) or 'undated'}; torch {', '.join(sorted(torches)) or '?'}")
 
 
 def main() -> int:
