@@ -214,7 +214,26 @@ class _Comm:
             self._inflight.pop(0).wait()
 
 
-class HostComm(_Comm):
+class _DaemonComm(_Comm):
+    """What HostComm and CudaComm share: hpZ invalidation and the barrier
+    go to the daemon over self.conn."""
+
+    conn: Connection
+    timeout_ms: int
+
+    def invalidate_all(self) -> None:
+        self.drain()
+        self.conn.hpz_invalidate(all=True, timeout_ms=self.timeout_ms)
+
+    def invalidate(self, key: str) -> None:
+        self.conn.hpz_invalidate(key, timeout_ms=self.timeout_ms)
+
+    def barrier(self) -> None:
+        self.drain()
+        self.conn.barrier(timeout_ms=self.timeout_ms)
+
+
+class HostComm(_DaemonComm):
     """Host backend: CPU tensors carved out of zpp SharedBuffers."""
 
     name = "zppd-host"
@@ -277,17 +296,6 @@ class HostComm(_Comm):
                                          timeout_ms=self.timeout_ms, async_op=async_op)  # fmt: skip
         return self._track(r) if async_op else _Done(r)
 
-    def invalidate_all(self) -> None:
-        self.drain()
-        self.conn.hpz_invalidate(all=True, timeout_ms=self.timeout_ms)
-
-    def invalidate(self, key: str) -> None:
-        self.conn.hpz_invalidate(key, timeout_ms=self.timeout_ms)
-
-    def barrier(self) -> None:
-        self.drain()
-        self.conn.barrier(timeout_ms=self.timeout_ms)
-
     def close(self) -> None:
         self.drain()
         for b in self._bufs:
@@ -295,7 +303,7 @@ class HostComm(_Comm):
         self._bufs = []  # the SharedBuffers go with the last tensor view
 
 
-class CudaComm(_Comm):
+class CudaComm(_DaemonComm):
     """cuda backend: persistent CUDA arenas registered once (zpp.cuda);
     every call is stream-ordered on the current stream."""
 
@@ -380,17 +388,6 @@ class CudaComm(_Comm):
                                      self._ref(inp), self._ref(out), count, _ZDT[inp.dtype],
                                      _ZDT[out.dtype], "mean", **kw)  # fmt: skip
         return self._go(call, async_op)
-
-    def invalidate_all(self) -> None:
-        self.drain()
-        self.conn.hpz_invalidate(all=True, timeout_ms=self.timeout_ms)
-
-    def invalidate(self, key: str) -> None:
-        self.conn.hpz_invalidate(key, timeout_ms=self.timeout_ms)
-
-    def barrier(self) -> None:
-        self.drain()
-        self.conn.barrier(timeout_ms=self.timeout_ms)
 
     def close(self) -> None:
         self.drain()
