@@ -48,6 +48,7 @@
 #include <unistd.h>
 
 #include "backend_cuda_int.h"
+#include "gate_flag.h"
 #include "log.h"
 #include "zpp.h"
 
@@ -744,7 +745,7 @@ static void cuda_events_close(void *backend, void *state)
     cu_gate_drop(b, ev);
     if (ev->flags && ev->gen)
         for (int i = 0; i < ev->n; i++)
-            cu_gate_raise(&ev->flags[i], ev->gen[i]);
+            gate_flag_raise(&ev->flags[i], ev->gen[i]);
     /* the block is reused once the job streams' pending waits have read it */
     if (ev->flags)
         cu_defer(b, ev->device, flags_put_now, ev->flags);
@@ -835,7 +836,7 @@ static int cuda_call_wait(struct be_call *c, int s, void *events, int slot_ev)
      * client's stream had nothing left before the record): raise the flag
      * here and spare the gate thread a round. */
     if (ZCU(cuEventQuery)(ev->ready[slot_ev]) == CUDA_SUCCESS)
-        cu_gate_raise(&ev->flags[slot_ev], v);
+        gate_flag_raise(&ev->flags[slot_ev], v);
     else
         rc = cu_gate_arm(b, b->devs[dev].ctx, ev->ready[slot_ev], &ev->flags[slot_ev], v, ev);
     if (rc) {

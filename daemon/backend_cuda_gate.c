@@ -93,11 +93,6 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-void cu_gate_raise(uint32_t *flag, uint32_t v)
-{
-    gate_flag_raise(flag, v); /* cyclic max: a later arm may have fired first */
-}
-
 static void *gate_main(void *arg)
 {
     struct cu_gate *g = arg;
@@ -130,7 +125,7 @@ static void *gate_main(void *arg)
                 continue;
             }
             if (r == CUDA_SUCCESS) {
-                cu_gate_raise(e->flag, e->v);
+                gate_flag_raise(e->flag, e->v); /* an earlier arm may fire later */
             } else {
                 /* Not raised: the session's close raises it. */
                 if (g->errors++ == 0)

@@ -132,8 +132,6 @@ int cu_gate_arm(struct cu_backend *b, CUcontext ctx, CUevent ev, uint32_t *flag,
                 const void *owner);
 /* Disarms owner's entries (before its events are destroyed). */
 void cu_gate_drop(struct cu_backend *b, const void *owner);
-/* Raises *flag to v unless it is already there (cyclic). */
-void cu_gate_raise(uint32_t *flag, uint32_t v);
 
 /* Daemon-owned device memory (staging, store, counters): cuMemCreate +
  * map, so that freeing it (cuMemUnmap) never synchronises the device: a
