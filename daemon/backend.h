@@ -57,11 +57,9 @@ struct be_ops {
     int (*dequantize)(struct be_call *c, int s, const void *in, uint64_t n, uint64_t n_out,
                       int bits, uint32_t block, void *y, int dtype);
     int (*reorder_quantize)(struct be_call *c, int s, const void *x, int dtype,
-                            const struct zk_qgz_geom *g, int stage, void *out,
-                            uint64_t *poisoned);
+                            const struct zk_qgz_geom *g, int stage, void *out, uint64_t *poisoned);
     int (*reduce_requant)(struct be_call *c, int s, const void *in, uint64_t in_stride, int k,
-                          uint64_t piece, int bits, uint32_t block, void *out,
-                          uint64_t *poisoned);
+                          uint64_t piece, int bits, uint32_t block, void *out, uint64_t *poisoned);
     int (*reduce_out)(struct be_call *c, int s, const void *in, uint64_t in_stride, int k,
                       uint64_t piece, int bits, uint32_t block, uint64_t count, int op,
                       float divisor, void *y, int out_dtype);
@@ -173,7 +171,26 @@ struct be_ops {
      * shared through MPS); time-sliced, every extra NCCL launch of a call
      * pays context switches, and qwZ stays one piece on one node. */
     int (*lanes_cheap)(struct be_call *c);
+    /* Peer access inside one daemon: the daemon owns every GPU of its
+     * node in one process, so a GPU can read another's daemon memory
+     * (staging, hpZ store) over NVLink without NCCL. peer_ok returns 0
+     * (use the collectives), or how to move bytes between the members of
+     * each slot's `comm` group: BE_PEER_COPY (copy-engine copies, then
+     * local kernels) or BE_PEER_LOAD (kernels read the peer's memory
+     * directly). Nonzero only when every member of every hosted group is
+     * hosted here and, for BE_COMM_GLOBAL, the job has one node (virtual
+     * nodes keep their wire). Only daemon memory may be read this way.
+     * peer_fence: later work of every slot, on its current lane, waits for
+     * everything the other members of its `comm` group have enqueued so
+     * far, on their current lanes (no host wait). A call fences before
+     * reading its peers' memory and again after, so that no member reuses
+     * what a peer still reads. NULL on the host backend. */
+    int (*peer_ok)(struct be_call *c, int comm);
+    int (*peer_fence)(struct be_call *c, int comm);
 };
+
+#define BE_PEER_COPY 1
+#define BE_PEER_LOAD 2
 
 /* One GPU as dev_stats sees it. */
 struct be_dev_stat {

@@ -189,11 +189,28 @@ int cu_vmm_alloc(struct cu_backend *b, int device, size_t bytes, void **out)
         ZCU(cuMemAddressFree)(va, size);
         return ZPP_EBACKEND;
     }
-    CUmemAccessDesc acc = {0};
-    acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    acc.location.id = d->dev;
-    acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    if (ZCU(cuMemSetAccess)(va, size, &acc, 1) != CUDA_SUCCESS) {
+    /* This GPU, and every GPU that reads it directly (be_ops.peer_ok). */
+    CUmemAccessDesc acc[CU_MAX_PEER_GPUS];
+    int nacc = 0;
+    for (int o = 0; o < b->ndev && nacc < CU_MAX_PEER_GPUS; o++)
+        if (o == device || (b->peer && !b->peer_broken && b->peer[o * b->ndev + device])) {
+            memset(&acc[nacc], 0, sizeof acc[nacc]);
+            acc[nacc].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+            acc[nacc].location.id = b->devs[o].dev;
+            acc[nacc].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+            nacc++;
+        }
+    r = ZCU(cuMemSetAccess)(va, size, acc, (size_t)nacc);
+    if (r != CUDA_SUCCESS && nacc > 1) {
+        /* Peers refused: keep the memory for this GPU alone, and stop
+         * reading peers' memory from now on (this block is not readable). */
+        ZLOG_W("cuda", "cannot grant peer GPUs access to daemon memory: peer access off", "gpu=%d",
+               device);
+        b->peer_broken = 1;
+        acc[0].location.id = d->dev;
+        r = ZCU(cuMemSetAccess)(va, size, acc, 1);
+    }
+    if (r != CUDA_SUCCESS) {
         ZCU(cuMemUnmap)(va, size);
         ZCU(cuMemAddressFree)(va, size);
         return ZPP_EBACKEND;
@@ -314,6 +331,51 @@ static void format_uuid(const CUuuid *u, char *out, size_t len)
              x[14], x[15]);
 }
 
+/* Which GPUs read each other's memory directly (NVLink or PCIe peer
+ * access), and how calls use it: ZPPD_PEER = "load" (default: kernels read
+ * the peer's memory), "copy" (copy-engine copies, then local kernels) or
+ * "off" (every byte through NCCL). docs/cuda.md, "Peer access". */
+static void peer_setup(struct cu_backend *b)
+{
+    const char *env = getenv("ZPPD_PEER");
+    b->peer_mode = BE_PEER_LOAD;
+    if (env && (!strcmp(env, "off") || !strcmp(env, "0")))
+        b->peer_mode = 0;
+    else if (env && !strcmp(env, "copy"))
+        b->peer_mode = BE_PEER_COPY;
+    if (!b->peer_mode || b->ndev < 2 || b->ndev > CU_MAX_PEER_GPUS ||
+        !(b->peer = calloc((size_t)b->ndev * (size_t)b->ndev, 1)))
+        return;
+    int pairs = 0;
+    for (int r = 0; r < b->ndev; r++)
+        for (int s = 0; s < b->ndev; s++) {
+            int can = 0;
+            if (r != s &&
+                ZCU(cuDeviceCanAccessPeer)(&can, b->devs[r].dev, b->devs[s].dev) == CUDA_SUCCESS &&
+                can) {
+                b->peer[r * b->ndev + s] = 1;
+                pairs++;
+            }
+        }
+    /* Daemon memory is granted to peers per allocation (cu_vmm_alloc);
+     * enabling the contexts' peer access as well lets the runtime's
+     * copies between GPUs take the direct path. */
+    for (int r = 0; r < b->ndev; r++)
+        for (int s = 0; s < b->ndev; s++)
+            if (b->peer[r * b->ndev + s] && !cu_use(b, r)) {
+                cudaError_t e = cudaDeviceEnablePeerAccess(b->devs[s].ordinal, 0);
+                if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) {
+                    ZLOG_W("cuda", "peer access refused", "gpu=%d peer=%d err=%s", r, s,
+                           cudaGetErrorName(e));
+                    b->peer[r * b->ndev + s] = 0;
+                    pairs--;
+                }
+                cudaGetLastError();
+            }
+    ZLOG_I("cuda", "peer access", "mode=%s pairs=%d of %d",
+           b->peer_mode == BE_PEER_LOAD ? "load" : "copy", pairs, b->ndev * (b->ndev - 1));
+}
+
 void *be_cuda_open(int allow_legacy_ipc, char *why, size_t why_len)
 {
     struct cu_backend *b = NULL;
@@ -375,12 +437,15 @@ void *be_cuda_open(int allow_legacy_ipc, char *why, size_t why_len)
          * every hop between a client's stream and ours costs ~150 us
          * (docs/cuda.md, "MPS"). */
         int mps = 0;
-        d->mps = ZCU(cuDeviceGetAttribute)(&mps, CU_DEVICE_ATTRIBUTE_MPS_ENABLED, d->dev) ==
-                         CUDA_SUCCESS
-                     ? mps != 0
-                     : -1;
+        d->mps =
+            ZCU(cuDeviceGetAttribute)(&mps, CU_DEVICE_ATTRIBUTE_MPS_ENABLED, d->dev) == CUDA_SUCCESS
+                ? mps != 0
+                : -1;
         ZLOG_I("cuda", "GPU", "index=%d uuid=%s mps=%s vmm_fd=%s", i, d->uuid,
-               d->mps > 0 ? "on" : d->mps == 0 ? "off" : "unknown", d->granularity ? "yes" : "no");
+               d->mps > 0    ? "on"
+               : d->mps == 0 ? "off"
+                             : "unknown",
+               d->granularity ? "yes" : "no");
     }
     if (b->devs[0].mps == 0)
         ZLOG_W("cuda",
@@ -388,6 +453,7 @@ void *be_cuda_open(int allow_legacy_ipc, char *why, size_t why_len)
                "each call costs about 0.3 ms of GPU time and collectives cannot overlap the "
                "clients' compute (docs/cuda.md, \"MPS\")",
                "gpus=%d", n);
+    peer_setup(b);
     b->counter_used = calloc(CU_MAX_COUNTERS, 1);
     if (!b->counter_used) {
         snprintf(why, why_len, "out of memory");
@@ -430,6 +496,7 @@ void be_cuda_close(void *backend)
     for (int i = 0; i < b->ndev; i++)
         ZCU(cuDevicePrimaryCtxRelease)(b->devs[i].dev);
     free(b->counter_used);
+    free(b->peer);
     free(b->devs);
     free(b);
 }
@@ -720,11 +787,11 @@ fail:
 struct cu_events {
     int device;
     int n;
-    CUevent *ready;   /* opened from the client's handles */
-    CUevent *done;    /* ours, exported */
-    uint32_t *flags;  /* n flags of a gate block (host address) */
+    CUevent *ready;     /* opened from the client's handles */
+    CUevent *done;      /* ours, exported */
+    uint32_t *flags;    /* n flags of a gate block (host address) */
     CUdeviceptr dflags; /* the same, as the GPU sees them */
-    uint32_t *gen;    /* the last value each flag was told to reach */
+    uint32_t *gen;      /* the last value each flag was told to reach */
 };
 
 static void flags_put_now(struct cu_backend *b, void *p)
@@ -952,4 +1019,6 @@ const struct be_ops be_cuda_ops = {
     .lane_mark = cu_lane_mark,
     .lane_wait = cu_lane_wait,
     .lanes_cheap = cu_lanes_cheap,
+    .peer_ok = cu_peer_ok,
+    .peer_fence = cu_peer_fence,
 };

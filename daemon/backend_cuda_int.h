@@ -29,6 +29,7 @@
     X(cuDeviceGet) \
     X(cuDeviceGetUuid) \
     X(cuDeviceGetAttribute) \
+    X(cuDeviceCanAccessPeer) \
     X(cuDevicePrimaryCtxRetain) \
     X(cuDevicePrimaryCtxRelease) \
     X(cuGetErrorName) \
@@ -82,6 +83,7 @@ struct cu_dev {
     uint64_t imported_bytes;
 };
 
+#define CU_MAX_PEER_GPUS 64  /* peer access is set up for at most this many GPUs */
 #define CU_MAX_COUNTERS 4096 /* poisoned-block counters (one per hosted rank of a live job) */
 
 struct cu_job;
@@ -113,7 +115,12 @@ struct cu_backend {
     struct cu_job *jobs;          /* live jobs (their streams are fenced on release) */
     unsigned long long *counters; /* pinned host memory, CU_MAX_COUNTERS */
     unsigned char *counter_used;
-    struct cu_gate *gate;         /* backend_cuda_gate.c */
+    struct cu_gate *gate; /* backend_cuda_gate.c */
+    /* Peer access (be_ops.peer_ok): peer[r * ndev + s] = GPU r reads the
+     * daemon memory of GPU s directly; every cu_vmm_alloc grants it. */
+    unsigned char *peer;
+    int peer_mode;   /* BE_PEER_COPY, BE_PEER_LOAD, or 0: off (ZPPD_PEER) */
+    int peer_broken; /* a grant failed: no call uses peer access any more */
 };
 
 /* backend_cuda_gate.c: job streams wait on host flags that a thread raises
@@ -178,6 +185,8 @@ int cu_to_host(struct be_call *c, int s, void *dst, const void *src, size_t byte
 int cu_lane_use(struct be_call *c, int s, int lane);
 int cu_lane_mark(struct be_call *c, int s, int lane, int m);
 int cu_lanes_cheap(struct be_call *c);
+int cu_peer_ok(struct be_call *c, int comm);
+int cu_peer_fence(struct be_call *c, int comm);
 int cu_lane_wait(struct be_call *c, int s, int lane, int m);
 int cu_job_poll(void *backend, void *job, char *why, size_t why_len);
 uint64_t cu_job_memory(void *backend, void *job);

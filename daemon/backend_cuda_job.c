@@ -87,11 +87,12 @@ struct cu_block {
 
 struct cu_slot {
     int device;
-    int counter; /* index into the backend's pinned counters, or -1 */
-    cudaStream_t stream; /* lane 0: where calls start and end (the session's events) */
-    cudaStream_t side;   /* lane 1: overlaps lane 0 inside one call (be_ops.lane_use) */
+    int counter;                     /* index into the backend's pinned counters, or -1 */
+    cudaStream_t stream;             /* lane 0: where calls start and end (the session's events) */
+    cudaStream_t side;               /* lane 1: overlaps lane 0 inside one call (be_ops.lane_use) */
     cudaEvent_t mark[BE_LANE_MARKS]; /* be_ops.lane_mark / lane_wait */
-    int lane;            /* where the next work of this slot goes */
+    cudaEvent_t fence;               /* be_ops.peer_fence */
+    int lane;                        /* where the next work of this slot goes */
     ncclComm_t comm[CU_NCOMM];
     int crank[CU_NCOMM], csize[CU_NCOMM];
     struct cu_block *blocks;
@@ -326,6 +327,8 @@ static void job_free(struct cu_backend *b, struct cu_job *j)
         for (int k = 0; k < BE_LANE_MARKS; k++)
             if (sl->mark[k])
                 cudaEventDestroy(sl->mark[k]);
+        if (sl->fence)
+            cudaEventDestroy(sl->fence);
         for (int i = 0; i < sl->nblocks; i++)
             cu_vmm_free(sl->blocks[i].p);
         free(sl->blocks);
@@ -507,6 +510,12 @@ static int comm_group_start(struct cu_job *j, int k, int g, int *none, char *why
         ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
         /* experiment switch: a blocking ncclGroupEnd holds the loop again */
         cfg.blocking = getenv("ZPP_NCCL_BLOCKING") ? 1 : 0;
+        /* experiment switch: channels per network peer of the all-to-alls
+         * (ncclSend/ncclRecv across nodes); every daemon of a job must
+         * agree. NCCL's default when unset. */
+        const char *npc = getenv("ZPP_NCCL_NET_PEER_CHANNELS");
+        if (npc && atoi(npc) > 0 && k != BE_COMM_INTRA)
+            cfg.nChannelsPerNetPeer = atoi(npc);
         cu_use(j->b, sl->device);
         sl->crank[k] = comm_index_of(t, k, rk);
         sl->csize[k] = n;
@@ -665,9 +674,9 @@ static int job_open_common(struct cu_backend *b, const struct be_topo *t, const 
             rc = cu_rt_fail(e, "creating a slot's streams", why, why_len);
             goto fail;
         }
-        for (int k = 0; k < BE_LANE_MARKS; k++)
-            if ((e = cudaEventCreateWithFlags(&sl->mark[k], cudaEventDisableTiming)) !=
-                cudaSuccess) {
+        for (int k = 0; k <= BE_LANE_MARKS; k++)
+            if ((e = cudaEventCreateWithFlags(k < BE_LANE_MARKS ? &sl->mark[k] : &sl->fence,
+                                              cudaEventDisableTiming)) != cudaSuccess) {
                 rc = cu_rt_fail(e, "creating a slot's events", why, why_len);
                 goto fail;
             }
@@ -941,9 +950,9 @@ int cu_quantize(struct be_call *c, int s, const void *x, int dtype, uint64_t n, 
     int rc = slot_use(c, s, &sl);
     if (rc)
         return rc;
-    rc = rt_check(
-        c, zk_quantize_cuda(x, dtype, n, n_valid, bits, block, out, sl->d_poison, cur(sl)),
-        "zk_quantize_cuda");
+    rc =
+        rt_check(c, zk_quantize_cuda(x, dtype, n, n_valid, bits, block, out, sl->d_poison, cur(sl)),
+                 "zk_quantize_cuda");
     return rc ? rc : poison_after(c, sl, poisoned);
 }
 
@@ -979,8 +988,7 @@ int cu_reduce_requant(struct be_call *c, int s, const void *in, uint64_t in_stri
     if (rc)
         return rc;
     rc = rt_check(
-        c,
-        zk_reduce_requant_cuda(in, in_stride, k, piece, bits, block, out, sl->d_poison, cur(sl)),
+        c, zk_reduce_requant_cuda(in, in_stride, k, piece, bits, block, out, sl->d_poison, cur(sl)),
         "zk_reduce_requant_cuda");
     return rc ? rc : poison_after(c, sl, poisoned);
 }
@@ -1066,8 +1074,7 @@ int cu_allgather(struct be_call *c, int comm, void *const *send, void *const *re
     for (int s = 0; s < j->t.nslots; s++) {
         struct cu_slot *sl = &j->slots[s];
         cu_use(j->b, sl->device);
-        ncclResult_t r =
-            ncclAllGather(send[s], recv[s], bytes, ncclUint8, sl->comm[comm], cur(sl));
+        ncclResult_t r = ncclAllGather(send[s], recv[s], bytes, ncclUint8, sl->comm[comm], cur(sl));
         if (r != ncclSuccess && r != ncclInProgress) {
             ncclGroupEnd();
             return nccl_fail(r, sl->comm[comm], "ncclAllGather", c->err, sizeof c->err);
@@ -1093,8 +1100,7 @@ int cu_alltoall(struct be_call *c, int comm, void *const *send, void *const *rec
             uint8_t *rb = (uint8_t *)recv[s] + (size_t)p * bytes_per_peer;
             ncclResult_t r = ncclSuccess;
             if (p == me) {
-                cudaError_t e =
-                    cudaMemcpyAsync(rb, sb, bytes_per_peer, cudaMemcpyDefault, cur(sl));
+                cudaError_t e = cudaMemcpyAsync(rb, sb, bytes_per_peer, cudaMemcpyDefault, cur(sl));
                 if (e != cudaSuccess) {
                     ncclGroupEnd();
                     return rt_check(c, e, "cudaMemcpyAsync (all-to-all, own block)");
@@ -1173,10 +1179,10 @@ int cu_reduce_scatter(struct be_call *c, int comm, void *const *send, void *cons
         struct cu_slot *sl;
         if ((rc = slot_use(c, s, &sl)))
             goto exit;
-        rc = rt_check(c,
-                      zk_sum_cuda(tmp[s], shard, n, shard, dtype, op, (float)n, recv[s], out_dtype,
-                                  cur(sl)),
-                      "zk_sum_cuda");
+        rc = rt_check(
+            c,
+            zk_sum_cuda(tmp[s], shard, n, shard, dtype, op, (float)n, recv[s], out_dtype, cur(sl)),
+            "zk_sum_cuda");
         if (rc)
             goto exit;
     }
@@ -1231,4 +1237,61 @@ int cu_lanes_cheap(struct be_call *c)
 {
     struct cu_job *j = call_job(c, 0);
     return j && j->b->devs[j->slots[0].device].mps > 0;
+}
+
+/* ---- peer access ------------------------------------------------------ */
+
+int cu_peer_ok(struct be_call *c, int comm)
+{
+    struct cu_job *j = call_job(c, 0);
+    if (!j || !j->b->peer || !j->b->peer_mode || j->b->peer_broken)
+        return 0;
+    const struct be_topo *t = &j->t;
+    struct cu_backend *b = j->b;
+    if (comm == BE_COMM_GLOBAL) {
+        if (t->nodes != 1 || t->nslots != t->world)
+            return 0;
+    } else if (comm != BE_COMM_INTRA || t->rank0 % t->local || t->nslots % t->local) {
+        return 0;
+    }
+    for (int r = 0; r < t->nslots; r++)
+        for (int s = 0; s < t->nslots; s++)
+            if (r != s &&
+                comm_group_of(t, comm, t->rank0 + r) == comm_group_of(t, comm, t->rank0 + s) &&
+                !b->peer[j->slots[r].device * b->ndev + j->slots[s].device])
+                return 0;
+    return b->peer_mode;
+}
+
+/* A barrier among the streams of each comm group: every member records
+ * its fence event on its current lane, then every member's current lane
+ * waits for the others' (a wait takes the event's latest record at enqueue
+ * time, so recording the next fence later is safe). */
+int cu_peer_fence(struct be_call *c, int comm)
+{
+    struct cu_job *j = call_job(c, 0);
+    struct cu_slot *sl;
+    int rc;
+    if (!j)
+        return slot_use(c, 0, &sl);
+    const struct be_topo *t = &j->t;
+    for (int s = 0; s < t->nslots; s++) {
+        if ((rc = slot_use(c, s, &sl)) ||
+            (rc = rt_check(c, cudaEventRecord(sl->fence, cur(sl)), "cudaEventRecord (fence)")))
+            return rc;
+    }
+    for (int r = 0; r < t->nslots; r++) {
+        if ((rc = slot_use(c, r, &sl)))
+            return rc;
+        for (int s = 0; s < t->nslots; s++) {
+            if (s == r ||
+                comm_group_of(t, comm, t->rank0 + r) != comm_group_of(t, comm, t->rank0 + s))
+                continue;
+            rc = rt_check(c, cudaStreamWaitEvent(cur(sl), j->slots[s].fence, 0),
+                          "cudaStreamWaitEvent (fence)");
+            if (rc)
+                return rc;
+        }
+    }
+    return 0;
 }

@@ -469,6 +469,29 @@ static void host_store_free(void *backend, int device, void *p)
     free(p);
 }
 
+/* Peer access: every rank's memory is this process's, so reading a
+ * peer's staging or store is always possible and a fence orders nothing
+ * (one worker thread runs the whole call). Off unless ZPPD_PEER is "load"
+ * or "copy": the tests run coll.c's peer paths on the host this way. */
+static int host_peer_ok(struct be_call *c, int comm)
+{
+    const char *env = getenv("ZPPD_PEER");
+    int mode = !env                   ? 0
+               : !strcmp(env, "load") ? BE_PEER_LOAD
+               : !strcmp(env, "copy") ? BE_PEER_COPY
+                                      : 0;
+    if (comm == BE_COMM_GLOBAL)
+        return c->topo.nodes == 1 && c->topo.nslots == c->topo.world ? mode : 0;
+    return comm == BE_COMM_INTRA ? mode : 0;
+}
+
+static int host_peer_fence(struct be_call *c, int comm)
+{
+    (void)c;
+    (void)comm;
+    return 0;
+}
+
 const struct be_ops be_host_ops = {
     .name = "host",
     .scratch = host_scratch,
@@ -488,4 +511,6 @@ const struct be_ops be_host_ops = {
     .job_close = host_job_close,
     .job_poll = host_job_poll,
     .job_open_ids = host_job_open_ids,
+    .peer_ok = host_peer_ok,
+    .peer_fence = host_peer_fence,
 };

@@ -632,6 +632,22 @@ struct qwz_plan {
     uint64_t shard, ps, P;
 };
 
+/* Peer access (be_ops.peer_ok): the mode for `comm`, or 0. */
+static int peer_mode(struct coll_exec *x, int comm)
+{
+    const struct be_ops *o = x->call.ops;
+    return o->peer_ok && o->peer_fence ? o->peer_ok(&x->call, comm) : 0;
+}
+
+/* The slot hosting member i of slot s's group in `comm` (peer_mode said
+ * every member is hosted here). */
+static int peer_slot(const struct coll_exec *x, int comm, int s, int i)
+{
+    const struct be_topo *t = &x->topo;
+    int first = comm == BE_COMM_GLOBAL ? 0 : be_rank(t, s) / t->local * t->local;
+    return first + i - t->rank0;
+}
+
 static void qwz_plan(struct coll_exec *x, uint64_t W, struct qwz_plan *q)
 {
     const struct coll_args *a = &x->args;
@@ -673,6 +689,10 @@ static int run_qwz(struct coll_exec *x, void **send, void **recv)
      * gather, is dequantized on lane 1 while lane 0 gathers (calls of at
      * least QWZ_EARLY_BYTES: below that the lane hops cost more). */
     int early = coll_lanes(x) && total >= QWZ_EARLY_BYTES;
+    /* One piece over peer access: no NCCL gather, each rank reads the
+     * others' codes from their staging (copies, or the dequantize kernel
+     * itself), fenced before and after. */
+    int pm = q.P == 1 ? peer_mode(x, BE_COMM_GLOBAL) : 0;
     int lanes = coll_lanes(x) && (q.P > 1 || early);
     int ns = x->topo.nslots;
     void **sp = calloc((size_t)ns, sizeof *sp), **rp = calloc((size_t)ns, sizeof *rp);
@@ -712,7 +732,19 @@ static int run_qwz(struct coll_exec *x, void **send, void **recv)
             if (lanes)
                 COLL_CHECK(x, coll_lane_use(x, s, 0));
         }
-        COLL_CHECK(x, ops->allgather(c, BE_COMM_GLOBAL, sp, rp, (size_t)cb));
+        if (pm) { /* every rank's codes are in its staging: read them there */
+            COLL_CHECK(x, ops->peer_fence(c, BE_COMM_GLOBAL));
+            for (int s = 0; s < ns && pm == BE_PEER_COPY; s++)
+                for (uint64_t m = 0; m < W; m++)
+                    if (m != (uint64_t)be_rank(&x->topo, s))
+                        COLL_CHECK(
+                            x, ops->copy(c, s, (uint8_t *)rp[s] + m * cb,
+                                         (uint8_t *)rp[peer_slot(x, BE_COMM_GLOBAL, s, (int)m)] +
+                                             m * cb,
+                                         (size_t)cb));
+        } else {
+            COLL_CHECK(x, ops->allgather(c, BE_COMM_GLOBAL, sp, rp, (size_t)cb));
+        }
         for (int s = 0; s < ns; s++) {
             if (lanes) { /* this piece's dequantize after its all-gather */
                 COLL_CHECK(x, coll_lane_follow(x, s, 1, 0));
@@ -722,10 +754,16 @@ static int run_qwz(struct coll_exec *x, void **send, void **recv)
             for (uint64_t m = 0; m < W; m++) {
                 uint64_t lo = m * q.shard + p * q.ps;
                 uint64_t n = coll_clamp(a->count, lo, len);
+                /* BE_PEER_LOAD: straight from member m's staging */
+                const uint8_t *src =
+                    (const uint8_t *)
+                        rp[pm == BE_PEER_LOAD && m != r ? peer_slot(x, BE_COMM_GLOBAL, s, (int)m)
+                                                        : s] +
+                    m * cb;
                 if (n && !(early && m == r))
-                    COLL_CHECK(x, ops->dequantize(c, s, (uint8_t *)rp[s] + m * cb, len, n, a->bits,
-                                                  a->block, (uint8_t *)x->slots[s].out + lo * esize,
-                                                  a->dtype));
+                    COLL_CHECK(x,
+                               ops->dequantize(c, s, src, len, n, a->bits, a->block,
+                                               (uint8_t *)x->slots[s].out + lo * esize, a->dtype));
             }
         }
     }
@@ -735,12 +773,17 @@ static int run_qwz(struct coll_exec *x, void **send, void **recv)
             COLL_CHECK(x, coll_lane_follow(x, s, 0, 1));
         }
     lanes = 0;
+    if (pm) /* no rank reuses its staging while a peer still reads it */
+        COLL_CHECK(x, ops->peer_fence(c, BE_COMM_GLOBAL));
+    pm = 0;
     rc = store_after_gather(x);
 exit:
     if (lanes) /* a failure half-way: the call still ends on lane 0 */
         for (int s = 0; s < ns; s++)
             if (coll_lane_use(x, s, 0) == 0)
                 coll_lane_follow(x, s, 0, 1);
+    if (pm) /* and after the peers' reads */
+        ops->peer_fence(c, BE_COMM_GLOBAL);
     free(sp);
     free(rp);
     x->result.nonfinite_blocks += poisoned;
@@ -751,9 +794,10 @@ exit:
  * gather (send = the store's slices over INTRA): straight into the output
  * when the blocks tile it exactly, else through scratch. */
 static int run_gather(struct coll_exec *x, void **send, void **recv, int comm, uint64_t per,
-                      int members)
+                      int members, int owned)
 {
     int rc = 0;
+    int pm = owned ? peer_mode(x, comm) : 0;
     const struct be_ops *ops = x->call.ops;
     size_t esize = zk_dtype_size(x->args.dtype);
     uint64_t count = x->args.count;
@@ -764,12 +808,24 @@ static int run_gather(struct coll_exec *x, void **send, void **recv, int comm, u
         else
             COLL_CHECK(x, ops->scratch(&x->call, s, (size_t)(per * members * esize), &recv[s]));
     }
-    COLL_CHECK(x, ops->allgather(&x->call, comm, send, recv, (size_t)(per * esize)));
+    if (pm) { /* send is daemon memory (the store): copy from the peers */
+        COLL_CHECK(x, ops->peer_fence(&x->call, comm));
+        for (int s = 0; s < x->topo.nslots; s++)
+            for (int i = 0; i < members; i++)
+                COLL_CHECK(x, ops->copy(&x->call, s, (uint8_t *)recv[s] + (size_t)(i * per * esize),
+                                        send[peer_slot(x, comm, s, i)], (size_t)(per * esize)));
+        pm = 0;
+        COLL_CHECK(x, ops->peer_fence(&x->call, comm));
+    } else {
+        COLL_CHECK(x, ops->allgather(&x->call, comm, send, recv, (size_t)(per * esize)));
+    }
     if (!direct)
         for (int s = 0; s < x->topo.nslots; s++)
             COLL_CHECK(x,
                        ops->copy(&x->call, s, x->slots[s].out, recv[s], (size_t)(count * esize)));
 exit:
+    if (pm) /* failed half-way: still no store reuse before the peers' reads */
+        ops->peer_fence(&x->call, comm);
     return rc;
 }
 
@@ -794,12 +850,13 @@ int coll_run(struct coll_exec *x)
     case ZPP_OP_HPZ_GATHER:
         for (int s = 0; s < ns; s++)
             send[s] = hpz_entry_buf(x->store_ref, s);
-        rc = run_gather(x, send, recv, BE_COMM_INTRA, hpz_entry_slice(x->store_ref), x->topo.local);
+        rc = run_gather(x, send, recv, BE_COMM_INTRA, hpz_entry_slice(x->store_ref), x->topo.local,
+                        1);
         break;
     case ZPP_OP_ALLGATHER:
         for (int s = 0; s < ns; s++)
             send[s] = x->slots[s].in;
-        rc = run_gather(x, send, recv, BE_COMM_GLOBAL, (a->count + W - 1) / W, x->topo.world);
+        rc = run_gather(x, send, recv, BE_COMM_GLOBAL, (a->count + W - 1) / W, x->topo.world, 0);
         if (rc == 0)
             rc = store_after_gather(x);
         break;
