@@ -484,6 +484,7 @@ void be_cuda_close(void *backend)
      * hang on a stream blocked for good). */
     cu_reap(b);
     cu_jobs_tick(b, 1);
+    cu_reaper_stop(b, 10000);
     while (b->graves) {
         struct cu_grave *g = b->graves;
         b->graves = g->next;

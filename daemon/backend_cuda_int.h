@@ -119,8 +119,9 @@ struct cu_backend {
     /* Peer access (be_ops.peer_ok): peer[r * ndev + s] = GPU r reads the
      * daemon memory of GPU s directly; every cu_vmm_alloc grants it. */
     unsigned char *peer;
-    int peer_mode;   /* BE_PEER_COPY, BE_PEER_LOAD, or 0: off (ZPPD_PEER) */
-    int peer_broken; /* a grant failed: no call uses peer access any more */
+    int peer_mode;            /* BE_PEER_COPY, BE_PEER_LOAD, or 0: off (ZPPD_PEER) */
+    int peer_broken;          /* a grant failed: no call uses peer access any more */
+    struct cu_reaper *reaper; /* backend_cuda_job.c: communicators end there */
 };
 
 /* backend_cuda_gate.c: job streams wait on host flags that a thread raises
@@ -178,6 +179,8 @@ void cu_job_close(void *backend, void *job, int abort);
 /* Every tick: ends the finalizing of closed jobs' communicators (all: at
  * exit, now, aborting what is not done). */
 void cu_jobs_tick(struct cu_backend *b, int all);
+/* At exit: waits up to wait_ms for the communicators still ending. */
+void cu_reaper_stop(struct cu_backend *b, int wait_ms);
 int cu_job_open_ids(void *backend, const struct be_topo *t, const int *devices, const uint8_t *ids,
                     int nids, void **job, char *why, size_t why_len);
 int cu_make_ids(void *backend, int n, uint8_t *ids, char *why, size_t why_len);

@@ -63,6 +63,7 @@
  * accumulation, ranks in order), the same arithmetic as the host backend.
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,6 +71,7 @@
 #include <time.h>
 
 #include "backend_cuda_int.h"
+#include "log.h"
 #include "zpp.h"
 #include "zpp_kernels_cuda.h"
 
@@ -248,21 +250,149 @@ static int comm_ngroups(const struct be_topo *t, int k)
     return k == BE_COMM_GLOBAL ? 1 : k == BE_COMM_INTRA ? t->nodes : t->local;
 }
 
-/* Destroys (or, abort, aborts) every communicator of j. */
+/* ---- the reaper: communicators end off the loop ------------------------
+ * ncclCommDestroy (after a finalize) and ncclCommAbort free NCCL's device
+ * buffers and join its proxy threads: on two H200s under MPS two closed
+ * jobs' communicators held the loop for 5.8 s
+ * (bench/results/cuda-2026-11-22-h200x2-peer.txt). So they run on one
+ * thread of their own. Nothing else uses a communicator handed over. */
+struct cu_dead {
+    struct cu_dead *next;
+    int abort, n;
+    ncclComm_t comm[];
+};
+
+struct cu_reaper {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct cu_dead *head, **tail;
+    int stop, busy;
+};
+
+static void dead_end(struct cu_dead *d)
+{
+    uint64_t t0 = now_ms();
+    for (int i = 0; i < d->n; i++) {
+        if (d->abort)
+            ncclCommAbort(d->comm[i]);
+        else
+            ncclCommDestroy(d->comm[i]);
+    }
+    uint64_t ms = now_ms() - t0;
+    if (ms >= 1000)
+        ZLOG_I("cuda", "communicators ended (off the loop)", "n=%d how=%s ms=%" PRIu64, d->n,
+               d->abort ? "abort" : "destroy", ms);
+    free(d);
+}
+
+static void *reaper_main(void *arg)
+{
+    struct cu_reaper *r = arg;
+    pthread_mutex_lock(&r->mu);
+    for (;;) {
+        while (!r->head && !r->stop)
+            pthread_cond_wait(&r->cv, &r->mu);
+        if (!r->head)
+            break;
+        struct cu_dead *d = r->head;
+        r->head = d->next;
+        if (!r->head)
+            r->tail = &r->head;
+        r->busy = 1;
+        pthread_mutex_unlock(&r->mu);
+        dead_end(d);
+        pthread_mutex_lock(&r->mu);
+        r->busy = 0;
+        pthread_cond_broadcast(&r->cv);
+    }
+    pthread_mutex_unlock(&r->mu);
+    return NULL;
+}
+
+static struct cu_reaper *reaper_get(struct cu_backend *b)
+{
+    if (b->reaper)
+        return b->reaper;
+    struct cu_reaper *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->tail = &r->head;
+    pthread_mutex_init(&r->mu, NULL);
+    pthread_cond_init(&r->cv, NULL);
+    if (pthread_create(&r->thread, NULL, reaper_main, r) != 0) {
+        pthread_mutex_destroy(&r->mu);
+        pthread_cond_destroy(&r->cv);
+        free(r);
+        return NULL;
+    }
+    return b->reaper = r;
+}
+
+void cu_reaper_stop(struct cu_backend *b, int wait_ms)
+{
+    struct cu_reaper *r = b->reaper;
+    if (!r)
+        return;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += wait_ms / 1000;
+    until.tv_nsec += (long)(wait_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&r->mu);
+    r->stop = 1;
+    pthread_cond_broadcast(&r->cv);
+    int left = 0;
+    while ((r->head || r->busy) && !left)
+        left = pthread_cond_timedwait(&r->cv, &r->mu, &until) != 0;
+    pthread_mutex_unlock(&r->mu);
+    b->reaper = NULL;
+    if (left) { /* a communicator that will not end: it goes with the process */
+        ZLOG_W("cuda", "communicators still ending at exit", "wait_ms=%d", wait_ms);
+        pthread_detach(r->thread);
+        return;
+    }
+    pthread_join(r->thread, NULL);
+    pthread_mutex_destroy(&r->mu);
+    pthread_cond_destroy(&r->cv);
+    free(r);
+}
+
+/* Destroys (or, abort, aborts) every communicator of j, on the reaper
+ * thread (here, if it cannot start). */
 static void comms_release(struct cu_job *j, int abort)
 {
+    int n = 0;
     for (int s = 0; s < j->t.nslots; s++)
-        for (int k = 0; k < CU_NCOMM; k++) {
-            ncclComm_t c = j->slots[s].comm[k];
-            if (c && !j->comms_gone) {
-                if (abort)
-                    ncclCommAbort(c);
-                else
-                    ncclCommDestroy(c);
-            }
+        for (int k = 0; k < CU_NCOMM; k++)
+            n += j->slots[s].comm[k] != NULL;
+    struct cu_dead *d = NULL;
+    if (n && !j->comms_gone && (d = calloc(1, sizeof *d + sizeof d->comm[0] * (size_t)n))) {
+        d->abort = abort;
+        for (int s = 0; s < j->t.nslots; s++)
+            for (int k = 0; k < CU_NCOMM; k++)
+                if (j->slots[s].comm[k])
+                    d->comm[d->n++] = j->slots[s].comm[k];
+    }
+    for (int s = 0; s < j->t.nslots; s++)
+        for (int k = 0; k < CU_NCOMM; k++)
             j->slots[s].comm[k] = NULL;
-        }
     j->comms_gone = 1;
+    if (!d)
+        return;
+    struct cu_reaper *r = reaper_get(j->b);
+    if (!r) {
+        dead_end(d);
+        return;
+    }
+    pthread_mutex_lock(&r->mu);
+    *r->tail = d;
+    r->tail = &d->next;
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
 }
 
 /* 1 while some communicator of j is ncclInProgress, 0 when none is, -1
