@@ -179,7 +179,9 @@ struct be_ops {
      * local kernels) or BE_PEER_LOAD (kernels read the peer's memory
      * directly). Nonzero only when every member of every hosted group is
      * hosted here and, for BE_COMM_GLOBAL, the job has one node (virtual
-     * nodes keep their wire). Only daemon memory may be read this way.
+     * nodes keep their wire). What may be read this way: daemon memory
+     * (staging, store) and the client buffers the daemon imported, which
+     * are mapped for the peer GPUs as well.
      * peer_fence: later work of every slot, on its current lane, waits for
      * everything the other members of its `comm` group have enqueued so
      * far, on their current lanes (no host wait). A call fences before

@@ -163,6 +163,37 @@ int cu_use(const struct cu_backend *b, int device)
 
 /* ---- daemon-owned memory and deferred releases ------------------------- */
 
+/* Makes [va, va + size) readable and writable by GPU `device` and by every
+ * GPU that reads its memory directly (be_ops.peer_ok). If the peers are
+ * refused, by `device` alone, and peer access goes off for good: calls
+ * may no longer assume that memory of ours is readable from a peer. */
+static CUresult grant_access(struct cu_backend *b, int device, CUdeviceptr va, size_t size)
+{
+    CUmemAccessDesc acc[CU_MAX_PEER_GPUS];
+    int nacc = 0;
+    memset(acc, 0, sizeof acc);
+    for (int o = 0; o < b->ndev && nacc < CU_MAX_PEER_GPUS; o++)
+        if (o == device || (b->peer && !b->peer_broken && b->peer[o * b->ndev + device])) {
+            acc[nacc].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+            acc[nacc].location.id = b->devs[o].dev;
+            acc[nacc].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+            if (o == device && nacc) { /* this GPU first: the fallback uses acc[0] */
+                CUmemAccessDesc t = acc[0];
+                acc[0] = acc[nacc];
+                acc[nacc] = t;
+            }
+            nacc++;
+        }
+    CUresult r = ZCU(cuMemSetAccess)(va, size, acc, (size_t)nacc);
+    if (r != CUDA_SUCCESS && nacc > 1) {
+        ZLOG_W("cuda", "cannot grant peer GPUs access to memory: peer access off", "gpu=%d",
+               device);
+        b->peer_broken = 1;
+        r = ZCU(cuMemSetAccess)(va, size, acc, 1);
+    }
+    return r;
+}
+
 int cu_vmm_alloc(struct cu_backend *b, int device, size_t bytes, void **out)
 {
     const struct cu_dev *d = &b->devs[device];
@@ -189,27 +220,7 @@ int cu_vmm_alloc(struct cu_backend *b, int device, size_t bytes, void **out)
         ZCU(cuMemAddressFree)(va, size);
         return ZPP_EBACKEND;
     }
-    /* This GPU, and every GPU that reads it directly (be_ops.peer_ok). */
-    CUmemAccessDesc acc[CU_MAX_PEER_GPUS];
-    int nacc = 0;
-    for (int o = 0; o < b->ndev && nacc < CU_MAX_PEER_GPUS; o++)
-        if (o == device || (b->peer && !b->peer_broken && b->peer[o * b->ndev + device])) {
-            memset(&acc[nacc], 0, sizeof acc[nacc]);
-            acc[nacc].location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-            acc[nacc].location.id = b->devs[o].dev;
-            acc[nacc].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-            nacc++;
-        }
-    r = ZCU(cuMemSetAccess)(va, size, acc, (size_t)nacc);
-    if (r != CUDA_SUCCESS && nacc > 1) {
-        /* Peers refused: keep the memory for this GPU alone, and stop
-         * reading peers' memory from now on (this block is not readable). */
-        ZLOG_W("cuda", "cannot grant peer GPUs access to daemon memory: peer access off", "gpu=%d",
-               device);
-        b->peer_broken = 1;
-        acc[0].location.id = d->dev;
-        r = ZCU(cuMemSetAccess)(va, size, acc, 1);
-    }
+    r = grant_access(b, device, va, size);
     if (r != CUDA_SUCCESS) {
         ZCU(cuMemUnmap)(va, size);
         ZCU(cuMemAddressFree)(va, size);
@@ -623,11 +634,9 @@ static int import_vmm(struct cu_backend *b, const struct be_import *d, struct cu
         im->nmapped = i + 1;
         off += (size_t)d->chunk_sizes[i];
     }
-    CUmemAccessDesc acc = {0};
-    acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    acc.location.id = dev->dev;
-    acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-    if ((r = ZCU(cuMemSetAccess)(im->va, im->va_size, &acc, 1)) != CUDA_SUCCESS)
+    /* Peers read it too: a plain all-gather on one node copies between
+     * the ranks' own buffers (be_ops.peer_ok). */
+    if ((r = grant_access(b, d->device, im->va, im->va_size)) != CUDA_SUCCESS)
         return cu_drv_fail(r, "cuMemSetAccess", why, why_len);
     *ptr = (uint8_t *)(uintptr_t)im->va + d->offset;
     return rc;

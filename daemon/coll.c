@@ -794,10 +794,10 @@ exit:
  * gather (send = the store's slices over INTRA): straight into the output
  * when the blocks tile it exactly, else through scratch. */
 static int run_gather(struct coll_exec *x, void **send, void **recv, int comm, uint64_t per,
-                      int members, int owned)
+                      int members)
 {
     int rc = 0;
-    int pm = owned ? peer_mode(x, comm) : 0;
+    int pm = peer_mode(x, comm);
     const struct be_ops *ops = x->call.ops;
     size_t esize = zk_dtype_size(x->args.dtype);
     uint64_t count = x->args.count;
@@ -808,7 +808,7 @@ static int run_gather(struct coll_exec *x, void **send, void **recv, int comm, u
         else
             COLL_CHECK(x, ops->scratch(&x->call, s, (size_t)(per * members * esize), &recv[s]));
     }
-    if (pm) { /* send is daemon memory (the store): copy from the peers */
+    if (pm) { /* copy from the peers' memory (their store slices or inputs) */
         COLL_CHECK(x, ops->peer_fence(&x->call, comm));
         for (int s = 0; s < x->topo.nslots; s++)
             for (int i = 0; i < members; i++)
@@ -850,13 +850,12 @@ int coll_run(struct coll_exec *x)
     case ZPP_OP_HPZ_GATHER:
         for (int s = 0; s < ns; s++)
             send[s] = hpz_entry_buf(x->store_ref, s);
-        rc = run_gather(x, send, recv, BE_COMM_INTRA, hpz_entry_slice(x->store_ref), x->topo.local,
-                        1);
+        rc = run_gather(x, send, recv, BE_COMM_INTRA, hpz_entry_slice(x->store_ref), x->topo.local);
         break;
     case ZPP_OP_ALLGATHER:
         for (int s = 0; s < ns; s++)
             send[s] = x->slots[s].in;
-        rc = run_gather(x, send, recv, BE_COMM_GLOBAL, (a->count + W - 1) / W, x->topo.world, 0);
+        rc = run_gather(x, send, recv, BE_COMM_GLOBAL, (a->count + W - 1) / W, x->topo.world);
         if (rc == 0)
             rc = store_after_gather(x);
         break;
