@@ -971,10 +971,12 @@ static int cuda_dev_stats(void *backend, struct be_dev_stat *out, int max)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     uint64_t now = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    int ending = cu_reaper_pending(b);
     for (int i = 0; i < b->ndev && i < max; i++) {
         const struct cu_dev *dv = &b->devs[i];
         struct be_dev_stat *o = &out[i];
         memset(o, 0, sizeof *o);
+        o->deferred = (uint32_t)ending;
         snprintf(o->uuid, sizeof o->uuid, "%s", dv->uuid);
         o->mps = dv->mps;
         o->imports = dv->imports;

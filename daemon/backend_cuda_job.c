@@ -329,6 +329,20 @@ static struct cu_reaper *reaper_get(struct cu_backend *b)
     return b->reaper = r;
 }
 
+int cu_reaper_pending(struct cu_backend *b)
+{
+    struct cu_reaper *r = b->reaper;
+    int n = 0;
+    if (!r)
+        return 0;
+    pthread_mutex_lock(&r->mu);
+    for (const struct cu_dead *d = r->head; d; d = d->next)
+        n++;
+    n += r->busy;
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}
+
 void cu_reaper_stop(struct cu_backend *b, int wait_ms)
 {
     struct cu_reaper *r = b->reaper;
@@ -407,8 +421,11 @@ static int comms_busy(struct cu_job *j)
             if (!c)
                 continue;
             if (ncclCommGetAsyncError(c, &st) != ncclSuccess ||
-                (st != ncclSuccess && st != ncclInProgress))
+                (st != ncclSuccess && st != ncclInProgress)) {
+                ZLOG_I("cuda", "a closing job's communicator failed: aborting it", "err=%s last=%s",
+                       ncclGetErrorString(st), ncclGetLastError(c));
                 return -1;
+            }
             busy |= st == ncclInProgress;
         }
     return busy;
@@ -427,6 +444,8 @@ static int comms_finalize_start(struct cu_job *j)
             cu_use(j->b, j->slots[s].device);
             ncclResult_t r = ncclCommFinalize(c);
             if (r != ncclSuccess && r != ncclInProgress) {
+                ZLOG_I("cuda", "ncclCommFinalize failed: aborting the job's communicators",
+                       "err=%s last=%s", ncclGetErrorString(r), ncclGetLastError(c));
                 j->abort = 1;
                 return 0;
             }
@@ -499,6 +518,9 @@ void cu_jobs_tick(struct cu_backend *b, int all)
             continue;
         /* failed, or still finalizing after CU_FINALIZE_MS (a peer gone
          * quiet): abort instead */
+        if (busy > 0)
+            ZLOG_I("cuda", "finalize not done: aborting the job's communicators", "ms=%" PRIu64,
+                   now_ms() - j->fin_ms);
         comms_release(j, busy != 0);
         job_free(b, j);
     }
@@ -640,12 +662,6 @@ static int comm_group_start(struct cu_job *j, int k, int g, int *none, char *why
         ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
         /* experiment switch: a blocking ncclGroupEnd holds the loop again */
         cfg.blocking = getenv("ZPP_NCCL_BLOCKING") ? 1 : 0;
-        /* experiment switch: channels per network peer of the all-to-alls
-         * (ncclSend/ncclRecv across nodes); every daemon of a job must
-         * agree. NCCL's default when unset. */
-        const char *npc = getenv("ZPP_NCCL_NET_PEER_CHANNELS");
-        if (npc && atoi(npc) > 0 && k != BE_COMM_INTRA)
-            cfg.nChannelsPerNetPeer = atoi(npc);
         cu_use(j->b, sl->device);
         sl->crank[k] = comm_index_of(t, k, rk);
         sl->csize[k] = n;

@@ -271,12 +271,17 @@ est_ms() { # MODE TPR -> ms per step
     done
     [ $best -gt 0 ] && { echo $(( best * 13 / 10 )); return; }
   fi
+  # Defaults: about 1.5x the medians of bench/results/train-2026-11-22-
+  # h200x2-b/ (zeropp 47, qgz 59, qwz 74, plain/hpz 86-88, torch-sharded 75,
+  # fsdp2 92, hsdp 86 ms); too high a guess skips a run that would fit.
   local var=EST_MS_${m//-/_}
   case $m in
-    fsdp2) v=${!var:-240} ;;
-    hsdp) v=${!var:-120} ;;
-    torch-sharded) v=${!var:-300} ;;
-    *) v=${!var:-350} ;;
+    fsdp2) v=${!var:-140} ;;
+    hsdp) v=${!var:-130} ;;
+    torch-sharded) v=${!var:-115} ;;
+    zppd-zeropp) v=${!var:-75} ;;
+    zppd-qgz) v=${!var:-90} ;;
+    *) v=${!var:-130} ;;
   esac
   [ "$tpr" -gt 1024 ] && v=$(( v * tpr / 2048 ))
   echo "$v"

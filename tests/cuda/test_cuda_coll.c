@@ -176,10 +176,13 @@ static int kill_child(int rank, void *arg)
 }
 
 /* The daemon's job count (-1: no answer). */
+/* The daemon's live jobs plus its deferred releases on every GPU (memory
+ * it has not given back yet: streams still draining, communicators still
+ * ending); -1 if it does not answer. */
 static int daemon_jobs(const char *sock)
 {
     zpp_conn *c = NULL;
-    char buf[8192];
+    char buf[16384];
     int n = -1;
     if (zpp_connect(sock, &c))
         return -1;
@@ -187,12 +190,15 @@ static int daemon_jobs(const char *sock)
         const char *p = strstr(buf, "\"jobs\":");
         if (p)
             n = atoi(p + 7);
+        for (p = buf; n >= 0 && (p = strstr(p, "\"deferred_releases\":")); p++)
+            n += atoi(p + 20);
     }
     zpp_close(c);
     return n;
 }
 
-/* Waits until the daemon has no job and device memory is steady. */
+/* Waits until the daemon has no job nor deferred release and device
+ * memory is steady. */
 static int settle(const struct opts *o, uint64_t *used, int max_s)
 {
     uint64_t prev[8] = {0};
