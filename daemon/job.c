@@ -81,7 +81,7 @@ static void job_free(struct job *j)
     hpz_store_drop_job(d->store, j);
     cluster_job_free(j);
     if (j->be_job)
-        d->be->job_close(d->be_state, j->be_job, j->state == JOB_ABORTED);
+        d->be->job_close(d->be_state, j->be_job, j->state == JOB_ABORTED && !j->ended_clean);
     free(j->devices);
     if (j->prev)
         j->prev->next = j->next;
@@ -1161,7 +1161,11 @@ void job_leave(struct session *s, const char *reason)
         /* The last rank connected here left: the job ends, and the ranks
          * that were away will not find it. */
         if (j->state != JOB_ABORTED) {
+            /* Nothing was pending (a rank that leaves during a call aborts
+             * the job first): the backend may end the job gracefully
+             * (cuda: finalize, not abort, the communicators). */
             j->state = JOB_ABORTED;
+            j->ended_clean = 1;
             snprintf(j->abort_reason, sizeof j->abort_reason, "every rank left");
             ZLOG_I("job", "job ended", "job=%s uid=%u", j->id, j->uid);
         }

@@ -93,6 +93,7 @@ struct job {
     uint64_t *detached_ms;
     uint32_t ndetached;
     enum job_state state;
+    int ended_clean; /* ABORTED only because every rank left, nothing pending */
     char abort_reason[384];
     struct call *calls;
     uint64_t next_seq;
