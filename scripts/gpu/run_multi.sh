@@ -28,6 +28,8 @@
 #                       loop thread waits inside NCCL while communicators
 #                       connect, and misses heartbeats meanwhile)
 #   BENCH_ARGS          extra zpp-bench arguments (e.g. "-i 5")
+#   ZPPD_OPTS           extra arguments of every cuda zppd of the run
+#                       (e.g. "-o default_stages=1": qgZ's pipeline stages)
 #   NCCL_*              passed through to daemons, test and bench alike
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -75,7 +77,8 @@ start() {
   while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
   shift
   local lg="$T/zppd-$name.log"
-  env "${envs[@]}" "$B/zppd" -s "$sock" -l info "$@" > "$lg" 2>&1 &
+  # shellcheck disable=SC2086  # ZPPD_OPTS is a list of words
+  env "${envs[@]}" "$B/zppd" -s "$sock" -l info "$@" ${ZPPD_OPTS:-} > "$lg" 2>&1 &
   local p=$!
   PIDS+=("$name:$p")
   for _ in $(seq 100); do
