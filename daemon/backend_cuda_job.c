@@ -1229,6 +1229,39 @@ int cu_allgather(struct be_call *c, int comm, void *const *send, void *const *re
     return group_end(c, comm, "ncclAllGather");
 }
 
+/* Experiment switch (docs/cuda.md): ZPPD_PEER_A2A=1 moves all-to-alls
+ * whose members are all hosted here by peer copies, and so the
+ * reduce-scatter of a one-node job (all-to-all, then zk_sum_cuda: the host
+ * backend's arithmetic) instead of ncclReduceScatter. Off until measured. */
+static int peer_a2a(struct be_call *c, int comm)
+{
+    static int on = -1;
+    if (on < 0)
+        on = getenv("ZPPD_PEER_A2A") != NULL;
+    return on && cu_peer_ok(c, comm);
+}
+
+/* All-to-all by peer copies: slot s's block p is member p's block at s's
+ * own index, fenced before (the peers' sends are ready) and after (no
+ * member reuses its send while a peer still reads it). */
+static int alltoall_peer(struct be_call *c, int comm, void *const *send, void *const *recv,
+                         size_t bpp)
+{
+    struct cu_job *j = c->priv;
+    const struct be_topo *t = &j->t;
+    int rc = cu_peer_fence(c, comm);
+    for (int s = 0; !rc && s < t->nslots; s++) {
+        const struct cu_slot *sl = &j->slots[s];
+        int me = sl->crank[comm];
+        int first = comm == BE_COMM_GLOBAL ? 0 : be_rank(t, s) / t->local * t->local;
+        for (int p = 0; !rc && p < sl->csize[comm]; p++)
+            rc = cu_copy(c, s, (uint8_t *)recv[s] + (size_t)p * bpp,
+                         (const uint8_t *)send[first + p - t->rank0] + (size_t)me * bpp, bpp);
+    }
+    int rc2 = cu_peer_fence(c, comm);
+    return rc ? rc : rc2;
+}
+
 int cu_alltoall(struct be_call *c, int comm, void *const *send, void *const *recv,
                 size_t bytes_per_peer)
 {
@@ -1236,6 +1269,8 @@ int cu_alltoall(struct be_call *c, int comm, void *const *send, void *const *rec
     struct cu_job *j = c->priv;
     if (rc || !bytes_per_peer)
         return rc;
+    if (peer_a2a(c, comm))
+        return alltoall_peer(c, comm, send, recv, bytes_per_peer);
     /* experiment switch: NCCL's own all-to-all (2.28) instead of our
      * send/recv pairs, to see whether it moves qgZ's pieces across nodes
      * faster (docs/cuda.md, "Experiment switches") */
@@ -1316,7 +1351,7 @@ int cu_reduce_scatter(struct be_call *c, int comm, void *const *send, void *cons
                           full - (size_t)count * esize)))
             goto exit;
     }
-    if (op == ZPP_SUM && dtype == out_dtype) {
+    if (op == ZPP_SUM && dtype == out_dtype && !peer_a2a(c, comm)) {
         ncclGroupStart();
         for (int s = 0; s < ns; s++) {
             struct cu_slot *sl = &j->slots[s];
