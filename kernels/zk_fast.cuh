@@ -85,7 +85,24 @@
 #ifndef ZK_VMINB
 #define ZK_VMINB 3 /* min CTAs per SM of the vector kernels (NV = 1; 3: 80 registers) */
 #endif
+/* Lean quantize (fqx_kernel below; 0: fq_kernel as measured). */
+#ifndef ZK_FQX
+#define ZK_FQX 0 /* 1: quantize and qgZ reorder+quantize through fqx_kernel */
+#endif
+#ifndef ZK_FQX_BYTES
+#define ZK_FQX_BYTES 64 /* fqx: input bytes per lane and block (slots per lane), and in flight */
+#endif
+#ifndef ZK_FQX_TMIN
+#define ZK_FQX_TMIN 2 /* fqx: fewest lanes per block (2: a lane pair reads whole sectors) */
+#endif
+#ifndef ZK_FQX_ITERS
+#define ZK_FQX_ITERS 1 /* fqx: warp iterations per warp (grid / ITERS: setup shared) */
+#endif
+#ifndef ZK_FQX_MINB
+#define ZK_FQX_MINB 4 /* fqx: min CTAs per SM when a lane holds <= 16 words (4: 64 registers) */
+#endif
 #define ZK_HUGE_SCALE 0x7B800000u /* 2^120: q * s cannot overflow below this */
+#define ZK_TINY_BITS 0x21800000u  /* bits of ZK_TINY = 2^-60 */
 #define ZK_RMAGIC4 12582920.0f    /* 1.5 * 2^23 + 8: int4 code + 8 in the low bits */
 
 namespace zk
@@ -514,6 +531,371 @@ int fq_dispatch(fq_args a, uint32_t block, uint64_t nb_per_chunk, cudaStream_t s
     ZK_FQ(32, 4)
     ZK_FQ(32, 8)
 #undef ZK_FQ
+    return 0;
+}
+
+/* ---- lean quantize (ZK_FQX) ------------------------------------------- */
+
+/* Why fq_kernel is bound by instruction issue on an H200 at small B (SASS,
+ * bf16 -> int8, one warp iteration): B = 256 (T = 32, U = 4 blocks of one
+ * slot per lane) issues ~485 instructions for 32 elements a lane, ~15 an
+ * element, of which ~4.5 are the arithmetic (widen, FMUL, FADD, 3/4 PRMT,
+ * absmax). The rest is per block and per slot: REDUX, the inv shuffle, the
+ * tiny and poison tests and selects, a 64-bit bounds test, address and
+ * branch per 8 codes, per-block scale-writer tests; per iteration the
+ * kernel arguments and, for qgZ, two 64-bit divisions per chunk (~100
+ * instructions). B = 32 (T = 4): ~17 an element. B = 2048 (8 slots of one
+ * block a lane, ~9 an element) reaches 98 % of the copy.
+ *
+ * fqx gives a lane ZK_FQX_BYTES of one block (a team of T = B / 8 / NS
+ * lanes, lane li holding slots li + j * T: whole sectors per warp access),
+ * so the per-block work is shared by NS slots, and splits each warp
+ * iteration in two: when all its BPI blocks are full and aligned (every
+ * iteration but a chunk's last), loads and stores go at constant offsets
+ * from one pointer with no bounds tests, and a block takes one team-uniform
+ * branch: "special" (NaN/Inf, or tiny and nonzero: rare) or the plain
+ * encode FADD(FMUL(x, inv), magic), codes packed and stored. An all-zero
+ * block takes the plain encode with inv = 0, which gives the reference's
+ * codes 0. Partial iterations run fquant. Same IEEE operations, same
+ * bytes. 16-bit absmax: the signed and the unsigned 16x2 max of the raw
+ * words (one VIMNMX per word and half) give max |x| without masking each
+ * word (see fqx_lane_max). qgZ: chunk -> slice by multiply-high division
+ * (fdiv32), once per chunk; ZK_FQX_ITERS > 1 shares that and the other
+ * per-warp setup (~140 instructions for qgZ, ~45 for quantize) among
+ * several iterations. SASS of the full-iteration path, sm_90, per element:
+ * bf16 -> int8 B = 256 ~9.3 (130 of the 299 a lane issues are the
+ * arithmetic of its 32 elements), B = 32 ~10, bf16 -> int4 B = 256 ~9.7,
+ * qgZ bf16 -> int8 ~12 with one iteration per warp. */
+
+/* n / d for 32-bit n and a divisor fixed per launch: with m = floor(2^32 /
+ * d) (2^32 - 1 for d = 1), umulhi(n, m) is the quotient or one less; one
+ * correction step. */
+struct fdiv32 {
+    uint32_t d, m;
+};
+static inline fdiv32 fdiv32_for(uint32_t d)
+{
+    fdiv32 f;
+    f.d = d;
+    f.m = d <= 1 ? 0xFFFFFFFFu : (uint32_t)((1ull << 32) / d);
+    return f;
+}
+__device__ __forceinline__ uint32_t fdiv32_div(const fdiv32 &f, uint32_t n, uint32_t &rem)
+{
+    uint32_t q = __umulhi(n, f.m), r = n - q * f.d;
+    if (r >= f.d) {
+        q++;
+        r -= f.d;
+    }
+    rem = r;
+    return q;
+}
+
+struct fqx_args {
+    const uint8_t *x;
+    uint8_t *out;
+    uint64_t n_valid, pay_bytes, nb;       /* quantize */
+    uint64_t n, shard, piece, piece_bytes; /* reorder */
+    uint32_t local, k0, nchunks;
+    fdiv32 w, nodes;
+    unsigned long long *d_poisoned;
+};
+
+/* This lane's absmax of NS slots: fp32 bits (max.NaN: >= Inf's bits for
+ * NaN/Inf), or for fp16/bf16 the largest absolute 16-bit pattern. For 16-bit
+ * words, the signed max P and the unsigned max N of the raw patterns (per
+ * half) give max |x| = max(P & 0x7FFF, N & 0x7FFF): if any x >= 0, P is the
+ * largest non-negative pattern; if any x < 0, N is 0x8000 | the largest
+ * negative magnitude (else N = P); if all x < 0, P is a negative pattern
+ * (two's complement order = magnitude order there). */
+template <int DT, int NS>
+__device__ __forceinline__ uint32_t fqx_lane_max(const slot_raw<DT> (&r)[NS])
+{
+    if (DT == ZK_FP32) {
+        float a0 = 0.0f, a1 = 0.0f; /* two chains */
+#pragma unroll
+        for (int j = 0; j < NS; j++)
+#pragma unroll
+            for (int i = 0; i < 8; i += 2) {
+                a0 = max_nan_abs(a0, __uint_as_float(r[j].w[i]));
+                a1 = max_nan_abs(a1, __uint_as_float(r[j].w[i + 1]));
+            }
+        return __float_as_uint(max_nan_abs(a0, a1));
+    }
+    uint32_t p = r[0].w[0], n = r[0].w[0];
+#pragma unroll
+    for (int j = 0; j < NS; j++)
+#pragma unroll
+        for (int w = j == 0 ? 1 : 0; w < 4; w++) {
+            p = __vmaxs2(p, r[j].w[w]);
+            n = __vmaxu2(n, r[j].w[w]);
+        }
+    const uint32_t a = __vmaxu2(p & 0x7FFF7FFFu, n & 0x7FFF7FFFu);
+    return max(a & 0xFFFFu, a >> 16);
+}
+
+/* fp32 bits of the absmax from fqx_lane_max's value: >= ZK_F32_EXP_MASK
+ * for a poisoned block, else the exact largest |x|. */
+template <int DT> __device__ __forceinline__ uint32_t fqx_widen_max(uint32_t m)
+{
+    if (DT == ZK_FP32)
+        return m;
+    if (DT == ZK_BF16)
+        return m << 16; /* 0x7F80.. (Inf, NaN) -> >= 0x7F800000 */
+    return m >= ZK_F16_INF_BITS
+               ? ZK_F32_EXP_MASK
+               : __float_as_uint(__half2float(__ushort_as_half((unsigned short)m)));
+}
+
+/* The quantization of the BPI full blocks of a warp iteration (first block
+ * b0; this lane's team holds blocks b0 + u * TPW + team, its slots j at
+ * li + j * T): fquant's arithmetic without bounds tests. Returns the
+ * poisoned blocks counted by this lane (the scale writer). */
+template <int DT, int BITS, int T, int NS, int U>
+__device__ __forceinline__ int fqx_quant(const raw_src<DT, U, NS> &src, uint64_t b0, int li,
+                                         int team, const fdst &d)
+{
+    constexpr int qmax = BITS == 8 ? 127 : 7, TPW = ZK_WARP / T, B = T * NS * 8;
+    constexpr float qm = (float)qmax, magic = BITS == 8 ? ZK_ROUND_MAGIC : ZK_RMAGIC4;
+    constexpr int R = (2 * U + T - 1) / T; /* division rounds */
+    const int lane = (int)(threadIdx.x % ZK_WARP), tbase = lane - li;
+    uint32_t m[U];
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        uint32_t x = fqx_lane_max<DT, NS>(src.r[u]);
+        if (T == ZK_WARP) {
+            x = __reduce_max_sync(ZK_FULL_MASK, x);
+        } else {
+#pragma unroll
+            for (int o = T / 2; o > 0; o /= 2)
+                x = max(x, __shfl_xor_sync(ZK_FULL_MASK, x, o));
+        }
+        m[u] = fqx_widen_max<DT>(x);
+    }
+    /* job r*T + li: < U the scale of block job, else the inv of block job-U
+     * (fquant's jobs and operations) */
+    float dres[R];
+    uint32_t mr[R];
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const int job = r * T + li, u = job % U;
+        const bool is_inv = job >= U;
+        uint32_t mu = m[0];
+#pragma unroll
+        for (int k = 1; k < U; k++)
+            mu = u == k ? m[k] : mu;
+        const float absmax = __uint_as_float(mu);
+        const float pre = absmax < ZK_TINY ? ZK_PRESCALE : 1.0f;
+        dres[r] = __fdiv_rn(is_inv ? qm : absmax, is_inv ? __fmul_rn(absmax, pre) : qm);
+        mr[r] = mu;
+    }
+    uint8_t *const pc = d.payload + ((b0 + (uint64_t)team) * B + (uint64_t)li * 8) * BITS / 8;
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        const int ij = U + u;
+        float inv = __shfl_sync(ZK_FULL_MASK, dres[ij / T], tbase + ij % T);
+        const uint32_t mu = m[u];
+        if (mu == 0)
+            inv = 0.0f; /* all zero: x * 0 + magic is code 0, as the reference's */
+        uint8_t *const pu = pc + (uint64_t)u * TPW * B * BITS / 8;
+        if (mu < ZK_F32_EXP_MASK && (mu == 0 || mu >= ZK_TINY_BITS)) {
+#pragma unroll
+            for (int j = 0; j < NS; j++) {
+                uint32_t b[8];
+#pragma unroll
+                for (int i = 0; i < 8; i++)
+                    b[i] = __float_as_uint(__fadd_rn(__fmul_rn(src.get(u, j, i), inv), magic));
+                codes_store<BITS>(pu + j * T * 8 * BITS / 8, codes_pack<BITS>(b));
+            }
+        } else {
+            /* poisoned (codes 0) or tiny and nonzero (x * 2^64 first) */
+            const bool poison = mu >= ZK_F32_EXP_MASK;
+#pragma unroll
+            for (int j = 0; j < NS; j++) {
+                uint32_t b[8];
+#pragma unroll
+                for (int i = 0; i < 8; i++)
+                    b[i] = __float_as_uint(
+                        __fadd_rn(__fmul_rn(__fmul_rn(src.get(u, j, i), ZK_PRESCALE), inv), magic));
+                slot_codes<BITS> c = codes_pack<BITS>(b);
+#pragma unroll
+                for (int w = 0; w < slot_codes<BITS>::words; w++)
+                    c.w[w] = poison ? 0u : c.w[w];
+                codes_store<BITS>(pu + j * T * 8 * BITS / 8, c);
+            }
+        }
+    }
+    int poisoned = 0;
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        const int job = r * T + li;
+        if (job < U) {
+            const uint64_t blk = b0 + (uint64_t)job * TPW + (uint64_t)team;
+            const bool poison = mr[r] >= ZK_F32_EXP_MASK;
+            d.scales[blk] = poison ? __uint_as_float(ZK_NAN_BITS) : dres[r];
+            if (blk == d.nb - 1)
+                for (uint64_t j = d.nb; j % ZK_SCALE_ALIGN != 0; j++)
+                    d.scales[j] = 0.0f;
+            poisoned += poison;
+        }
+    }
+    return poisoned;
+}
+
+/* Lanes per block and slots per lane of fqx for DT and SLOTS = B / 8. */
+template <int DT> constexpr int fqx_t(int slots)
+{
+    int ns = ZK_FQX_BYTES / (8 * dt_traits<DT>::size);
+    int t = slots / (ns < 1 ? 1 : ns);
+    t = t < ZK_FQX_TMIN ? ZK_FQX_TMIN : t;
+    t = t > ZK_WARP ? ZK_WARP : t;
+    return t > slots ? slots : t;
+}
+constexpr int fqx_minb(int words)
+{
+    return words <= 16 ? ZK_FQX_MINB : words <= 32 ? 2 : 1;
+}
+
+/* Quantize (RO = false: one chunk) or qgZ reorder+quantize (RO: chunk c of
+ * a.nchunks, position c % W of stage k0 + c / W), U blocks of B = T * NS * 8
+ * per team and warp iteration. */
+template <int DT, int BITS, int T, int NS, int U, bool RO>
+__global__ void __launch_bounds__(ZK_CTA_THREADS, fqx_minb((DT == ZK_FP32 ? 8 : 4) * NS * U))
+    fqx_kernel(fqx_args a)
+{
+    constexpr int es = dt_traits<DT>::size, B = T * NS * 8, TPW = ZK_WARP / T;
+    constexpr int BPI = TPW * U; /* blocks per warp iteration */
+    const int lane = (int)(threadIdx.x % ZK_WARP), li = lane % T, team = lane / T;
+    const uint64_t gw = (uint64_t)blockIdx.x * (ZK_CTA_THREADS / ZK_WARP) + threadIdx.x / ZK_WARP;
+    const uint64_t wstride = (uint64_t)gridDim.x * (ZK_CTA_THREADS / ZK_WARP);
+    const uint32_t nchunks = RO ? a.nchunks : 1u;
+    int poisoned = 0;
+    for (uint32_t c = RO ? blockIdx.y : 0u; c < nchunks; c += gridDim.y) {
+        const uint8_t *src;
+        uint64_t valid;
+        fdst d;
+        if (RO) {
+            uint32_t p, nd;
+            const uint32_t q = fdiv32_div(a.w, c, p);
+            const uint32_t i = fdiv32_div(a.nodes, p, nd);
+            const uint64_t s = (uint64_t)nd * a.local + i, stage = (uint64_t)a.k0 + q;
+            const uint64_t start = s * a.shard;
+            valid = 0;
+            if (start < a.n) {
+                uint64_t in_slice = min(a.n - start, a.shard), off = stage * a.piece;
+                valid = off >= in_slice ? 0 : min(in_slice - off, a.piece);
+            }
+            src = a.x + (valid ? (start + stage * a.piece) * es : 0);
+            d.payload = a.out + (uint64_t)c * a.piece_bytes;
+            d.scales = (float *)(d.payload + a.piece * BITS / 8);
+            d.nb = a.piece / B;
+            d.pay_elems = a.piece;
+        } else {
+            src = a.x;
+            valid = a.n_valid;
+            d.payload = a.out;
+            d.scales = (float *)(a.out + a.pay_bytes);
+            d.nb = a.nb;
+            d.pay_elems = a.pay_bytes * 8 / BITS;
+        }
+        const bool aligned = ((uintptr_t)src & 15) == 0;
+        for (uint64_t it = gw; it * BPI < d.nb; it += wstride) {
+            const uint64_t b0 = it * BPI;
+            raw_src<DT, U, NS> rs;
+            auto &r = rs.r;
+            if (aligned && (b0 + BPI) * B <= valid) {
+                const uint8_t *p = src + ((b0 + (uint64_t)team) * B + (uint64_t)li * 8) * es;
+#pragma unroll
+                for (int u = 0; u < U; u++)
+#pragma unroll
+                    for (int j = 0; j < NS; j++)
+                        slot_load<DT>(r[u][j], p + (u * TPW * B + j * T * 8) * es);
+                poisoned += fqx_quant<DT, BITS, T, NS, U>(rs, b0, li, team, d);
+                continue;
+            }
+            /* a chunk's last iteration, or an unaligned source: fq_kernel's path */
+            uint64_t blk[U];
+            bool inr[U], fast[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                blk[u] = b0 + (uint64_t)(u * TPW + team);
+                inr[u] = blk[u] < d.nb;
+                fast[u] = inr[u] && aligned && (blk[u] + 1) * B <= valid;
+#pragma unroll
+                for (int j = 0; j < NS; j++) {
+                    uint64_t e = blk[u] * B + (uint64_t)(li + j * T) * 8;
+                    if (fast[u]) {
+                        slot_load<DT>(r[u][j], src + e * es);
+                    } else {
+                        uint64_t vv = inr[u] && e < valid ? valid - e : 0;
+                        slot_load_slow<DT>(r[u][j], src + (vv ? e * es : 0), vv);
+                    }
+                }
+            }
+            poisoned += fquant<BITS, T, NS, U>(rs, blk, inr, li, d);
+        }
+    }
+    if (poisoned && a.d_poisoned)
+        atomicAdd(a.d_poisoned, (unsigned long long)poisoned);
+}
+
+template <int DT, int BITS, int T, int NS, bool RO>
+void fqx_launch(const fqx_args &a, uint64_t nb_per_chunk, cudaStream_t stream)
+{
+    constexpr int U0 = ZK_FQX_BYTES / (8 * dt_traits<DT>::size * NS);
+    constexpr int U = U0 < 1 ? 1 : U0;
+    constexpr int BPI = (ZK_WARP / T) * U;
+    constexpr uint64_t WPG = (uint64_t)(ZK_CTA_THREADS / ZK_WARP) * ZK_FQX_ITERS;
+    uint64_t iters = (nb_per_chunk + BPI - 1) / BPI;
+    uint64_t ctas = (iters + WPG - 1) / WPG;
+    dim3 grid(grid_for(ctas), RO ? (unsigned)(a.nchunks < 65535 ? a.nchunks : 65535) : 1u);
+    fqx_kernel<DT, BITS, T, NS, U, RO><<<grid, ZK_CTA_THREADS, 0, stream>>>(a);
+}
+
+/* Quantize (RO = false) or reorder+quantize (RO) of the fq_args a through
+ * fqx_kernel; returns 0 when it does not apply (block shape, or more than
+ * 2^32 - 1 chunks or positions). */
+template <int DT, int BITS, bool RO>
+int fqx_dispatch(const fq_args &a, uint32_t block, uint64_t nb_per_chunk, cudaStream_t stream)
+{
+    if (!fshape_for(block).ok)
+        return 0;
+    fqx_args x = {};
+    x.x = a.x;
+    x.out = a.out;
+    x.n_valid = a.n_valid;
+    x.pay_bytes = a.pay_bytes;
+    x.nb = a.nb;
+    x.d_poisoned = a.d_poisoned;
+    if (RO) {
+        uint64_t w = (uint64_t)a.nodes * (uint64_t)a.local;
+        if (a.nchunks > 0xFFFFFFFFull || w > 0xFFFFFFFFull || a.k0 < 0)
+            return 0;
+        x.n = a.n;
+        x.shard = a.shard;
+        x.piece = a.piece;
+        x.piece_bytes = a.piece_bytes;
+        x.local = (uint32_t)a.local;
+        x.k0 = (uint32_t)a.k0;
+        x.nchunks = (uint32_t)a.nchunks;
+        x.w = fdiv32_for((uint32_t)w);
+        x.nodes = fdiv32_for((uint32_t)a.nodes);
+    }
+    const uint32_t slots = block / 8;
+#define ZK_FQX_SL(S)                                                                               \
+    if (slots == S) {                                                                              \
+        constexpr int T = fqx_t<DT>(S);                                                            \
+        fqx_launch<DT, BITS, T, S / T, RO>(x, nb_per_chunk, stream);                               \
+        return 1;                                                                                  \
+    }
+    ZK_FQX_SL(4)
+    ZK_FQX_SL(8)
+    ZK_FQX_SL(16)
+    ZK_FQX_SL(32)
+    ZK_FQX_SL(64)
+    ZK_FQX_SL(128)
+    ZK_FQX_SL(256)
+#undef ZK_FQX_SL
     return 0;
 }
 
