@@ -312,6 +312,42 @@ struct fdst {
     uint64_t nb, pay_elems;
 };
 
+/* The whole output as one chunk: nb blocks, codes then scales. */
+template <int BITS>
+__device__ __forceinline__ fdst fdst_whole(uint8_t *out, uint64_t pay_bytes, uint64_t nb)
+{
+    fdst d;
+    d.payload = out;
+    d.scales = (float *)(out + pay_bytes);
+    d.nb = nb;
+    d.pay_elems = pay_bytes * 8 / BITS;
+    return d;
+}
+
+/* qgZ reorder: how many elements of piece `stage` of the slice that
+ * starts at element `start` (shard elements long) lie in the input. */
+__device__ __forceinline__ uint64_t piece_valid(uint64_t n, uint64_t shard, uint64_t piece,
+                                                uint64_t start, uint64_t stage)
+{
+    if (start >= n)
+        return 0;
+    uint64_t in_slice = min(n - start, shard), off = stage * piece;
+    return off >= in_slice ? 0 : min(in_slice - off, piece);
+}
+
+/* qgZ reorder: chunk c of the output, one piece of B-element blocks. */
+template <int BITS, int B>
+__device__ __forceinline__ fdst fdst_piece(uint8_t *out, uint64_t piece, uint64_t piece_bytes,
+                                           uint64_t c)
+{
+    fdst d;
+    d.payload = out + c * piece_bytes;
+    d.scales = (float *)(d.payload + piece * BITS / 8);
+    d.nb = piece / B;
+    d.pay_elems = piece;
+    return d;
+}
+
 /* The quantization of U blocks by one team: v[u][j] is slot j (position
  * li + j * T) of block blk[u] (inr[u]: block exists). Writes codes, scales
  * and the scale padding after the chunk's last block; returns the number of
@@ -444,24 +480,14 @@ __global__ void __launch_bounds__(ZK_CTA_THREADS, fq_minb(DT, T, NVL)) fq_kernel
             uint64_t w = (uint64_t)a.nodes * (uint64_t)a.local;
             uint64_t p = c % w, stage = (uint64_t)a.k0 + c / w;
             uint64_t s = (p % (uint64_t)a.nodes) * (uint64_t)a.local + p / (uint64_t)a.nodes;
-            uint64_t start = s * a.shard;
-            valid = 0;
-            if (start < a.n) {
-                uint64_t in_slice = min(a.n - start, a.shard), off = stage * a.piece;
-                valid = off >= in_slice ? 0 : min(in_slice - off, a.piece);
-            }
+            const uint64_t start = s * a.shard;
+            valid = piece_valid(a.n, a.shard, a.piece, start, stage);
             src = a.x + (valid ? (start + stage * a.piece) * es : 0);
-            d.payload = a.out + c * a.piece_bytes;
-            d.scales = (float *)(d.payload + a.piece * BITS / 8);
-            d.nb = a.piece / B;
-            d.pay_elems = a.piece;
+            d = fdst_piece<BITS, B>(a.out, a.piece, a.piece_bytes, c);
         } else {
             src = a.x;
             valid = a.n_valid;
-            d.payload = a.out;
-            d.scales = (float *)(a.out + a.pay_bytes);
-            d.nb = a.nb;
-            d.pay_elems = a.pay_bytes * 8 / BITS;
+            d = fdst_whole<BITS>(a.out, a.pay_bytes, a.nb);
         }
         const bool aligned = ((uintptr_t)src & 15) == 0;
         for (uint64_t it = gw; it * BPI < d.nb; it += wstride) {
@@ -780,23 +806,13 @@ __global__ void __launch_bounds__(ZK_CTA_THREADS, fqx_minb((DT == ZK_FP32 ? 8 : 
             const uint32_t i = fdiv32_div(a.nodes, p, nd);
             const uint64_t s = (uint64_t)nd * a.local + i, stage = (uint64_t)a.k0 + q;
             const uint64_t start = s * a.shard;
-            valid = 0;
-            if (start < a.n) {
-                uint64_t in_slice = min(a.n - start, a.shard), off = stage * a.piece;
-                valid = off >= in_slice ? 0 : min(in_slice - off, a.piece);
-            }
+            valid = piece_valid(a.n, a.shard, a.piece, start, stage);
             src = a.x + (valid ? (start + stage * a.piece) * es : 0);
-            d.payload = a.out + (uint64_t)c * a.piece_bytes;
-            d.scales = (float *)(d.payload + a.piece * BITS / 8);
-            d.nb = a.piece / B;
-            d.pay_elems = a.piece;
+            d = fdst_piece<BITS, B>(a.out, a.piece, a.piece_bytes, (uint64_t)c);
         } else {
             src = a.x;
             valid = a.n_valid;
-            d.payload = a.out;
-            d.scales = (float *)(a.out + a.pay_bytes);
-            d.nb = a.nb;
-            d.pay_elems = a.pay_bytes * 8 / BITS;
+            d = fdst_whole<BITS>(a.out, a.pay_bytes, a.nb);
         }
         const bool aligned = ((uintptr_t)src & 15) == 0;
         for (uint64_t it = gw; it * BPI < d.nb; it += wstride) {
@@ -993,11 +1009,7 @@ __global__ void __launch_bounds__(ZK_CTA_THREADS)
     const int lane = (int)(threadIdx.x % ZK_WARP), li = lane % T, team = lane / T;
     const uint64_t gw = (uint64_t)blockIdx.x * (ZK_CTA_THREADS / ZK_WARP) + threadIdx.x / ZK_WARP;
     const uint64_t wstride = (uint64_t)gridDim.x * (ZK_CTA_THREADS / ZK_WARP);
-    fdst d;
-    d.payload = out;
-    d.scales = (float *)(out + pay_bytes);
-    d.nb = nb;
-    d.pay_elems = pay_bytes * 8 / BITS;
+    fdst d = fdst_whole<BITS>(out, pay_bytes, nb);
     int poisoned = 0;
     for (uint64_t it = gw; it * BPI < nb; it += wstride) {
         uint64_t blk[U];
@@ -1302,11 +1314,7 @@ __global__ void __launch_bounds__(ZK_CTA_THREADS, NV == 1 ? ZK_VMINB : 1)
     const int lane = (int)(threadIdx.x % ZK_WARP), li = lane % T, team = lane / T;
     const uint64_t gw = (uint64_t)blockIdx.x * (ZK_CTA_THREADS / ZK_WARP) + threadIdx.x / ZK_WARP;
     const uint64_t wstride = (uint64_t)gridDim.x * (ZK_CTA_THREADS / ZK_WARP);
-    fdst d;
-    d.payload = out;
-    d.scales = (float *)(out + pay_bytes);
-    d.nb = nb;
-    d.pay_elems = pay_bytes * 8 / BITS;
+    fdst d = fdst_whole<BITS>(out, pay_bytes, nb);
     int poisoned = 0;
     for (uint64_t it = gw; it * TPW < nb; it += wstride) {
         const uint64_t blk = it * TPW + (uint64_t)team;
