@@ -25,9 +25,12 @@ static void job_pump(struct job *j);
 const char *job_state_name(enum job_state st)
 {
     switch (st) {
-    case JOB_FORMING: return "forming";
-    case JOB_RUNNING: return "running";
-    case JOB_ABORTED: return "aborted";
+    case JOB_FORMING:
+        return "forming";
+    case JOB_RUNNING:
+        return "running";
+    case JOB_ABORTED:
+        return "aborted";
     }
     return "?";
 }
@@ -35,13 +38,20 @@ const char *job_state_name(enum job_state st)
 const char *job_op_name(int op)
 {
     switch (op) {
-    case ZPP_OP_QWZ_ALLGATHER: return "qwz_allgather";
-    case ZPP_OP_HPZ_GATHER: return "hpz_gather";
-    case ZPP_OP_HPZ_INVALIDATE: return "hpz_invalidate";
-    case ZPP_OP_QGZ_REDUCE_SCATTER: return "qgz_reduce_scatter";
-    case ZPP_OP_ALLGATHER: return "allgather";
-    case ZPP_OP_REDUCE_SCATTER: return "reduce_scatter";
-    case ZPP_OP_BARRIER: return "barrier";
+    case ZPP_OP_QWZ_ALLGATHER:
+        return "qwz_allgather";
+    case ZPP_OP_HPZ_GATHER:
+        return "hpz_gather";
+    case ZPP_OP_HPZ_INVALIDATE:
+        return "hpz_invalidate";
+    case ZPP_OP_QGZ_REDUCE_SCATTER:
+        return "qgz_reduce_scatter";
+    case ZPP_OP_ALLGATHER:
+        return "allgather";
+    case ZPP_OP_REDUCE_SCATTER:
+        return "reduce_scatter";
+    case ZPP_OP_BARRIER:
+        return "barrier";
     }
     return "unknown";
 }
@@ -80,8 +90,15 @@ static void job_free(struct job *j)
     struct zppd *d = j->d;
     hpz_store_drop_job(d->store, j);
     cluster_job_free(j);
-    if (j->be_job)
-        d->be->job_close(d->be_state, j->be_job, j->state == JOB_ABORTED && !j->ended_clean);
+    /* how the backend's state ends: "graceful" (cuda: finalize, then
+     * destroy), "abort" (ncclCommAbort), or "none" (job_abort closed it already, or it never had
+     * one) */
+    const char *closed = "none";
+    if (j->be_job) {
+        int abort = j->state == JOB_ABORTED && !j->ended_clean;
+        d->be->job_close(d->be_state, j->be_job, abort);
+        closed = abort ? "abort" : "graceful";
+    }
     free(j->devices);
     if (j->prev)
         j->prev->next = j->next;
@@ -90,7 +107,7 @@ static void job_free(struct job *j)
     if (j->next)
         j->next->prev = j->prev;
     d->njobs--;
-    ZLOG_I("job", "job freed", "job=%s uid=%u", j->id, j->uid);
+    ZLOG_I("job", "job freed", "job=%s uid=%u backend=%s", j->id, j->uid, closed);
     free(j->members);
     free(j->detached_ms);
     free(j);
@@ -134,8 +151,8 @@ static void job_unref(struct job *j)
 
 /* ---- Hello --------------------------------------------------------------- */
 
-static void reply_hello(struct session *s, uint64_t req_id, struct job *j,
-                        uint8_t (*done)[64], uint32_t ndone)
+static void reply_hello(struct session *s, uint64_t req_id, struct job *j, uint8_t (*done)[64],
+                        uint32_t ndone)
 {
     struct zppd *d = s->d;
     Zpp__Reply rep = ZPP__REPLY__INIT;
@@ -238,8 +255,8 @@ static void job_formed(struct job *j)
         }
     }
     j->state = JOB_RUNNING;
-    ZLOG_I("job", "job formed", "job=%s uid=%u world=%u nodes=%u node=%u", j->id, j->uid,
-           j->world, j->nodes, j->node);
+    ZLOG_I("job", "job formed", "job=%s uid=%u world=%u nodes=%u node=%u", j->id, j->uid, j->world,
+           j->nodes, j->node);
 }
 
 /* Polls a forming job's backend once. Returns 1 when the job has left
@@ -309,8 +326,10 @@ static void job_open_backend(struct job *j, const uint8_t *ids, int nids)
         for (uint32_t r = j->lo; r < j->lo + j->nlocal; r++)
             j->devices[r] = j->members[r]->device;
     }
-    struct be_topo t = {.world = (int)j->world, .nodes = (int)j->nodes,
-                        .local = (int)j->local, .nslots = (int)j->nlocal,
+    struct be_topo t = {.world = (int)j->world,
+                        .nodes = (int)j->nodes,
+                        .local = (int)j->local,
+                        .nslots = (int)j->nlocal,
                         .rank0 = (int)j->lo};
     const int *devices = j->devices ? j->devices + j->lo : NULL;
     char why[256] = "";
@@ -401,8 +420,8 @@ void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h)
     }
     if (nodes == 0 || world % nodes) {
         sess_send_error(s, req_id, ZPP_EINVAL,
-                        "node_count %u must divide world_size %u (ranks per node are equal)",
-                        nodes, world);
+                        "node_count %u must divide world_size %u (ranks per node are equal)", nodes,
+                        world);
         return;
     }
     uint32_t local = world / nodes;
@@ -428,8 +447,7 @@ void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h)
             return;
         }
         if (h->n_ready_events > ZPP_MAX_EVENTS) {
-            sess_send_error(s, req_id, ZPP_ELIMIT, "at most %u events per session",
-                            ZPP_MAX_EVENTS);
+            sess_send_error(s, req_id, ZPP_ELIMIT, "at most %u events per session", ZPP_MAX_EVENTS);
             return;
         }
         if (h->n_ready_events) {
@@ -442,8 +460,8 @@ void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h)
                 ready[i] = h->ready_events[i].data;
             }
             char why[256];
-            int rc = d->be->events_open(d->be_state, s->device, ready, (int)h->n_ready_events,
-                                        done, &s->events, why, sizeof why);
+            int rc = d->be->events_open(d->be_state, s->device, ready, (int)h->n_ready_events, done,
+                                        &s->events, why, sizeof why);
             if (rc) {
                 sess_send_error(s, req_id, rc, "cannot open the session's events: %s", why);
                 return;
@@ -464,11 +482,12 @@ void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h)
     }
     if (j && (j->world != world || j->nodes != nodes)) {
         sess_send_error(s, req_id, ZPP_EMISMATCH,
-                        "job %s has world_size %u and node_count %u; rank %u says %u and %u",
-                        j->id, j->world, j->nodes, h->rank, world, nodes);
+                        "job %s has world_size %u and node_count %u; rank %u says %u and %u", j->id,
+                        j->world, j->nodes, h->rank, world, nodes);
         return;
     }
-    if (j && (j->multi != multi || (multi && (j->node != node || strcmp(j->leader, h->leader_addr))))) {
+    if (j &&
+        (j->multi != multi || (multi && (j->node != node || strcmp(j->leader, h->leader_addr))))) {
         sess_send_error(s, req_id, ZPP_EMISMATCH,
                         "rank %u of job %s: this zppd hosts node %u of the job (leader %s); rank "
                         "%u is on node %u (leader %s)",
@@ -795,8 +814,7 @@ void job_submit(struct session *s, uint64_t req_id, const Zpp__Collective *w)
         return;
     }
     if (j->state == JOB_ABORTED) {
-        sess_send_error(s, req_id, ZPP_EABORTED, "job %s was aborted: %s", j->id,
-                        j->abort_reason);
+        sess_send_error(s, req_id, ZPP_EABORTED, "job %s was aborted: %s", j->id, j->abort_reason);
         return;
     }
     if (w->seq < j->next_seq || w->seq >= j->next_seq + JOB_SEQ_WINDOW) {
@@ -859,8 +877,10 @@ void job_submit(struct session *s, uint64_t req_id, const Zpp__Collective *w)
         c->have_args = 1;
         c->first_rank = s->rank;
     }
-    struct be_topo topo = {.world = (int)j->world, .nodes = (int)j->nodes,
-                           .local = (int)j->local, .nslots = (int)j->nlocal,
+    struct be_topo topo = {.world = (int)j->world,
+                           .nodes = (int)j->nodes,
+                           .local = (int)j->local,
+                           .nslots = (int)j->nlocal,
                            .rank0 = (int)j->lo};
     size_t in_need = 0, out_need = 0;
     char why[300];
@@ -1015,8 +1035,10 @@ static void call_start(struct job *j, struct call *c)
     struct coll_exec *x = &c->x;
     memset(x, 0, sizeof *x);
     x->args = c->args;
-    x->topo = (struct be_topo){.world = (int)j->world, .nodes = (int)j->nodes,
-                               .local = (int)j->local, .nslots = (int)j->nlocal,
+    x->topo = (struct be_topo){.world = (int)j->world,
+                               .nodes = (int)j->nodes,
+                               .local = (int)j->local,
+                               .nslots = (int)j->nlocal,
                                .rank0 = (int)j->lo};
     x->slots = c->slots;
     x->owner.tenant_uid = j->uid;
@@ -1187,9 +1209,10 @@ void job_leave(struct session *s, const char *reason)
          * peers would otherwise hang.) */
         j->detached_ms[r] = zppd_now_ms();
         j->ndetached++;
-        ZLOG_I("job", "rank left between calls: it may rejoin", "job=%s rank=%u pid=%u "
-               "rejoin_timeout_ms=%u why=\"%s\"", j->id, r, s->pid, d->cfg.rejoin_timeout_ms,
-               reason);
+        ZLOG_I("job", "rank left between calls: it may rejoin",
+               "job=%s rank=%u pid=%u "
+               "rejoin_timeout_ms=%u why=\"%s\"",
+               j->id, r, s->pid, d->cfg.rejoin_timeout_ms, reason);
         return;
     }
     if (j->state != JOB_ABORTED)
@@ -1222,11 +1245,11 @@ void job_tick(struct zppd *d)
                 if (j->state != JOB_ABORTED && j->multi && j->njoined == 0) {
                     /* every rank of this node is gone: its part of the job
                      * is over; the other nodes learn it (cluster_abort) */
-                    ZLOG_I("job", "job ended on this node", "job=%s uid=%u node=%u", j->id,
-                           j->uid, j->node);
+                    ZLOG_I("job", "job ended on this node", "job=%s uid=%u node=%u", j->id, j->uid,
+                           j->node);
                     job_abort(j, MET_ABORT_DISCONNECT,
-                              "every rank of node %u left and none came back within %u ms",
-                              j->node, d->cfg.rejoin_timeout_ms);
+                              "every rank of node %u left and none came back within %u ms", j->node,
+                              d->cfg.rejoin_timeout_ms);
                 } else if (j->state != JOB_ABORTED) {
                     job_abort(j, MET_ABORT_DISCONNECT,
                               "rank %u left and did not rejoin within %u ms", late,
@@ -1264,9 +1287,9 @@ void job_tick(struct zppd *d)
                 snprintf(missing, sizeof missing, "%s",
                          j->state == JOB_FORMING ? "none (the job is still forming)"
                                                  : "none (earlier calls still pending)");
-            job_abort(j, MET_ABORT_TIMEOUT, "call %" PRIu64 " (%s) timed out after %u ms waiting for ranks %s",
-                      c->seq, c->have_args ? job_op_name(c->args.op) : "?", c->timeout_ms,
-                      missing);
+            job_abort(j, MET_ABORT_TIMEOUT,
+                      "call %" PRIu64 " (%s) timed out after %u ms waiting for ranks %s", c->seq,
+                      c->have_args ? job_op_name(c->args.op) : "?", c->timeout_ms, missing);
             break;
         }
     }

@@ -83,8 +83,8 @@ static int rank_never_submits(int rank, void *arg)
         raise(SIGKILL);
     }
     int64_t t0 = zh_now_ms();
-    int rc = zpp_allgather(c, (zpp_bufref){b.in_id, 0}, (zpp_bufref){b.out_id, 0}, 1000,
-                           ZPP_FP32, &res);
+    int rc =
+        zpp_allgather(c, (zpp_bufref){b.in_id, 0}, (zpp_bufref){b.out_id, 0}, 1000, ZPP_FP32, &res);
     /* The kill comes ~300 ms after t0: allow for that. */
     return expect_abort_naming(c, rc, t0, "rank 2", rank);
 }
@@ -137,8 +137,8 @@ static int rank_new_job(int rank, void *arg)
     for (int i = 0; i < 250; i++)
         in[i] = (float)(rank * 250 + i);
     zpp_result res;
-    int rc = zpp_allgather(c, (zpp_bufref){b.in_id, 0}, (zpp_bufref){b.out_id, 0}, 1000,
-                           ZPP_FP32, &res);
+    int rc =
+        zpp_allgather(c, (zpp_bufref){b.in_id, 0}, (zpp_bufref){b.out_id, 0}, 1000, ZPP_FP32, &res);
     if (rc != 0) {
         fprintf(stderr, "rank %d: new job: %s: %s\n", rank, zpp_err_name(rc), zpp_last_error(c));
         return 1;
@@ -175,8 +175,7 @@ static int rank_timeout(int rank, void *arg)
         return 1;
     }
     if (dt < 900 || dt > 2500) {
-        fprintf(stderr, "rank %d: time-out after %lld ms (configured 1000)\n", rank,
-                (long long)dt);
+        fprintf(stderr, "rank %d: time-out after %lld ms (configured 1000)\n", rank, (long long)dt);
         return 1;
     }
     if (rc != ZPP_ETIMEDOUT) {
@@ -184,6 +183,23 @@ static int rank_timeout(int rank, void *arg)
                 zpp_err_name(rc));
         return 2;
     }
+    return 0;
+}
+
+/* Waits up to 5 s for the daemon to log how job `job`'s backend state
+ * ended ("graceful", "abort" or "none"); returns that word's first letter,
+ * or 0 if the job was not freed in time. */
+static int freed_how(const char *job)
+{
+    char needle[160];
+    static const char *const how[] = {"graceful", "abort", "none"};
+    for (int64_t end = zh_now_ms() + 5000; zh_now_ms() < end; usleep(20000))
+        for (int i = 0; i < 3; i++) {
+            snprintf(needle, sizeof needle, "msg=\"job freed\" job=%s uid=%u backend=%s", job,
+                     (unsigned)getuid(), how[i]);
+            if (zh_daemon_log_contains(&g_d, needle))
+                return how[i][0];
+        }
     return 0;
 }
 
@@ -210,8 +226,14 @@ int main(void)
     ASSERT(zh_daemon_alive(&g_d));
     printf("test_kill: rank killed mid-call: ok\n");
 
+    /* An aborted job's backend state is aborted, never ended gracefully
+     * (cuda: ncclCommAbort, not a finalize that would wait for the dead). */
+    ASSERT(freed_how("kill-2") == 'a' || freed_how("kill-2") == 'n');
+
     g_job = "kill-new";
     ASSERT_EQ(zh_run_ranks(4, rank_new_job, NULL, 30000, NULL), 0);
+    /* A job whose ranks all left after their calls ends gracefully. */
+    ASSERT_EQ(freed_how("kill-new"), 'g');
     /* The first job's id is free again once its ranks are gone. */
     g_job = "kill-1";
     ASSERT_EQ(zh_run_ranks(4, rank_new_job, NULL, 30000, NULL), 0);
