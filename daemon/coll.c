@@ -660,6 +660,9 @@ static void qwz_plan(struct coll_exec *x, uint64_t W, struct qwz_plan *q)
         piece_bytes = UINT64_MAX;
     if (env && atoi(env) > 0)
         piece_bytes = (uint64_t)atoi(env) << 20;
+    env = getenv("ZPP_QWZ_PIECE_KIB"); /* test hook: pieces of the tests' small calls */
+    if (env && atoi(env) > 0)
+        piece_bytes = (uint64_t)atoi(env) << 10;
     q->shard = (a->count + W - 1) / W;
     uint64_t full = zk_chunk_bytes(q->shard, a->bits, a->block) * W;
     uint64_t P = full / piece_bytes;
@@ -668,6 +671,114 @@ static void qwz_plan(struct coll_exec *x, uint64_t W, struct qwz_plan *q)
     ps = (ps + a->block - 1) / a->block * a->block;
     q->ps = ps;
     q->P = (q->shard + ps - 1) / ps;
+}
+
+/* Hierarchical qwZ (several nodes of several ranks each; on with
+ * ZPP_QWZ_HIER=1 until measured on GPUs, docs/cuda.md): each rank's codes
+ * cross the network once, in an all-gather among the N ranks of its local
+ * index (BE_COMM_INTER), and reach the rest of the node inside it: read in
+ * the peers' staging (peer access) or through an all-gather over
+ * BE_COMM_INTRA. NCCL's ring over all W ranks carries (W - 1) / W of the
+ * codes across each node boundary it crosses, this (N - 1) / N. The codes
+ * and the dequantize are the flat path's, so are the output bytes. Piece
+ * p's node step runs on lane 1 while piece p + 1 crosses on lane 0. */
+static int run_qwz_hier(struct coll_exec *x, const struct qwz_plan *q)
+{
+    int rc = 0;
+    const struct coll_args *a = &x->args;
+    const struct be_ops *ops = x->call.ops;
+    struct be_call *c = &x->call;
+    int ns = x->topo.nslots, N = x->topo.nodes, G = x->topo.local;
+    size_t esize = zk_dtype_size(a->dtype);
+    uint64_t poisoned = 0;
+    uint64_t cbf = zk_chunk_bytes(q->ps, a->bits, a->block);
+    uint64_t last = q->shard - (q->P - 1) * q->ps;
+    int pm = peer_mode(x, BE_COMM_INTRA);
+    int lanes = coll_lanes(x);
+    void **S = calloc((size_t)ns, sizeof *S), **E = calloc((size_t)ns, sizeof *E);
+    void **F = calloc((size_t)ns, sizeof *F), **snd = calloc((size_t)ns, sizeof *snd);
+    void **rcv = calloc((size_t)ns, sizeof *rcv);
+    if (!S || !E || !F || !snd || !rcv) {
+        snprintf(x->msg, sizeof x->msg, "out of memory");
+        rc = ZPP_ENOMEM;
+        goto exit;
+    }
+    for (int s = 0; s < ns; s++) { /* own parts into S, piece p at p * cbf */
+        uint64_t r = (uint64_t)be_rank(&x->topo, s);
+        COLL_CHECK(x, ops->scratch(c, s, (size_t)(q->P * cbf), &S[s]));
+        COLL_CHECK(x, ops->scratch(c, s, (size_t)(q->P * (uint64_t)N * cbf), &E[s]));
+        if (!pm)
+            COLL_CHECK(x, ops->scratch(c, s, (size_t)(q->P * (uint64_t)(N * G) * cbf), &F[s]));
+        for (uint64_t p = 0; p < q->P; p++) {
+            uint64_t len = p + 1 < q->P ? q->ps : last, lo = r * q->shard + p * q->ps;
+            COLL_CHECK(x, ops->quantize(c, s, (const uint8_t *)x->slots[s].in + p * q->ps * esize,
+                                        a->dtype, len, coll_clamp(a->count, lo, len), a->bits,
+                                        a->block, (uint8_t *)S[s] + p * cbf, &poisoned));
+        }
+    }
+    for (uint64_t p = 0; p < q->P; p++) {
+        uint64_t len = p + 1 < q->P ? q->ps : last;
+        uint64_t cb = zk_chunk_bytes(len, a->bits, a->block);
+        for (int s = 0; s < ns; s++) {
+            if (lanes)
+                COLL_CHECK(x, coll_lane_use(x, s, 0));
+            snd[s] = (uint8_t *)S[s] + p * cbf;
+            rcv[s] = (uint8_t *)E[s] + p * N * cbf; /* node n's part at n * cb */
+        }
+        COLL_CHECK(x, ops->allgather(c, BE_COMM_INTER, snd, rcv, (size_t)cb));
+        for (int s = 0; s < ns && lanes; s++) {
+            COLL_CHECK(x, coll_lane_follow(x, s, 1, 0));
+            COLL_CHECK(x, coll_lane_use(x, s, 1));
+        }
+        if (pm) {
+            COLL_CHECK(x, ops->peer_fence(c, BE_COMM_INTRA));
+        } else {
+            for (int s = 0; s < ns; s++) {
+                snd[s] = (uint8_t *)E[s] + p * N * cbf;
+                rcv[s] = (uint8_t *)F[s] + p * (uint64_t)(N * G) * cbf; /* [i][n] */
+            }
+            COLL_CHECK(x, ops->allgather(c, BE_COMM_INTRA, snd, rcv, (size_t)(N * cb)));
+        }
+        for (int s = 0; s < ns; s++)
+            for (int i = 0; i < G; i++)
+                for (int n = 0; n < N; n++) {
+                    uint64_t m = (uint64_t)n * (uint64_t)G + (uint64_t)i;
+                    uint64_t lo = m * q->shard + p * q->ps, cnt = coll_clamp(a->count, lo, len);
+                    const uint8_t *src =
+                        pm ? (const uint8_t *)E[peer_slot(x, BE_COMM_INTRA, s, i)] + p * N * cbf +
+                                 (uint64_t)n * cb
+                           : (const uint8_t *)F[s] + p * (uint64_t)(N * G) * cbf +
+                                 ((uint64_t)i * N + (uint64_t)n) * cb;
+                    if (cnt)
+                        COLL_CHECK(x, ops->dequantize(c, s, src, len, cnt, a->bits, a->block,
+                                                      (uint8_t *)x->slots[s].out + lo * esize,
+                                                      a->dtype));
+                }
+    }
+    if (lanes)
+        for (int s = 0; s < ns; s++) {
+            COLL_CHECK(x, coll_lane_use(x, s, 0));
+            COLL_CHECK(x, coll_lane_follow(x, s, 0, 1));
+        }
+    lanes = 0;
+    if (pm) /* no rank reuses E while a peer still reads it */
+        COLL_CHECK(x, ops->peer_fence(c, BE_COMM_INTRA));
+    pm = 0;
+    rc = store_after_gather(x);
+exit:
+    if (lanes)
+        for (int s = 0; s < ns; s++)
+            if (coll_lane_use(x, s, 0) == 0)
+                coll_lane_follow(x, s, 0, 1);
+    if (pm)
+        ops->peer_fence(c, BE_COMM_INTRA);
+    free(S);
+    free(E);
+    free(F);
+    free(snd);
+    free(rcv);
+    x->result.nonfinite_blocks += poisoned;
+    return rc;
 }
 
 static int run_qwz(struct coll_exec *x, void **send, void **recv)
@@ -681,6 +792,8 @@ static int run_qwz(struct coll_exec *x, void **send, void **recv)
     uint64_t poisoned = 0;
     struct qwz_plan q;
     qwz_plan(x, W, &q);
+    if (x->topo.nodes > 1 && x->topo.local > 1 && getenv("ZPP_QWZ_HIER"))
+        return run_qwz_hier(x, &q);
     uint64_t cbf = zk_chunk_bytes(q.ps, a->bits, a->block);
     uint64_t last = q.shard - (q.P - 1) * q.ps;
     uint64_t total = W * ((q.P - 1) * cbf + zk_chunk_bytes(last, a->bits, a->block));
