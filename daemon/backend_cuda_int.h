@@ -179,8 +179,9 @@ void cu_job_close(void *backend, void *job, int abort);
 /* Every tick: ends the finalizing of closed jobs' communicators (all: at
  * exit, now, aborting what is not done). */
 void cu_jobs_tick(struct cu_backend *b, int all);
-/* Jobs whose communicators the reaper has not ended yet (dev_stats counts
- * them as deferred releases on every GPU: their memory is not back yet). */
+/* Jobs whose communicators are still finalizing or that the reaper has
+ * not ended yet (dev_stats counts them as deferred releases on every GPU:
+ * their memory is not back yet). */
 int cu_reaper_pending(struct cu_backend *b);
 /* At exit: waits up to wait_ms for the communicators still ending. */
 void cu_reaper_stop(struct cu_backend *b, int wait_ms);

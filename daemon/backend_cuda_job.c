@@ -333,8 +333,10 @@ int cu_reaper_pending(struct cu_backend *b)
 {
     struct cu_reaper *r = b->reaper;
     int n = 0;
+    for (const struct cu_job *j = b->jobs; j; j = j->next)
+        n += j->finalizing; /* the reaper gets them next */
     if (!r)
-        return 0;
+        return n;
     pthread_mutex_lock(&r->mu);
     for (const struct cu_dead *d = r->head; d; d = d->next)
         n++;
