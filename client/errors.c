@@ -41,6 +41,28 @@ const char *zpp_err_name(int code)
     }
 }
 
+const char *zpp_op_name(int op)
+{
+    switch (op) {
+    case ZPP_OP_QWZ_ALLGATHER:
+        return "qwz_allgather";
+    case ZPP_OP_HPZ_GATHER:
+        return "hpz_gather";
+    case ZPP_OP_HPZ_INVALIDATE:
+        return "hpz_invalidate";
+    case ZPP_OP_QGZ_REDUCE_SCATTER:
+        return "qgz_reduce_scatter";
+    case ZPP_OP_ALLGATHER:
+        return "allgather";
+    case ZPP_OP_REDUCE_SCATTER:
+        return "reduce_scatter";
+    case ZPP_OP_BARRIER:
+        return "barrier";
+    default:
+        return "unknown";
+    }
+}
+
 /* Static short name of a zpp_algo_t ("qgz_hier"); "unknown" otherwise. */
 const char *zpp_algo_name(int algo)
 {

@@ -169,29 +169,6 @@ static int jw_finish(jw_t *w, char **out)
     return 0;
 }
 
-/* Static lower-case name of a wire Op; "unknown" outside the enum. */
-const char *zpp__op_name(int op)
-{
-    switch (op) {
-    case ZPP_OP_QWZ_ALLGATHER:
-        return "qwz_allgather";
-    case ZPP_OP_HPZ_GATHER:
-        return "hpz_gather";
-    case ZPP_OP_HPZ_INVALIDATE:
-        return "hpz_invalidate";
-    case ZPP_OP_QGZ_REDUCE_SCATTER:
-        return "qgz_reduce_scatter";
-    case ZPP_OP_ALLGATHER:
-        return "allgather";
-    case ZPP_OP_REDUCE_SCATTER:
-        return "reduce_scatter";
-    case ZPP_OP_BARRIER:
-        return "barrier";
-    default:
-        return "unknown";
-    }
-}
-
 /* Static lower-case name of a wire DType; "unknown" outside the enum. */
 const char *zpp__dtype_name(int dtype)
 {
@@ -261,7 +238,7 @@ static void call_json(jw_t *w, const Zpp__CallRecord *r)
     int f = 1;
     jw_raw(w, "{");
     jw_u64(w, &f, "seq", r->seq);
-    jw_kstr(w, &f, "op", zpp__op_name((int)r->op));
+    jw_kstr(w, &f, "op", zpp_op_name((int)r->op));
     jw_u64(w, &f, "bytes", r->bytes);
     jw_kstr(w, &f, "state", r->state);
     jw_u64(w, &f, "start_us", r->start_us);

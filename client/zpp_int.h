@@ -61,10 +61,6 @@ int zpp__register_dev(zpp_conn *c, const int *fds, int nfds, const uint64_t *chu
                       const uint8_t *ipc, size_t ipc_len, const char *gpu_uuid, uint64_t offset,
                       uint64_t length, uint64_t *buffer_id);
 
-/* Static lower-case name of a wire Op ("qgz_reduce_scatter"), "unknown"
- * for values outside the enum. */
-const char *zpp__op_name(int op);
-
 /* Static lower-case name of a wire DType ("fp32", "fp16", "bf16"),
  * "unknown" for values outside the enum. */
 const char *zpp__dtype_name(int dtype);

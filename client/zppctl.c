@@ -181,7 +181,7 @@ static void print_recent(const Zpp__JobInfo *j)
             snprintf(t, sizeof(t), "%" PRIu64, r->end_us - r->start_us);
         else
             snprintf(t, sizeof(t), "-");
-        printf("    %-8" PRIu64 " %-20s %-12s ", r->seq, zpp__op_name((int)r->op),
+        printf("    %-8" PRIu64 " %-20s %-12s ", r->seq, zpp_op_name((int)r->op),
                human_bytes(r->bytes, b, sizeof(b)));
         put_safe(r->state, 8);
         printf(" %-10s ", t);

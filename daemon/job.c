@@ -35,27 +35,6 @@ const char *job_state_name(enum job_state st)
     return "?";
 }
 
-const char *job_op_name(int op)
-{
-    switch (op) {
-    case ZPP_OP_QWZ_ALLGATHER:
-        return "qwz_allgather";
-    case ZPP_OP_HPZ_GATHER:
-        return "hpz_gather";
-    case ZPP_OP_HPZ_INVALIDATE:
-        return "hpz_invalidate";
-    case ZPP_OP_QGZ_REDUCE_SCATTER:
-        return "qgz_reduce_scatter";
-    case ZPP_OP_ALLGATHER:
-        return "allgather";
-    case ZPP_OP_REDUCE_SCATTER:
-        return "reduce_scatter";
-    case ZPP_OP_BARRIER:
-        return "barrier";
-    }
-    return "unknown";
-}
-
 static const char *dtype_name(int dt)
 {
     return dt == ZPP_FP32 ? "fp32" : dt == ZPP_FP16 ? "fp16" : dt == ZPP_BF16 ? "bf16" : "?";
@@ -745,7 +724,7 @@ static const char *args_diff(const struct coll_args *a, const struct coll_args *
         return name;                                                                               \
     }
 #define FMT_U(buf, l, v) snprintf(buf, l, "%" PRIu64, (uint64_t)(v))
-#define FMT_OP(buf, l, v) snprintf(buf, l, "%s", job_op_name(v))
+#define FMT_OP(buf, l, v) snprintf(buf, l, "%s", zpp_op_name(v))
 #define FMT_DT(buf, l, v) snprintf(buf, l, "%s", dtype_name(v))
     CMP_INT(op, "op", FMT_OP)
     CMP_INT(dtype, "dtype", FMT_DT)
@@ -892,7 +871,7 @@ void job_submit(struct session *s, uint64_t req_id, const Zpp__Collective *w)
                          sizeof why);
     if (rc) {
         call_fail(j, c, rc, "call %" PRIu64 " (%s) refused for rank %u: %s", c->seq,
-                  job_op_name(a.op), s->rank, why);
+                  zpp_op_name(a.op), s->rank, why);
         job_pump(j);
         return;
     }
@@ -937,7 +916,7 @@ static void reply_done(struct job *j, struct call *c)
     } else {
         c->running = 0;
         call_fail(j, c, x->status, "call %" PRIu64 " (%s) failed: %s", c->seq,
-                  job_op_name(c->args.op), x->msg);
+                  zpp_op_name(c->args.op), x->msg);
     }
 }
 
@@ -1013,7 +992,7 @@ static void call_start(struct job *j, struct call *c)
         call_fail(j, c, ZPP_EUNSUPPORTED,
                   "call %" PRIu64 " (%s): the %s backend moves data inside one daemon only; jobs "
                   "across daemons need the cuda backend",
-                  c->seq, job_op_name(c->args.op), d->backend_name);
+                  c->seq, zpp_op_name(c->args.op), d->backend_name);
         return;
     }
     c->slots = calloc(j->nlocal, sizeof *c->slots);
@@ -1053,7 +1032,7 @@ static void call_start(struct job *j, struct call *c)
     int rc = coll_prepare(x);
     if (rc) {
         coll_finish(x);
-        call_fail(j, c, rc, "call %" PRIu64 " (%s) refused: %s", c->seq, job_op_name(c->args.op),
+        call_fail(j, c, rc, "call %" PRIu64 " (%s) refused: %s", c->seq, zpp_op_name(c->args.op),
                   x->msg);
         return;
     }
@@ -1289,7 +1268,7 @@ void job_tick(struct zppd *d)
                                                  : "none (earlier calls still pending)");
             job_abort(j, MET_ABORT_TIMEOUT,
                       "call %" PRIu64 " (%s) timed out after %u ms waiting for ranks %s", c->seq,
-                      c->have_args ? job_op_name(c->args.op) : "?", c->timeout_ms, missing);
+                      c->have_args ? zpp_op_name(c->args.op) : "?", c->timeout_ms, missing);
             break;
         }
     }

@@ -144,6 +144,5 @@ void job_tick(struct zppd *d);
 void job_abort_all(struct zppd *d, const char *reason);
 
 const char *job_state_name(enum job_state st);
-const char *job_op_name(int op);
 
 #endif

@@ -177,7 +177,7 @@ static void op_family(struct sbuf *b, struct met_state *m, const char *name, con
         for (int op = 1; op < MET_OPS; op++)
             if (v[op])
                 out(b, "%s{tenant=\"%u\",op=\"%s\"} %" PRIu64 "\n", name, m->t[i].uid,
-                    job_op_name(op), v[op]);
+                    zpp_op_name(op), v[op]);
     }
 }
 
@@ -209,7 +209,7 @@ char *metrics_render(struct zppd *d, size_t *len)
             for (int o = 0; o < MET_OUTCOMES; o++)
                 if (m->t[i].calls[op][o])
                     out(&b, "zppd_calls_total{tenant=\"%u\",op=\"%s\",outcome=\"%s\"} %" PRIu64 "\n",
-                        m->t[i].uid, job_op_name(op), outcome_name[o], m->t[i].calls[op][o]);
+                        m->t[i].uid, zpp_op_name(op), outcome_name[o], m->t[i].calls[op][o]);
     op_family(&b, m, "zppd_logical_bytes_total", "Bytes of the tensors the calls covered.",
               offsetof(struct met_tenant, logical));
     op_family(&b, m, "zppd_intra_node_bytes_total", "Bytes sent between ranks of one node.",
@@ -239,15 +239,15 @@ char *metrics_render(struct zppd *d, size_t *len)
                 out(&b,
                     "zppd_call_duration_seconds_bucket{tenant=\"%u\",op=\"%s\",le=\"%g\"} "
                     "%" PRIu64 "\n",
-                    t->uid, job_op_name(op), bucket_le[k], t->lat_bucket[op][k]);
+                    t->uid, zpp_op_name(op), bucket_le[k], t->lat_bucket[op][k]);
             out(&b,
                 "zppd_call_duration_seconds_bucket{tenant=\"%u\",op=\"%s\",le=\"+Inf\"} %" PRIu64
                 "\n",
-                t->uid, job_op_name(op), t->lat_count[op]);
+                t->uid, zpp_op_name(op), t->lat_count[op]);
             out(&b, "zppd_call_duration_seconds_sum{tenant=\"%u\",op=\"%s\"} %.9f\n", t->uid,
-                job_op_name(op), t->lat_sum[op]);
+                zpp_op_name(op), t->lat_sum[op]);
             out(&b, "zppd_call_duration_seconds_count{tenant=\"%u\",op=\"%s\"} %" PRIu64 "\n",
-                t->uid, job_op_name(op), t->lat_count[op]);
+                t->uid, zpp_op_name(op), t->lat_count[op]);
         }
     }
     header(&b, "zppd_job_aborts_total", "counter", "Job aborts by tenant and cause.");

@@ -80,6 +80,9 @@ typedef enum {
     ZPP_OP_REDUCE_SCATTER = 6,
     ZPP_OP_BARRIER = 7
 } zpp_op_t;
+/* Static lower-case name of a zpp_op_t ("qgz_reduce_scatter"); "unknown"
+ * otherwise. The daemon logs and labels its metrics with the same names. */
+ZPP_EXPORT const char *zpp_op_name(int op);
 typedef enum {
     ZPP_ALGO_QWZ = 1,
     ZPP_ALGO_HPZ = 2,
