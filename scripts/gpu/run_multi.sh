@@ -32,6 +32,7 @@
 #                       (e.g. "-o default_stages=1": qgZ's pipeline stages)
 #   NCCL_*              passed through to daemons, test and bench alike
 set -u
+. "$(dirname "$0")/procs.sh"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export NCCL_RAS_ENABLE=0
 max=${1:-1024}
@@ -91,14 +92,9 @@ start() {
 
 # stop NAME:PID...: SIGTERM, SIGKILL after 10 s; the log tails go to zppd.log
 stop() {
-  local e name p
-  for e in "$@"; do kill "${e#*:}" 2>/dev/null; done
-  for _ in $(seq 50); do
-    local alive=0
-    for e in "$@"; do kill -0 "${e#*:}" 2>/dev/null && alive=1; done
-    [ $alive = 0 ] && break
-    sleep 0.2
-  done
+  local e name p pids=()
+  for e in "$@"; do pids+=("${e#*:}"); done
+  stop_pids "${pids[@]}" > /dev/null
   for e in "$@"; do
     name=${e%%:*}; p=${e#*:}
     if kill -0 "$p" 2>/dev/null; then

@@ -64,6 +64,7 @@
 # too where matplotlib is installed (scripts/plot_train.py draws it later
 # from the tarball otherwise).
 set -u
+. "$(dirname "$0")/procs.sh"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export NCCL_RAS_ENABLE=0 PYTHONUNBUFFERED=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-4}
 # VMM memory for the daemon's registrations (the recommended path,
@@ -196,13 +197,7 @@ stop_daemons() { # DIR: status into DIR, SIGTERM, SIGKILL after 10 s
   if [ -x "$ZPPCTL" ]; then
     for n in 0 1; do timeout 5 "$ZPPCTL" -s "$T/z-$n.sock" status > "$d/zppctl-$n.txt" 2>&1; done
   fi
-  for p in "${DPIDS[@]}"; do kill "$p" 2>/dev/null; done
-  for _ in $(seq 50); do
-    local alive=0
-    for p in "${DPIDS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
-    [ $alive = 0 ] && break
-    sleep 0.2
-  done
+  stop_pids "${DPIDS[@]}" > /dev/null
   for p in "${DPIDS[@]}"; do
     kill -0 "$p" 2>/dev/null && { log "zppd $p did not stop in 10 s: SIGKILL"; kill -9 "$p"; }
     wait "$p" 2>/dev/null
