@@ -107,6 +107,20 @@ static int allgather_ok(const struct pair *p)
     return 1;
 }
 
+/* Both ranks submit an all-gather, wait for it, and check it: 1 if all
+ * went well. */
+static int allgather_runs(struct pair *p)
+{
+    uint64_t req[2];
+    for (int r = 0; r < 2; r++)
+        if (submit_allgather(p, r, &req[r]) != 0)
+            return 0;
+    for (int r = 0; r < 2; r++)
+        if (zpp_wait(p->c[r], req[r], NULL) != 0)
+            return 0;
+    return allgather_ok(p);
+}
+
 static void test_others_served_while_a_job_forms(void)
 {
     zh_daemon d;
@@ -116,7 +130,7 @@ static void test_others_served_while_a_job_forms(void)
     unsetenv("ZPPD_TEST_FORM_DELAY");
 
     struct pair slow, fast;
-    uint64_t sreq[2], freq[2];
+    uint64_t sreq[2];
     ASSERT_EQ(pair_open(&d, "slow", &slow), 0); /* both joined: forming from here */
     int64_t t0 = zh_now_ms();
     for (int r = 0; r < 2; r++)
@@ -124,11 +138,7 @@ static void test_others_served_while_a_job_forms(void)
 
     /* Another tenant-job joins, registers and runs meanwhile. */
     ASSERT_EQ(pair_open(&d, "fast", &fast), 0);
-    for (int r = 0; r < 2; r++)
-        ASSERT_EQ(submit_allgather(&fast, r, &freq[r]), 0);
-    for (int r = 0; r < 2; r++)
-        ASSERT_EQ(zpp_wait(fast.c[r], freq[r], NULL), 0);
-    ASSERT(allgather_ok(&fast));
+    ASSERT(allgather_runs(&fast));
     int64_t t_fast = zh_now_ms() - t0;
 
     /* Admin queries are answered meanwhile too. */
@@ -208,11 +218,7 @@ static void test_formation_deadline_and_leaving_rank(void)
     /* The daemon goes on: a new job forms at once and runs. */
     struct pair after;
     ASSERT_EQ(pair_open(&d, "after", &after), 0);
-    for (int r = 0; r < 2; r++)
-        ASSERT_EQ(submit_allgather(&after, r, &req[r]), 0);
-    for (int r = 0; r < 2; r++)
-        ASSERT_EQ(zpp_wait(after.c[r], req[r], NULL), 0);
-    ASSERT(allgather_ok(&after));
+    ASSERT(allgather_runs(&after));
     pair_close(&after);
     ASSERT_EQ(zh_daemon_stop(&d), 0);
 }
