@@ -193,6 +193,10 @@ struct be_ops {
 
 #define BE_PEER_COPY 1
 #define BE_PEER_LOAD 2
+/* The ZPPD_PEER environment variable (docs/configuration.md): "load" ->
+ * BE_PEER_LOAD, "copy" -> BE_PEER_COPY, "off" or "0" -> 0, unset -> dflt;
+ * -1 for any other value. Read once, at a backend's start. */
+int be_peer_mode_env(int dflt);
 
 /* One GPU as dev_stats sees it. */
 struct be_dev_stat {

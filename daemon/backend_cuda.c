@@ -348,12 +348,12 @@ static void format_uuid(const CUuuid *u, char *out, size_t len)
  * "off" (every byte through NCCL). docs/cuda.md, "Peer access". */
 static void peer_setup(struct cu_backend *b)
 {
-    const char *env = getenv("ZPPD_PEER");
-    b->peer_mode = BE_PEER_LOAD;
-    if (env && (!strcmp(env, "off") || !strcmp(env, "0")))
-        b->peer_mode = 0;
-    else if (env && !strcmp(env, "copy"))
-        b->peer_mode = BE_PEER_COPY;
+    b->peer_mode = be_peer_mode_env(BE_PEER_LOAD);
+    if (b->peer_mode < 0) {
+        ZLOG_W("cuda", "ZPPD_PEER is not load, copy or off: using load", "value=%s",
+               getenv("ZPPD_PEER"));
+        b->peer_mode = BE_PEER_LOAD;
+    }
     if (!b->peer_mode || b->ndev < 2 || b->ndev > CU_MAX_PEER_GPUS ||
         !(b->peer = calloc((size_t)b->ndev * (size_t)b->ndev, 1)))
         return;

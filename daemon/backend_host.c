@@ -130,9 +130,14 @@ static void form_hook_parse(void)
     g_form.left = n;
 }
 
+/* ZPPD_PEER for the host backend (host_peer_ok); -2 until read. */
+static int host_peer_mode = -2;
+
 static int host_job_open(void *backend, const struct be_topo *t, const int *devices, void **job,
                          char *why, size_t why_len)
 {
+    if (host_peer_mode == -2) /* the loop thread, before any call runs */
+        host_peer_mode = be_peer_mode_env(0);
     if (t->nodes < 1 || t->local < 1 || t->world != t->nodes * t->local || t->nslots < 1 ||
         t->rank0 < 0 || t->rank0 > t->world - t->nslots) {
         snprintf(why, why_len, "bad topology for this daemon (rank0 %d, %d ranks hosted of %d)",
@@ -469,17 +474,24 @@ static void host_store_free(void *backend, int device, void *p)
     free(p);
 }
 
+int be_peer_mode_env(int dflt)
+{
+    const char *env = getenv("ZPPD_PEER");
+    return !env                                       ? dflt
+           : !strcmp(env, "load")                     ? BE_PEER_LOAD
+           : !strcmp(env, "copy")                     ? BE_PEER_COPY
+           : !strcmp(env, "off") || !strcmp(env, "0") ? 0
+                                                      : -1;
+}
+
 /* Peer access: every rank's memory is this process's, so reading a
  * peer's staging or store is always possible and a fence orders nothing
  * (one worker thread runs the whole call). Off unless ZPPD_PEER is "load"
- * or "copy": the tests run coll.c's peer paths on the host this way. */
+ * or "copy": the tests run coll.c's peer paths on the host this way. The
+ * mode (host_peer_mode) is read at the first job_open. */
 static int host_peer_ok(struct be_call *c, int comm)
 {
-    const char *env = getenv("ZPPD_PEER");
-    int mode = !env                   ? 0
-               : !strcmp(env, "load") ? BE_PEER_LOAD
-               : !strcmp(env, "copy") ? BE_PEER_COPY
-                                      : 0;
+    int mode = host_peer_mode > 0 ? host_peer_mode : 0;
     if (comm == BE_COMM_GLOBAL)
         return c->topo.nodes == 1 && c->topo.nslots == c->topo.world ? mode : 0;
     return comm == BE_COMM_INTRA ? mode : 0;

@@ -48,6 +48,7 @@
  */
 #include "coll.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -648,21 +649,37 @@ static int peer_slot(const struct coll_exec *x, int comm, int s, int i)
     return first + i - t->rank0;
 }
 
+/* qwZ's experiment switches and test hook (docs/cuda.md), read once:
+ * ZPP_QWZ_PIECE_MIB / _KIB set the gathered bytes per piece, ZPP_QWZ_HIER
+ * the hierarchical path. */
+static struct {
+    uint64_t piece_bytes; /* 0: the plan's own choice */
+    int hier;
+} qwz_env;
+static pthread_once_t qwz_env_once = PTHREAD_ONCE_INIT;
+
+static void qwz_env_read(void)
+{
+    const char *mib = getenv("ZPP_QWZ_PIECE_MIB"), *kib = getenv("ZPP_QWZ_PIECE_KIB");
+    if (mib && atoi(mib) > 0)
+        qwz_env.piece_bytes = (uint64_t)atoi(mib) << 20;
+    if (kib && atoi(kib) > 0) /* test hook: pieces of the tests' small calls */
+        qwz_env.piece_bytes = (uint64_t)atoi(kib) << 10;
+    qwz_env.hier = getenv("ZPP_QWZ_HIER") != NULL;
+}
+
 static void qwz_plan(struct coll_exec *x, uint64_t W, struct qwz_plan *q)
 {
     const struct coll_args *a = &x->args;
     uint64_t piece_bytes = QWZ_PIECE_BYTES;
-    const char *env = getenv("ZPP_QWZ_PIECE_MIB"); /* experiment switch (docs/cuda.md) */
     /* One piece on one node: over NVLink pieces measured slower, with
      * and without MPS (bench/results/cuda-2026-11-22-h200x2-gate.txt:
      * 256 MiB - 1 GiB, 1.13-1.21x NCCL in one piece, 0.83-1.10x in pieces). */
     if (x->topo.nodes == 1)
         piece_bytes = UINT64_MAX;
-    if (env && atoi(env) > 0)
-        piece_bytes = (uint64_t)atoi(env) << 20;
-    env = getenv("ZPP_QWZ_PIECE_KIB"); /* test hook: pieces of the tests' small calls */
-    if (env && atoi(env) > 0)
-        piece_bytes = (uint64_t)atoi(env) << 10;
+    pthread_once(&qwz_env_once, qwz_env_read);
+    if (qwz_env.piece_bytes)
+        piece_bytes = qwz_env.piece_bytes;
     q->shard = (a->count + W - 1) / W;
     uint64_t full = zk_chunk_bytes(q->shard, a->bits, a->block) * W;
     uint64_t P = full / piece_bytes;
@@ -792,7 +809,7 @@ static int run_qwz(struct coll_exec *x, void **send, void **recv)
     uint64_t poisoned = 0;
     struct qwz_plan q;
     qwz_plan(x, W, &q);
-    if (x->topo.nodes > 1 && x->topo.local > 1 && getenv("ZPP_QWZ_HIER"))
+    if (x->topo.nodes > 1 && x->topo.local > 1 && qwz_env.hier) /* read by qwz_plan */
         return run_qwz_hier(x, &q);
     uint64_t cbf = zk_chunk_bytes(q.ps, a->bits, a->block);
     uint64_t last = q.shard - (q.P - 1) * q.ps;
