@@ -197,6 +197,10 @@ struct be_ops {
  * BE_PEER_LOAD, "copy" -> BE_PEER_COPY, "off" or "0" -> 0, unset -> dflt;
  * -1 for any other value. Read once, at a backend's start. */
 int be_peer_mode_env(int dflt);
+/* An on/off switch of the environment (docs/configuration.md,
+ * "Environment"): unset or empty -> dflt; "0", "off", "no" or "false" ->
+ * 0; anything else -> 1. */
+int be_env_switch(const char *name, int dflt);
 
 /* One GPU as dev_stats sees it. */
 struct be_dev_stat {

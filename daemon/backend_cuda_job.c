@@ -663,7 +663,7 @@ static int comm_group_start(struct cu_job *j, int k, int g, int *none, char *why
         struct cu_slot *sl = &j->slots[s];
         ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
         /* experiment switch: a blocking ncclGroupEnd holds the loop again */
-        cfg.blocking = getenv("ZPP_NCCL_BLOCKING") ? 1 : 0;
+        cfg.blocking = be_env_switch("ZPP_NCCL_BLOCKING", 0);
         cu_use(j->b, sl->device);
         sl->crank[k] = comm_index_of(t, k, rk);
         sl->csize[k] = n;
@@ -1231,15 +1231,19 @@ int cu_allgather(struct be_call *c, int comm, void *const *send, void *const *re
     return group_end(c, comm, "ncclAllGather");
 }
 
-/* Experiment switch (docs/cuda.md): ZPPD_PEER_A2A=1 moves all-to-alls
- * whose members are all hosted here by peer copies, and so the
- * reduce-scatter of a one-node job (all-to-all, then zk_sum_cuda: the host
- * backend's arithmetic) instead of ncclReduceScatter. Off until measured. */
+/* All-to-alls whose members are all hosted here run as peer copies, and
+ * so does the reduce-scatter of a one-node job (all-to-all, then
+ * zk_sum_cuda: the host backend's arithmetic) instead of
+ * ncclReduceScatter. On 2 H200s under MPS it took the one-node
+ * reduce-scatter from 0.89x / 0.97x in-process NCCL to 0.94x / 1.00x at
+ * 64 / 256 MiB and a 4 KiB one from 123 to 79 us; qgZ's node step in 2 x 2
+ * did not lose (bench/results/cuda-2026-11-22-h200x2-a2a.txt).
+ * ZPPD_PEER_A2A=0 turns it off (docs/cuda.md). */
 static int peer_a2a(struct be_call *c, int comm)
 {
     static int on = -1;
     if (on < 0)
-        on = getenv("ZPPD_PEER_A2A") != NULL;
+        on = be_env_switch("ZPPD_PEER_A2A", 1);
     return on && cu_peer_ok(c, comm);
 }
 
@@ -1278,7 +1282,7 @@ int cu_alltoall(struct be_call *c, int comm, void *const *send, void *const *rec
      * faster (docs/cuda.md, "Experiment switches") */
     static int nccl_a2a = -1;
     if (nccl_a2a < 0)
-        nccl_a2a = getenv("ZPP_NCCL_ALLTOALL") != NULL;
+        nccl_a2a = be_env_switch("ZPP_NCCL_ALLTOALL", 0);
     ncclGroupStart();
     for (int s = 0; nccl_a2a && s < j->t.nslots; s++) {
         struct cu_slot *sl = &j->slots[s];

@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "backend.h"
@@ -482,6 +483,15 @@ int be_peer_mode_env(int dflt)
            : !strcmp(env, "copy")                     ? BE_PEER_COPY
            : !strcmp(env, "off") || !strcmp(env, "0") ? 0
                                                       : -1;
+}
+
+int be_env_switch(const char *name, int dflt)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return dflt;
+    return !(!strcmp(v, "0") || !strcasecmp(v, "off") || !strcasecmp(v, "no") ||
+             !strcasecmp(v, "false"));
 }
 
 /* Peer access: every rank's memory is this process's, so reading a

@@ -665,7 +665,7 @@ static void qwz_env_read(void)
         qwz_env.piece_bytes = (uint64_t)atoi(mib) << 20;
     if (kib && atoi(kib) > 0) /* test hook: pieces of the tests' small calls */
         qwz_env.piece_bytes = (uint64_t)atoi(kib) << 10;
-    qwz_env.hier = getenv("ZPP_QWZ_HIER") != NULL;
+    qwz_env.hier = be_env_switch("ZPP_QWZ_HIER", 1);
 }
 
 static void qwz_plan(struct coll_exec *x, uint64_t W, struct qwz_plan *q)
@@ -690,15 +690,18 @@ static void qwz_plan(struct coll_exec *x, uint64_t W, struct qwz_plan *q)
     q->P = (q->shard + ps - 1) / ps;
 }
 
-/* Hierarchical qwZ (several nodes of several ranks each; on with
- * ZPP_QWZ_HIER=1 until measured on GPUs, docs/cuda.md): each rank's codes
+/* Hierarchical qwZ (several nodes of several ranks each; ZPP_QWZ_HIER=0
+ * turns it off, docs/cuda.md): each rank's codes
  * cross the network once, in an all-gather among the N ranks of its local
  * index (BE_COMM_INTER), and reach the rest of the node inside it: read in
  * the peers' staging (peer access) or through an all-gather over
  * BE_COMM_INTRA. NCCL's ring over all W ranks carries (W - 1) / W of the
  * codes across each node boundary it crosses, this (N - 1) / N. The codes
  * and the dequantize are the flat path's, so are the output bytes. Piece
- * p's node step runs on lane 1 while piece p + 1 crosses on lane 0. */
+ * p's node step runs on lane 1 while piece p + 1 crosses on lane 0.
+ * Two simulated nodes of 2 H200s each: 1.8-1.9x NCCL's bf16 all-gather
+ * flat, 3.2-4.2x this way (bench/results/multi-2026-11-22-h200x2-hier.txt),
+ * and it is what the byte accounting above always counted. */
 static int run_qwz_hier(struct coll_exec *x, const struct qwz_plan *q)
 {
     int rc = 0;

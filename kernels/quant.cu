@@ -117,10 +117,11 @@ __global__ void ZK_LB_FLAT dequantize_kernel(const uint8_t *in, uint64_t pay_byt
 }
 
 #ifndef ZK_DQX
-#define ZK_DQX 0 /* 1: dequantize power-of-two block sizes through dqx_kernel */
+#define ZK_DQX 1 /* 1: dequantize power-of-two block sizes through dqx_kernel */
 #endif
 #ifndef ZK_DQX_NV
-#define ZK_DQX_NV 4 /* vectors per thread and tile, dqx_kernel */
+#define ZK_DQX_NV 2 /* vectors per thread and tile, dqx_kernel (2: 93-95 % of the copy on
+                     * an H200, kernels-2026-11-22-h200-fqx.txt) */
 #endif
 
 /* dequantize_kernel's layout and arithmetic with less per-vector work: the

@@ -85,9 +85,12 @@
 #ifndef ZK_VMINB
 #define ZK_VMINB 3 /* min CTAs per SM of the vector kernels (NV = 1; 3: 80 registers) */
 #endif
-/* Lean quantize (fqx_kernel below; 0: fq_kernel as measured). */
+/* Lean quantize (fqx_kernel below). On an H200 it took quantize from
+ * 79-88 % of the copy to 89-95 % and qgZ's reorder+quantize from 68-88 %
+ * to 88-95 % (bench/results/kernels-2026-11-22-h200-fqx.txt); 0 keeps
+ * fq_kernel, which stays the path for block shapes fqx does not take. */
 #ifndef ZK_FQX
-#define ZK_FQX 0 /* 1: quantize and qgZ reorder+quantize through fqx_kernel */
+#define ZK_FQX 1 /* 1: quantize and qgZ reorder+quantize through fqx_kernel */
 #endif
 #ifndef ZK_FQX_BYTES
 #define ZK_FQX_BYTES 64 /* fqx: input bytes per lane and block (slots per lane), and in flight */
