@@ -1279,7 +1279,7 @@ int cu_alltoall(struct be_call *c, int comm, void *const *send, void *const *rec
         return alltoall_peer(c, comm, send, recv, bytes_per_peer);
     /* experiment switch: NCCL's own all-to-all (2.28) instead of our
      * send/recv pairs, to see whether it moves qgZ's pieces across nodes
-     * faster (docs/cuda.md, "Experiment switches") */
+     * faster (docs/cuda.md, "Switches") */
     static int nccl_a2a = -1;
     if (nccl_a2a < 0)
         nccl_a2a = be_env_switch("ZPP_NCCL_ALLTOALL", 0);

@@ -649,7 +649,7 @@ static int peer_slot(const struct coll_exec *x, int comm, int s, int i)
     return first + i - t->rank0;
 }
 
-/* qwZ's experiment switches and test hook (docs/cuda.md), read once:
+/* qwZ's switches and test hook (docs/cuda.md, "Switches"), read once:
  * ZPP_QWZ_PIECE_MIB / _KIB set the gathered bytes per piece, ZPP_QWZ_HIER
  * the hierarchical path. */
 static struct {
