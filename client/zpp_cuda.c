@@ -35,6 +35,14 @@
 
 /* The driver API through libcuda.so.1 loaded at run time: libzpp never
  * links libcuda, so host-only users need no NVIDIA driver. */
+/* The driver ABI version the loaded entry points must have: the one whose
+ * prototypes this file calls. cuGetProcAddress with CUDA_VERSION (13000)
+ * hands out the newest ABI of each name, and CUDA 13 gave cuCtxGetDevice a
+ * second parameter (the context) under the same name; called with one
+ * argument it read a stray register as the context and crashed in the
+ * driver (bench/results/cuda-2026-11-22-h200x2-rejoin.txt).
+ * 12.0's ABI is the cuda.h prototype of every function loaded here. */
+#define ZCU_ABI 12000
 /* clang-format off */
 #define ZCU_FUNCS(X) \
     X(cuCtxGetCurrent) \
@@ -82,7 +90,7 @@ static int zcu_load(void)
 #define ZCU_LOAD(f)                                                                                \
     {                                                                                              \
         CUdriverProcAddressQueryResult q;                                                          \
-        if (gpa(#f, (void **)&zcu.p_##f, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q) !=         \
+        if (gpa(#f, (void **)&zcu.p_##f, ZCU_ABI, CU_GET_PROC_ADDRESS_DEFAULT, &q) !=              \
                 CUDA_SUCCESS ||                                                                    \
             !zcu.p_##f)                                                                            \
             return ZPP_EUNSUPPORTED;                                                               \

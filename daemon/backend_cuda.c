@@ -77,10 +77,10 @@ int zcu_load(char *why, size_t why_len)
 #define ZCU_LOAD(f)                                                                                \
     {                                                                                              \
         CUdriverProcAddressQueryResult q;                                                          \
-        if (gpa(#f, (void **)&zcu.p_##f, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &q) !=         \
+        if (gpa(#f, (void **)&zcu.p_##f, ZCU_ABI, CU_GET_PROC_ADDRESS_DEFAULT, &q) !=              \
                 CUDA_SUCCESS ||                                                                    \
             !zcu.p_##f) {                                                                          \
-            snprintf(why, why_len, "the NVIDIA driver lacks %s (CUDA %d)", #f, CUDA_VERSION);      \
+            snprintf(why, why_len, "the NVIDIA driver lacks %s (CUDA %d)", #f, ZCU_ABI);           \
             return -1;                                                                             \
         }                                                                                          \
     }

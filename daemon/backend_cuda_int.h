@@ -22,6 +22,14 @@
  * (zcu_load), never linked: a zppd built with CUDA still starts, and falls
  * back to the host backend, on a machine with no NVIDIA driver. Call
  * driver functions as ZCU(cuMemMap)(...). */
+/* The driver ABI version the loaded entry points must have: the one whose
+ * prototypes this file calls. cuGetProcAddress with CUDA_VERSION (13000)
+ * hands out the newest ABI of each name, and CUDA 13 gave cuCtxGetDevice a
+ * second parameter (the context) under the same name; called with one
+ * argument it read a stray register as the context and crashed in the
+ * driver (bench/results/cuda-2026-11-22-h200x2-rejoin.txt).
+ * 12.0's ABI is the cuda.h prototype of every function loaded here. */
+#define ZCU_ABI 12000
 /* clang-format off */
 #define ZCU_FUNCS(X) \
     X(cuInit) \
