@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # run_cuda.sh — the cuda backend's checks on a GPU machine (the device
 # tool's nvidia-h200-x2): the GPU integration test in 1 node x 2 GPUs and
-# 2 virtual nodes x 1 GPU, the SIGKILL test, and zpp-bench. At most 6 files
-# land in $OUT (the device tool brings back 8). Binaries and
+# 2 virtual nodes x 1 GPU, two tenants' concurrent jobs, a job whose ranks
+# leave between calls and rejoin (-R; it reads the cuda zppd's log), a job
+# refused for its GPU memory (-M, on a second cuda zppd started with
+# job_max_device_memory = 1M and stopped after), the SIGKILL test, and
+# zpp-bench. At most 6 files land in $OUT (the device tool brings back 8):
+# the rejoin and admission tests append to test-2x1.log. Binaries and
 # their libraries come prebuilt in .carry/cu (scripts/gpu/stage.sh); NCCL
 # and the CUDA driver come from the machine. Logs go to $OUT (or ./out).
 #   [MPS=1] scripts/gpu/run_cuda.sh [all|test|bench|kill] [MAX_MIB]
@@ -47,6 +51,12 @@ start() { # name socket args...
   log "zppd $name did not start"; tail -20 "$lg" | tee -a "$OUT/summary.txt"; return 1
 }
 stop() { local p; p=$(cat "$T/$1.pid" 2>/dev/null) && kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; }
+halt() { # name: SIGTERM, SIGKILL after 10 s (then 1)
+  local p; p=$(cat "$T/$1.pid" 2>/dev/null) || return 0
+  kill "$p" 2>/dev/null
+  for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.2; done
+  log "zppd $1 did not stop in 10 s: SIGKILL"; kill -9 "$p"; return 1
+}
 
 start cuda "$T/cuda.sock" -b cuda -o allow_legacy_ipc=true -o store_budget=16G \
   -o store_budget_per_tenant=16G -o max_pending_per_session=64 || exit 1
@@ -70,6 +80,24 @@ if [ "$what" = all ] || [ "$what" = test ]; then
   timeout 120 "$B/zpp-cuda-test" -s "$T/cuda.sock" -w "$W" -C 10000 >> "$OUT/test-2x1$sfx.log" 2>&1
   r=$?; log "concurrent test exit $r"; [ $r = 0 ] || rc=1
   grep -i "concurrent" "$OUT/test-2x1$sfx.log" | tail -3 | tee -a "$OUT/summary.txt"
+  # Within rejoin_timeout_ms (default 30 s); the test counts its job's
+  # lines in the cuda zppd's log (communicators made once, 2 rejoins).
+  log "rejoin: rank $((W - 1))'s process leaves between calls, a new one takes its place, rank 0 reconnects"
+  timeout 40 "$B/zpp-cuda-test" -s "$T/cuda.sock" -w "$W" -R -l "$OUT/zppd-cuda$sfx.log" \
+    >> "$OUT/test-2x1$sfx.log" 2>&1; r=$?; log "rejoin test exit $r"; [ $r = 0 ] || rc=1
+  grep -E "^(PASS|FAIL) rejoin" "$OUT/test-2x1$sfx.log" | tail -8 | tee -a "$OUT/summary.txt"
+  # No job fits 1 MiB of device memory (a rank's counters alone take 2 MiB):
+  # refused at formation. Its log stays in $T; its abort lines go to the test log.
+  log "admission: a second cuda zppd with job_max_device_memory = 1M"
+  if start admit "$T/admit.sock" -b cuda -o job_max_device_memory=1M; then
+    timeout 40 "$B/zpp-cuda-test" -s "$T/admit.sock" -w "$W" -M job_max_device_memory \
+      >> "$OUT/test-2x1$sfx.log" 2>&1; r=$?; log "admission test exit $r"; [ $r = 0 ] || rc=1
+    grep -E "job aborted|job freed" "$T/zppd-admit.log" | tail -4 >> "$OUT/test-2x1$sfx.log"
+    halt admit || rc=1
+  else
+    rc=1
+  fi
+  grep -E "^(PASS|FAIL) admission" "$OUT/test-2x1$sfx.log" | tail -8 | tee -a "$OUT/summary.txt"
 fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
   log "bench 1x2 up to $max MiB"
@@ -96,9 +124,7 @@ if [ "$what" = all ] || [ "$what" = test ] || [ "$what" = kill ]; then
   tail -8 "$OUT/test-kill$sfx.log" >> "$OUT/summary.txt"
 fi
 timeout 5 "$B/zppctl" -s "$T/cuda.sock" status >> "$OUT/summary.txt" 2>&1 || true
-p=$(cat "$T/cuda.pid"); kill "$p" 2>/dev/null
-for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.2; done
-kill -0 "$p" 2>/dev/null && { log "zppd-cuda did not stop in 10 s: SIGKILL"; kill -9 "$p"; rc=1; }
+halt cuda || rc=1
 log "daemon stopped; exit code of zppd-cuda: see its log tail"
 tail -5 "$OUT/zppd-cuda$sfx.log" >> "$OUT/summary.txt"
 exit $rc

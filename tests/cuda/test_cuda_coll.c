@@ -12,12 +12,30 @@
  *                 [-H HOST_SOCK] [-m MAX_MIB]        (one cuda zppd per node)
  *   zpp-cuda-test -s CUDA_SOCK -w 2 -K         (SIGKILL test)
  *   zpp-cuda-test -s CUDA_SOCK -w 2 -C 10000   (two jobs of two tenants at once)
+ *   zpp-cuda-test -s CUDA_SOCK -w 2 -R -l ZPPD_LOG  (ranks leave and rejoin)
+ *   zpp-cuda-test -s CUDA_SOCK -w 2 -M KEY     (admission by GPU memory)
  *
  * -n 1: 1 node x 2 GPUs; -n 2: 2 virtual nodes x 1 GPU (the host daemon
  * must run with virtual_nodes = 2). -L also registers a cudaMalloc buffer
  * through a legacy IPC handle (the cuda daemon needs allow_legacy_ipc).
  * -K: a client is SIGKILLed during a stream of collectives; the daemon's
  * device memory must come back to its level before the job.
+ * -R (W >= 2): a job whose ranks leave between calls and come back within
+ * the daemon's rejoin_timeout_ms: rank W-1's process closes its connection
+ * and ends, a new process says Hello as rank W-1, then rank 0 says Hello
+ * again on a new connection of its own process. The calls after that
+ * continue the job's numbering, give exact results, and the hpZ gather
+ * returns the bytes of the qwZ that kept its key before the ranks left.
+ * The daemon's log (-l, the cuda zppd's, at level info) must show one
+ * "communicators ready" for the job (communicators reused, not made
+ * anew), two "rank rejoined", and the job freed gracefully (not aborted)
+ * when its last rank left.
+ * -M KEY: the daemon runs with KEY (job_max_device_memory or
+ * tenant_max_device_memory) below what any job holds (1M): every rank's
+ * first call of a job fails with ZPP_EABORTED and a message that names KEY
+ * (refused when the communicators exist, not a hang); twice with the same
+ * job id (the refused job must be gone in between); then the daemon must
+ * answer with no job, no imported buffer and no deferred release left.
  *
  * Jobs across daemons (-A host:port of node 0's peer service, N > 1): W =
  * N x G ranks (-G, or -w / -n); rank r is on node r / G and talks to the
@@ -41,8 +59,10 @@
  * included); only its error bound applies then.
  * Output: one line per case, "PASS ..." or "FAIL ...". Exit 0 when all pass.
  */
+#include <execinfo.h>
 #include <getopt.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,7 +73,8 @@
 #include "zpp.h"
 #include "zpp_cuda.h"
 
-struct xrank; /* gather hashes of every rank, shared with the parent */
+struct xrank;       /* gather hashes of every rank, shared with the parent */
+struct rejoin_sync; /* -R: the steps of its processes, shared likewise */
 
 struct opts {
     const char *sock, *host_sock;
@@ -61,10 +82,15 @@ struct opts {
     const char *gpu_map; /* -g: GPU ordinal per rank, or NULL */
     int world, nodes, legacy, kill, multi;
     uint64_t max_bytes;
-    int after_kill; /* kill_child: a short clean job (the daemon goes on) */
-    int conc_calls; /* -C: two jobs of two tenants at once, this many calls each */
+    int after_kill;         /* kill_child: a short clean job (the daemon goes on) */
+    int conc_calls;         /* -C: two jobs of two tenants at once, this many calls each */
+    int rejoin;             /* -R */
+    const char *daemon_log; /* -l: the daemon's log, for -R */
+    const char *admit_key;  /* -M: the memory limit the daemon runs with */
+    char job[64];           /* -R, -M: the job id, unique per run */
     struct xrank *xr;
-    struct cut_meet *meet; /* the ranks' last meeting, before they leave */
+    struct cut_meet *meet;  /* the ranks' last meeting, before they leave */
+    struct rejoin_sync *rj; /* -R: the processes' steps */
 };
 
 struct tcase {
@@ -175,26 +201,42 @@ static int kill_child(int rank, void *arg)
     return 1;
 }
 
-/* The daemon's job count (-1: no answer). */
+/* The daemon's status as JSON (zpp_admin_status_json) in buf; 0, or -1
+ * if it does not answer. */
+static int daemon_status(const char *sock, char *buf, size_t len)
+{
+    zpp_conn *c = NULL;
+    int rc = -1;
+    if (zpp_connect(sock, &c))
+        return -1;
+    if (zpp_admin_status_json(c, buf, len) == 0)
+        rc = 0;
+    zpp_close(c);
+    return rc;
+}
+
+/* The sum of every "key":N in json (a key of each GPU sums over the
+ * GPUs); -1 when there is none. */
+static long long json_sum(const char *json, const char *key)
+{
+    char pat[64];
+    long long n = -1;
+    int len = snprintf(pat, sizeof pat, "\"%s\":", key);
+    for (const char *p = json; (p = strstr(p, pat)); p += len)
+        n = (n < 0 ? 0 : n) + atoll(p + len);
+    return n;
+}
+
 /* The daemon's live jobs plus its deferred releases on every GPU (memory
  * it has not given back yet: streams still draining, communicators still
  * ending); -1 if it does not answer. */
 static int daemon_jobs(const char *sock)
 {
-    zpp_conn *c = NULL;
     char buf[16384];
-    int n = -1;
-    if (zpp_connect(sock, &c))
+    if (daemon_status(sock, buf, sizeof buf))
         return -1;
-    if (zpp_admin_status_json(c, buf, sizeof buf) == 0) {
-        const char *p = strstr(buf, "\"jobs\":");
-        if (p)
-            n = atoi(p + 7);
-        for (p = buf; n >= 0 && (p = strstr(p, "\"deferred_releases\":")); p++)
-            n += atoi(p + 20);
-    }
-    zpp_close(c);
-    return n;
+    long long jobs = json_sum(buf, "jobs"), deferred = json_sum(buf, "deferred_releases");
+    return jobs < 0 ? -1 : (int)(jobs + (deferred > 0 ? deferred : 0));
 }
 
 /* Waits until the daemon has no job nor deferred release and device
@@ -672,11 +714,478 @@ static int check_xrank(const struct opts *o)
     return bad;
 }
 
+/* ---- -R: ranks leave between calls and rejoin --------------------------- */
+
+#define RJ_COUNT (1u << 20) /* bf16 elements gathered per call: 2 MiB */
+#define RJ_KEY "rejoin"     /* the hpZ key that call 1 keeps */
+#define RJ_WAIT_MS 20000    /* how long a process waits for another's step */
+#define RJ_QWZ_BOUND 0.02   /* qwZ int8: relative L2 error (coll_child's bound) */
+#define RJ_LOG_WAIT_S 10    /* for the daemon to free the job after its last rank left */
+/* -R, -M: a rank process still there after this dies (SIGALRM), so that a
+ * hang fails the test rather than outliving it with GPU memory held. */
+#define CHILD_ALARM_S 30
+enum { RJ_SEED_QWZ = 9001, RJ_SEED_BEFORE = 9002, RJ_SEED_AFTER = 9003 };
+
+/* The steps of -R's processes, raised by one and awaited by the others
+ * (MAP_SHARED, made before fork). */
+struct rejoin_sync {
+    int past_call2;           /* first processes done with call 2 */
+    int left;                 /* rank W-1's first process has closed its connection */
+    int back;                 /* a new process has said Hello as rank W-1 */
+    int rank0_back;           /* rank 0 has said Hello again on a new connection */
+    uint64_t kept[MAX_RANKS]; /* per rank: hash of call 1's output (the qwZ keeping RJ_KEY) */
+};
+
+static void raise_flag(int *flag)
+{
+    __atomic_add_fetch(flag, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Waits until *flag reaches want; 0, or -1 after timeout_ms. */
+static int wait_flag(int *flag, int want, int timeout_ms)
+{
+    double end = cut_now_us() + timeout_ms * 1e3;
+    while (__atomic_load_n(flag, __ATOMIC_SEQ_CST) < want) {
+        if (cut_now_us() > end)
+            return -1;
+        usleep(2000);
+    }
+    return 0;
+}
+
+/* A rank's device buffers; registered again on each new connection. */
+struct rj_bufs {
+    struct cut_vmm in, out;
+    uint64_t bin, oin, bout, oout;
+};
+
+static int rj_register(zpp_conn *c, struct rj_bufs *b)
+{
+    int rc = zpp_register_cuda(c, (void *)b->in.ptr, b->in.size, &b->bin, &b->oin);
+    return rc ? rc : zpp_register_cuda(c, (void *)b->out.ptr, b->out.size, &b->bout, &b->oout);
+}
+
+/* Connects, attaches the CUDA events and says Hello as jd->rank. A rank
+ * coming back may find its previous connection still open on the
+ * daemon's side (ZPP_EEXIST, the close not read yet): it tries again on a
+ * new connection, every 50 ms for up to 5 s. 0 with *out (and *tries),
+ * or the last error, printed. */
+static int join_rank(const char *sock, const zpp_job_desc *jd, zpp_conn **out, int *tries)
+{
+    for (int t = 1;; t++) {
+        zpp_conn *c = NULL;
+        int rc = zpp_connect(sock, &c);
+        if (!rc)
+            rc = zpp_cuda_attach(c, 16);
+        if (!rc)
+            rc = zpp_hello(c, jd, NULL);
+        if (!rc) {
+            *out = c;
+            if (tries)
+                *tries = t;
+            return 0;
+        }
+        if (rc != ZPP_EEXIST || t >= 100) {
+            fprintf(stderr, "rank %u: joining %s: %s (%s)\n", jd->rank, jd->job_id,
+                    zpp_err_name(rc), c ? zpp_last_error(c) : "");
+            zpp_close(c);
+            return rc;
+        }
+        zpp_close(c);
+        usleep(50000);
+    }
+}
+
+/* Call `seq` of -R on RJ_COUNT bf16 elements: op is a plain all-gather or
+ * qwZ int8 (keeping RJ_KEY) of shard `rank` of case `seed`, or the hpZ
+ * gather of RJ_KEY. The output comes back in host; ms, the call's time.
+ * 0, or 1 after a FAIL line (an error, another seq or algorithm). */
+static int rj_call(zpp_conn *c, struct rj_bufs *b, int rank, int world, int op, uint64_t seed,
+                   uint64_t seq, uint16_t *host, double *ms)
+{
+    uint64_t shard = (RJ_COUNT + (uint64_t)world - 1) / (uint64_t)world;
+    int want_algo = op == ZPP_OP_ALLGATHER       ? ZPP_ALGO_AG_EXACT
+                    : op == ZPP_OP_QWZ_ALLGATHER ? ZPP_ALGO_QWZ
+                                                 : ZPP_ALGO_HPZ;
+    if (op != ZPP_OP_HPZ_GATHER) {
+        cut_fill(host, ZPP_BF16, seed, 0, (uint64_t)rank * shard, shard);
+        if (cuMemcpyHtoD(b->in.ptr + b->oin, host, shard * 2) != CUDA_SUCCESS) {
+            printf("FAIL rejoin: rank %d call %llu: cannot copy its input\n", rank,
+                   (unsigned long long)seq);
+            return 1;
+        }
+    }
+    if (cuMemsetD8(b->out.ptr + b->oout, 0xEE, RJ_COUNT * 2) != CUDA_SUCCESS ||
+        cuCtxSynchronize() != CUDA_SUCCESS) {
+        printf("FAIL rejoin: rank %d call %llu: cannot clear its output\n", rank,
+               (unsigned long long)seq);
+        return 1;
+    }
+    zpp_coll call;
+    zpp_result res = {0};
+    zpp_coll_init(&call, op, ZPP_BF16, RJ_COUNT);
+    call.bits = 8;
+    call.timeout_ms = RJ_WAIT_MS;
+    if (op != ZPP_OP_ALLGATHER)
+        call.hpz_key = RJ_KEY;
+    call.input = (zpp_bufref){b->bin, b->oin};
+    call.output = (zpp_bufref){b->bout, b->oout};
+    double t0 = cut_now_us();
+    int rc = zpp_collective(c, &call, &res);
+    int sync = cuCtxSynchronize() != CUDA_SUCCESS;
+    *ms = (cut_now_us() - t0) / 1e3;
+    if (rc || sync || res.seq != seq || res.algo != want_algo) {
+        printf("FAIL rejoin: rank %d call %llu (%s): %s%s%s%s, seq %llu, algo %s (want %s)\n", rank,
+               (unsigned long long)seq, zpp_algo_name(want_algo), zpp_err_name(rc), rc ? " " : "",
+               rc ? zpp_last_error(c) : "", sync ? ", the sync after it failed" : "",
+               (unsigned long long)res.seq, zpp_algo_name(res.algo), zpp_algo_name(want_algo));
+        return 1;
+    }
+    if (cuMemcpyDtoH(host, b->out.ptr + b->oout, RJ_COUNT * 2) != CUDA_SUCCESS) {
+        printf("FAIL rejoin: rank %d call %llu: cannot read its output\n", rank,
+               (unsigned long long)seq);
+        return 1;
+    }
+    return 0;
+}
+
+/* A plain all-gather of case seed gave every input element: 0, or 1
+ * after a FAIL line. */
+static int rj_exact(const uint16_t *host, uint64_t seed, int rank, int seq)
+{
+    uint64_t bad = gather_mismatch((const uint8_t *)host, ZPP_BF16, seed, RJ_COUNT);
+    if (bad)
+        printf("FAIL rejoin: rank %d call %d: %llu of %u gathered elements differ from the "
+               "inputs\n",
+               rank, seq, (unsigned long long)bad, RJ_COUNT);
+    return bad != 0;
+}
+
+/* Relative L2 error of a gathered bf16 tensor against case seed's inputs. */
+static double rj_err(const uint16_t *got, uint64_t seed)
+{
+    double num = 0, den = 0;
+    for (uint64_t i = 0; i < RJ_COUNT; i++) {
+        uint16_t want;
+        cut_fill(&want, ZPP_BF16, seed, 0, i, 1);
+        double e = cut_to_float(&want, ZPP_BF16, 0), d = cut_to_float(got, ZPP_BF16, i) - e;
+        num += d * d;
+        den += e * e;
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* -R, child c of W + 1: c < W is rank c's first process, c == W the new
+ * process of rank W-1. The first processes run calls 1 (qwZ int8 keeping
+ * RJ_KEY) and 2 (plain all-gather). Then, with nothing pending, rank W-1's
+ * first process closes its connection and ends, the new process says
+ * Hello as rank W-1, and rank 0 closes its connection and says Hello on a
+ * new one; every rank runs calls 3 (plain all-gather) and 4 (hpZ gather of
+ * RJ_KEY). Each call's seq must continue the job's numbering, and call 4
+ * give call 1's bytes: the job's hpZ slices outlived both connections. */
+static int rejoin_child(int c, void *arg)
+{
+    const struct opts *o = arg;
+    struct rejoin_sync *sy = o->rj;
+    int W = o->world, fresh = c == W, rank = fresh ? W - 1 : c, fails = 0, tries = 0;
+    uint64_t shard = (RJ_COUNT + (uint64_t)W - 1) / (uint64_t)W;
+    zpp_conn *gc = NULL;
+    char uuid[ZPP_CUDA_UUID_LEN];
+    struct rj_bufs b;
+    double ms1 = 0, ms3 = 0, ms = 0;
+    uint16_t *host = malloc(RJ_COUNT * 2);
+    alarm(CHILD_ALARM_S);
+    int dev = cut_rank_device(NULL, rank);
+    CK("host buffer", !host);
+    CK("GPU of this rank", dev < 0);
+    CK("context", cut_ctx(dev, NULL));
+    /* The device's UUID first, before libzpp has done anything else: the
+     * order in which this process's predecessor crashed inside the driver
+     * (libzpp loaded cuCtxGetDevice at CUDA 13's two-argument ABI; see
+     * ZCU_ABI in client/zpp_cuda.c). */
+    CK("uuid", zpp_cuda_device_uuid(uuid));
+    CK("alloc", cut_vmm_alloc(&b.in, dev, shard * 2) || cut_vmm_alloc(&b.out, dev, RJ_COUNT * 2));
+    CK("connect", zpp_connect(o->sock, &gc));
+    CK("attach", zpp_cuda_attach(gc, 16));
+    zpp_job_desc jd = {.job_id = o->job,
+                       .rank = (uint32_t)rank,
+                       .world_size = (uint32_t)W,
+                       .local_rank = (uint32_t)rank,
+                       .node_count = 1,
+                       .gpu_uuid = uuid};
+    if (fresh) {
+        /* Ready (context, connection, buffers) before the first process
+         * leaves: the rank is away only for as long as a Hello takes. */
+        CK("waiting for rank W-1's first process to leave", wait_flag(&sy->left, 1, RJ_WAIT_MS));
+        double t0 = cut_now_us();
+        int rc = zpp_hello(gc, &jd, NULL);
+        tries = 1;
+        if (rc == ZPP_EEXIST) { /* the first process's close not read yet */
+            zpp_close(gc);
+            gc = NULL;
+            rc = join_rank(o->sock, &jd, &gc, &tries);
+            tries++;
+        }
+        if (rc) {
+            printf("FAIL rejoin: a new process cannot say Hello as rank %d of job %s: %s\n", rank,
+                   o->job, zpp_err_name(rc));
+            return 1;
+        }
+        printf("info: rejoin: a new process (pid %d) said Hello as rank %d %.1f ms after the "
+               "first one left (%d tries)\n",
+               (int)getpid(), rank, (cut_now_us() - t0) / 1e3, tries);
+        CK("register", rj_register(gc, &b));
+        raise_flag(&sy->back);
+    } else {
+        CK("hello", zpp_hello(gc, &jd, NULL));
+        CK("register", rj_register(gc, &b));
+        fails += rj_call(gc, &b, rank, W, ZPP_OP_QWZ_ALLGATHER, RJ_SEED_QWZ, 1, host, &ms1);
+        sy->kept[rank] = cut_hash(host, RJ_COUNT * 2);
+        double err = rj_err(host, RJ_SEED_QWZ);
+        if (err > RJ_QWZ_BOUND) {
+            printf("FAIL rejoin: rank %d call 1 (qwZ int8): relative error %.3g > %.3g\n", rank,
+                   err, RJ_QWZ_BOUND);
+            fails++;
+        }
+        fails += rj_call(gc, &b, rank, W, ZPP_OP_ALLGATHER, RJ_SEED_BEFORE, 2, host, &ms);
+        fails += rj_exact(host, RJ_SEED_BEFORE, rank, 2);
+        raise_flag(&sy->past_call2);
+        CK("waiting for the other ranks past call 2", wait_flag(&sy->past_call2, W, RJ_WAIT_MS));
+        if (rank == W - 1) {
+            /* leave between calls: this process ends, a new one comes */
+            zpp_close(gc);
+            raise_flag(&sy->left);
+            cut_vmm_free(&b.in);
+            cut_vmm_free(&b.out);
+            free(host);
+            return fails ? 1 : 0;
+        }
+        CK("waiting for rank W-1's new process", wait_flag(&sy->back, 1, RJ_WAIT_MS));
+        if (rank == 0) {
+            /* the same process, a new connection */
+            zpp_close(gc);
+            gc = NULL;
+            if (join_rank(o->sock, &jd, &gc, &tries)) {
+                printf("FAIL rejoin: rank 0 cannot say Hello again on a new connection\n");
+                return 1;
+            }
+            printf("info: rejoin: rank 0 said Hello again on a new connection (%d tries)\n", tries);
+            CK("register again", rj_register(gc, &b));
+            raise_flag(&sy->rank0_back);
+        }
+    }
+    CK("waiting for rank 0's new connection", wait_flag(&sy->rank0_back, 1, RJ_WAIT_MS));
+    fails += rj_call(gc, &b, rank, W, ZPP_OP_ALLGATHER, RJ_SEED_AFTER, 3, host, &ms3);
+    fails += rj_exact(host, RJ_SEED_AFTER, rank, 3);
+    int hpz_bad = rj_call(gc, &b, rank, W, ZPP_OP_HPZ_GATHER, 0, 4, host, &ms);
+    if (!hpz_bad && cut_hash(host, RJ_COUNT * 2) != sy->kept[rank]) {
+        printf("FAIL rejoin: rank %d call 4: the hpZ gather of '%s' differs from call 1's qwZ "
+               "output\n",
+               rank, RJ_KEY);
+        hpz_bad = 1;
+    }
+    fails += hpz_bad;
+    if (!fails && (rank == 0 || fresh))
+        printf("PASS rejoin: rank %d (%s) after the rejoins: calls 3-4 continue the job's "
+               "numbering, all-gather exact, hpZ gives call 1's bytes; call 3 took %.1f ms\n",
+               rank, fresh ? "a new process" : "same process, new connection", ms3);
+    if (!fresh && rank == 0)
+        printf("info: rejoin: call 1 (the job's first, after its communicators formed) took "
+               "%.1f ms\n",
+               ms1);
+    zpp_close(gc);
+    cut_vmm_free(&b.in);
+    cut_vmm_free(&b.out);
+    free(host);
+    return fails ? 1 : 0;
+}
+
+/* Lines of the daemon's log at path that contain msg, "job=<job> " and,
+ * unless NULL, also (text and JSON log formats alike); -1 if the log
+ * cannot be read. */
+static int log_lines(const char *path, const char *job, const char *msg, const char *also)
+{
+    FILE *f = fopen(path, "r");
+    char tag[96], *line = NULL;
+    size_t cap = 0;
+    int n = 0;
+    if (!f)
+        return -1;
+    snprintf(tag, sizeof tag, "job=%s ", job);
+    while (getline(&line, &cap, f) > 0)
+        n += strstr(line, msg) && strstr(line, tag) && (!also || strstr(line, also));
+    free(line);
+    fclose(f);
+    return n;
+}
+
+/* -R: see rejoin_child. Then the daemon's log shows the communicators
+ * reused: one "communicators ready" for the job (a job made anew by a
+ * Hello forms again), two "rank rejoined", and once its last rank left,
+ * "job freed ... backend=graceful" (an aborted job says "none"). */
+static int run_rejoin(struct opts *o)
+{
+    struct rejoin_sync *sy =
+        mmap(NULL, sizeof *sy, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (sy == MAP_FAILED) {
+        perror("mmap");
+        return 1;
+    }
+    memset(sy, 0, sizeof *sy);
+    o->rj = sy;
+    snprintf(o->job, sizeof o->job, "cuda-rejoin-%d", (int)getpid());
+    printf("info: rejoin: job %s of %d ranks; after call 2 rank %d's process leaves and a new "
+           "one takes its place, then rank 0 reconnects in its own process\n",
+           o->job, o->world, o->world - 1);
+    int failed = cut_spawn(o->world + 1, rejoin_child, o, -1, 0);
+    printf("%s rejoin: %d of %d processes failed\n", failed ? "FAIL" : "PASS", failed,
+           o->world + 1);
+    /* The last rank's close reaches the daemon after its process ended. */
+    int freed = 0;
+    for (int t = 0; t < RJ_LOG_WAIT_S * 2; t++) {
+        freed = log_lines(o->daemon_log, o->job, "job freed", NULL);
+        if (freed != 0)
+            break;
+        usleep(500000);
+    }
+    int made = log_lines(o->daemon_log, o->job, "communicators ready", NULL);
+    int back = log_lines(o->daemon_log, o->job, "rank rejoined", NULL);
+    int graceful = log_lines(o->daemon_log, o->job, "job freed", "backend=graceful");
+    int reused = made == 1 && back == 2, ended = freed == 1 && graceful == 1;
+    printf("%s rejoin: the daemon formed job %s's communicators once and 2 ranks rejoined it "
+           "(%s: %d \"communicators ready\", %d \"rank rejoined\")\n",
+           reused ? "PASS" : "FAIL", o->job, o->daemon_log, made, back);
+    printf("%s rejoin: the job ended when its last rank left, not aborted (%d \"job freed\", %d "
+           "of them backend=graceful)\n",
+           ended ? "PASS" : "FAIL", freed, graceful);
+    munmap(sy, sizeof *sy);
+    o->rj = NULL;
+    return failed || !reused || !ended;
+}
+
+/* ---- -M: admission by GPU memory ---------------------------------------- */
+
+#define ADMIT_COUNT 4096  /* bf16 elements of the call that is refused */
+#define ADMIT_ROUNDS 2    /* the same job id again: the refused job must be gone */
+#define ADMIT_GONE_S 10   /* for the refused job to leave the daemon's list */
+#define ADMIT_SETTLE_S 20 /* for its communicators and imports to be released */
+
+/* -M KEY, rank `rank`: Hello succeeds (admission happens at formation),
+ * and the first call ends with ZPP_EABORTED and a message naming KEY. */
+static int admit_child(int rank, void *arg)
+{
+    const struct opts *o = arg;
+    zpp_conn *gc = NULL;
+    char uuid[ZPP_CUDA_UUID_LEN];
+    struct cut_vmm in, out;
+    uint64_t bin, bout, oin, oout;
+    alarm(CHILD_ALARM_S);
+    int dev = cut_rank_device(NULL, rank);
+    CK("GPU of this rank", dev < 0);
+    CK("context", cut_ctx(dev, NULL));
+    CK("connect", zpp_connect(o->sock, &gc));
+    CK("attach", zpp_cuda_attach(gc, 16));
+    CK("uuid", zpp_cuda_device_uuid(uuid));
+    zpp_job_desc jd = {.job_id = o->job,
+                       .rank = (uint32_t)rank,
+                       .world_size = (uint32_t)o->world,
+                       .local_rank = (uint32_t)rank,
+                       .node_count = 1,
+                       .gpu_uuid = uuid};
+    CK("hello", zpp_hello(gc, &jd, NULL));
+    CK("alloc",
+       cut_vmm_alloc(&in, dev, ADMIT_COUNT * 2) || cut_vmm_alloc(&out, dev, ADMIT_COUNT * 2));
+    CK("register in", zpp_register_cuda(gc, (void *)in.ptr, in.size, &bin, &oin));
+    CK("register out", zpp_register_cuda(gc, (void *)out.ptr, out.size, &bout, &oout));
+    zpp_coll call;
+    zpp_coll_init(&call, ZPP_OP_ALLGATHER, ZPP_BF16, ADMIT_COUNT);
+    call.input = (zpp_bufref){bin, oin};
+    call.output = (zpp_bufref){bout, oout};
+    call.timeout_ms = 20000;
+    double t0 = cut_now_us();
+    int rc = zpp_collective(gc, &call, NULL);
+    const char *msg = rc ? zpp_last_error(gc) : "the call ran";
+    int ok = rc == ZPP_EABORTED && strstr(msg, o->admit_key);
+    printf("%s admission: rank %d, job %s: first call %s after %.0f ms: %s\n",
+           ok ? "info:" : "FAIL", rank, o->job, zpp_err_name(rc), (cut_now_us() - t0) / 1e3, msg);
+    zpp_close(gc);
+    cut_vmm_free(&in);
+    cut_vmm_free(&out);
+    return ok ? 0 : 1;
+}
+
+/* Polls the daemon's status every 0.5 s for up to max_s until it lists no
+ * job and, with all, no imported buffer nor deferred release on any GPU.
+ * v: the last figures (jobs, imports, deferred releases; -1 where the
+ * daemon did not answer or has no such figure). 0 once there, else 1. */
+static int wait_empty(const char *sock, int all, int max_s, long long v[3])
+{
+    char buf[16384];
+    for (int t = 0; t <= max_s * 2; t++) {
+        v[0] = v[1] = v[2] = -1;
+        if (daemon_status(sock, buf, sizeof buf) == 0) {
+            v[0] = json_sum(buf, "jobs");
+            v[1] = json_sum(buf, "imports");
+            v[2] = json_sum(buf, "deferred_releases");
+        }
+        if (v[0] == 0 && (!all || (v[1] == 0 && v[2] == 0)))
+            return 0;
+        if (t < max_s * 2)
+            usleep(500000);
+    }
+    return 1;
+}
+
+/* -M KEY: ADMIT_ROUNDS times the same job, refused on every rank
+ * (admit_child); between rounds the refused job leaves the daemon's list.
+ * Then the daemon still answers and holds nothing of the jobs. */
+static int run_admit(struct opts *o)
+{
+    long long v[3];
+    int bad = 0;
+    snprintf(o->job, sizeof o->job, "cuda-admit-%d", (int)getpid());
+    printf("info: admission: job %s of %d ranks on a daemon whose %s no job fits\n", o->job,
+           o->world, o->admit_key);
+    for (int round = 1; round <= ADMIT_ROUNDS; round++) {
+        int failed = cut_spawn(o->world, admit_child, o, -1, 0);
+        printf("%s admission round %d: %d of %d ranks refused with ABORTED naming %s\n",
+               failed ? "FAIL" : "PASS", round, o->world - failed, o->world, o->admit_key);
+        int gone = wait_empty(o->sock, 0, ADMIT_GONE_S, v) == 0;
+        if (!gone)
+            printf("FAIL admission round %d: the refused job is still listed after %d s (jobs "
+                   "%lld)\n",
+                   round, ADMIT_GONE_S, v[0]);
+        bad += failed != 0 || !gone;
+    }
+    double t0 = cut_now_us();
+    int st = wait_empty(o->sock, 1, ADMIT_SETTLE_S, v);
+    printf("%s admission: the daemon answers and holds nothing of the refused jobs after %.1f s "
+           "(jobs %lld, imports %lld, deferred releases %lld)\n",
+           st ? "FAIL" : "PASS", (cut_now_us() - t0) / 1e6, v[0], v[1], v[2]);
+    return bad || st;
+}
+
+/* A crash in a rank process says where (the frames as binary+offset, for
+ * addr2line on the same build), then dies of the same signal. */
+static void on_crash(int sig)
+{
+    void *fr[32];
+    char head[64];
+    int n = snprintf(head, sizeof head, "zpp-cuda-test: pid %d: signal %d; frames:\n",
+                     (int)getpid(), sig);
+    if (write(STDERR_FILENO, head, (size_t)n) < 0) {
+        /* nothing to do */
+    }
+    backtrace_symbols_fd(fr, backtrace(fr, 32), STDERR_FILENO);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
 int main(int argc, char **argv)
 {
     struct opts o = {.world = 2, .nodes = 1, .max_bytes = 1ull << 30};
     int c, per_node = 0;
-    while ((c = getopt(argc, argv, "s:H:w:n:m:LKC:A:G:g:")) != -1) {
+    while ((c = getopt(argc, argv, "s:H:w:n:m:LKC:A:G:g:Rl:M:")) != -1) {
         switch (c) {
         case 's':
             o.sock = optarg;
@@ -711,12 +1220,22 @@ int main(int argc, char **argv)
         case 'g':
             o.gpu_map = optarg;
             break;
+        case 'R':
+            o.rejoin = 1;
+            break;
+        case 'l':
+            o.daemon_log = optarg;
+            break;
+        case 'M':
+            o.admit_key = optarg;
+            break;
         default:
             fprintf(stderr,
                     "usage: %s -s SOCK [-H HOST_SOCK] [-w W] [-n N] [-m MiB] [-L] [-K] [-C N]\n"
+                    "       %s -s SOCK [-w W] -R -l ZPPD_LOG | -M KEY\n"
                     "       %s -s 'PATH-{node}.sock' -A LEADER -n N [-G G | -w W] [-g MAP] "
                     "[-H HOST_SOCK] [-m MiB]\n",
-                    argv[0], argv[0]);
+                    argv[0], argv[0], argv[0]);
             return 2;
         }
     }
@@ -727,13 +1246,28 @@ int main(int argc, char **argv)
         fprintf(stderr, "bad arguments\n");
         return 2;
     }
-    if (o.multi && (o.kill || o.conc_calls > 0)) {
-        fprintf(stderr, "-K and -C run on one daemon only\n");
+    if (o.multi && (o.kill || o.conc_calls > 0 || o.rejoin || o.admit_key)) {
+        fprintf(stderr, "-K, -C, -R and -M run on one daemon only\n");
+        return 2;
+    }
+    if (o.rejoin && (o.world < 2 || o.world >= MAX_RANKS || !o.daemon_log)) {
+        fprintf(stderr, "-R needs 2 to %d ranks and -l ZPPD_LOG\n", MAX_RANKS - 1);
+        return 2;
+    }
+    if (o.admit_key && !o.admit_key[0]) {
+        fprintf(stderr, "-M needs the name of the daemon's memory limit\n");
         return 2;
     }
     setvbuf(stdout, NULL, _IOLBF, 0);
+    signal(SIGSEGV, on_crash);
+    signal(SIGBUS, on_crash);
+    signal(SIGFPE, on_crash);
     if (o.kill)
         return run_kill(&o);
+    if (o.rejoin)
+        return run_rejoin(&o);
+    if (o.admit_key)
+        return run_admit(&o);
     if (o.conc_calls > 0) {
         int failed = cut_spawn(2 * o.world, conc_child, &o, -1, 0);
         printf("%s: two concurrent jobs, %d of %d processes failed\n", failed ? "FAIL" : "PASS",
