@@ -85,6 +85,15 @@
 #ifndef ZK_VMINB
 #define ZK_VMINB 3 /* min CTAs per SM of the vector kernels (NV = 1; 3: 80 registers) */
 #endif
+/* Variants that cut instructions per element of the int4 fused reductions
+ * (all 0 = off: the default build is unchanged; see "Instruction cuts"
+ * above fsum). */
+#ifndef ZK_FSUM4H
+#define ZK_FSUM4H 0 /* 1: the slot reductions (fsum) decode int4 codes two per HADD2 */
+#endif
+#ifndef ZK_RO4F
+#define ZK_RO4F 0 /* int4 reduce->fp32: 0 the slot kernel, 2 or 4 frov with that many slots */
+#endif
 /* Lean quantize (fqx_kernel below). On an H200 it took quantize from
  * 79-88 % of the copy to 89-95 % and qgZ's reorder+quantize from 68-88 %
  * to 88-95 % (bench/results/kernels-2026-11-22-h200-fqx.txt); 0 keeps
@@ -920,6 +929,31 @@ int fqx_dispatch(const fq_args &a, uint32_t block, uint64_t nb_per_chunk, cudaSt
 
 /* ---- fused reductions -------------------------------------------------- */
 
+/* Instruction cuts of the int4 fused reductions (knobs, off by default; SASS
+ * of sm_90, k = 8, B = 256, per element: see docs/kernels.md):
+ * - ZK_FSUM4H: the slot kernels (fro_kernel: int4 -> fp32, frq_kernel)
+ *   decode 8 codes with codes_float4h (SHF, 4 LOP3, 4 HADD2, 8 HADD2.F32)
+ *   instead of codes_float (XOR, 2 LOP3, SHF, 8 PRMT, 8 FADD): the same
+ *   exact (float)q, 3 instructions fewer per 8 codes and chunk.
+ * - ZK_RO4F: int4 -> fp32 through the vector kernel frov with ZK_RO4F slots
+ *   (fsumv: one code and one scale load per chunk and S slots, pointer
+ *   increments shared) instead of the slot kernel. */
+#if ZK_FSUM4H
+__device__ __forceinline__ void codes_float4h(uint32_t c, float (&q)[8]);
+#endif
+/* (float)q of the 8 codes of a slot, exactly, for fsum. */
+template <int BITS>
+__device__ __forceinline__ void fsum_codes(const slot_codes<BITS> &c, float (&q)[8])
+{
+#if ZK_FSUM4H
+    if constexpr (BITS == 4) {
+        codes_float4h(c.w[0], q);
+        return;
+    }
+#endif
+    codes_float<BITS>(c, q);
+}
+
 /* acc[i] = sum over chunks c = 0..k-1 (in order, from +0) of decoded code i
  * of the slot at element e (codes at in + c*stride + e*BITS/8, scale index
  * sb). Issues ZK_KB chunks' loads before any use. *smax gets the max of
@@ -964,7 +998,7 @@ __device__ __forceinline__ void fsum(const uint8_t *in, uint64_t stride, int k, 
 #pragma unroll
                 for (int u = 0; u < U; u++) {
                     float q[8];
-                    codes_float<BITS>(cd[b][u], q);
+                    fsum_codes<BITS>(cd[b][u], q);
                     smax[u] = max(smax[u], __float_as_uint(s[b][u]) & ZK_F32_ABS_MASK);
 #pragma unroll
                     for (int i = 0; i < 8; i++)
@@ -992,7 +1026,7 @@ __device__ __forceinline__ void fsum(const uint8_t *in, uint64_t stride, int k, 
             for (int u = 0; u < U; u++) {
                 if ((whole || c0 + b < k) && ld[u]) {
                     float q[8];
-                    codes_float<BITS>(cd[b][u], q);
+                    fsum_codes<BITS>(cd[b][u], q);
                     smax[u] = max(smax[u], __float_as_uint(s[b][u]) & ZK_F32_ABS_MASK);
 #pragma unroll
                     for (int i = 0; i < 8; i++)
@@ -1598,6 +1632,10 @@ int fro_dispatch(const uint8_t *in, uint64_t in_stride, int k, uint64_t pay, uin
      * (H200: 52 % of the copy against 79 %; bf16 81 % against 61 %). */
     if constexpr (BITS == 4 && ZK_RO4 > 1 && ODT != ZK_FP32) {
         frov_launch<ODT, 4, ZK_RO4>(in, in_stride, k, pay, lgb, count, mean, divisor, y, stream);
+        return 1;
+    }
+    if constexpr (BITS == 4 && ZK_RO4F > 1 && ODT == ZK_FP32) {
+        frov_launch<ODT, 4, ZK_RO4F>(in, in_stride, k, pay, lgb, count, mean, divisor, y, stream);
         return 1;
     }
     if constexpr (BITS == 8 && ZK_RO8 > 1) {
