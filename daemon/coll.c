@@ -649,23 +649,25 @@ static int peer_slot(const struct coll_exec *x, int comm, int s, int i)
     return first + i - t->rank0;
 }
 
-/* qwZ's switches and test hook (docs/cuda.md, "Switches"), read once:
- * ZPP_QWZ_PIECE_MIB / _KIB set the gathered bytes per piece, ZPP_QWZ_HIER
- * the hierarchical path. */
+/* The gathers' switches and test hook (docs/cuda.md, "Switches"), read
+ * once: ZPP_QWZ_PIECE_MIB / _KIB set qwZ's gathered bytes per piece,
+ * ZPP_QWZ_HIER and ZPP_AG_HIER the hierarchical paths. */
 static struct {
     uint64_t piece_bytes; /* 0: the plan's own choice */
     int hier;
-} qwz_env;
-static pthread_once_t qwz_env_once = PTHREAD_ONCE_INIT;
+    int ag_hier; /* ZPP_AG_HIER: the plain all-gather the same way (off: not yet on a GPU) */
+} gather_env;
+static pthread_once_t gather_env_once = PTHREAD_ONCE_INIT;
 
-static void qwz_env_read(void)
+static void gather_env_read(void)
 {
     const char *mib = getenv("ZPP_QWZ_PIECE_MIB"), *kib = getenv("ZPP_QWZ_PIECE_KIB");
     if (mib && atoi(mib) > 0)
-        qwz_env.piece_bytes = (uint64_t)atoi(mib) << 20;
+        gather_env.piece_bytes = (uint64_t)atoi(mib) << 20;
     if (kib && atoi(kib) > 0) /* test hook: pieces of the tests' small calls */
-        qwz_env.piece_bytes = (uint64_t)atoi(kib) << 10;
-    qwz_env.hier = be_env_switch("ZPP_QWZ_HIER", 1);
+        gather_env.piece_bytes = (uint64_t)atoi(kib) << 10;
+    gather_env.hier = be_env_switch("ZPP_QWZ_HIER", 1);
+    gather_env.ag_hier = be_env_switch("ZPP_AG_HIER", 0);
 }
 
 static void qwz_plan(struct coll_exec *x, uint64_t W, struct qwz_plan *q)
@@ -677,9 +679,9 @@ static void qwz_plan(struct coll_exec *x, uint64_t W, struct qwz_plan *q)
      * 256 MiB - 1 GiB, 1.13-1.21x NCCL in one piece, 0.83-1.10x in pieces). */
     if (x->topo.nodes == 1)
         piece_bytes = UINT64_MAX;
-    pthread_once(&qwz_env_once, qwz_env_read);
-    if (qwz_env.piece_bytes)
-        piece_bytes = qwz_env.piece_bytes;
+    pthread_once(&gather_env_once, gather_env_read);
+    if (gather_env.piece_bytes)
+        piece_bytes = gather_env.piece_bytes;
     q->shard = (a->count + W - 1) / W;
     uint64_t full = zk_chunk_bytes(q->shard, a->bits, a->block) * W;
     uint64_t P = full / piece_bytes;
@@ -812,7 +814,7 @@ static int run_qwz(struct coll_exec *x, void **send, void **recv)
     uint64_t poisoned = 0;
     struct qwz_plan q;
     qwz_plan(x, W, &q);
-    if (x->topo.nodes > 1 && x->topo.local > 1 && qwz_env.hier) /* read by qwz_plan */
+    if (x->topo.nodes > 1 && x->topo.local > 1 && gather_env.hier) /* read by qwz_plan */
         return run_qwz_hier(x, &q);
     uint64_t cbf = zk_chunk_bytes(q.ps, a->bits, a->block);
     uint64_t last = q.shard - (q.P - 1) * q.ps;
@@ -923,6 +925,66 @@ exit:
     return rc;
 }
 
+/* Plain all-gather of several nodes of several ranks each, the way
+ * run_qwz_hier moves codes (ZPP_AG_HIER=1; off until it has run on GPUs):
+ * an all-gather of the shards among the N ranks of equal local index
+ * (BE_COMM_INTER) into E, then inside the node each rank copies the
+ * others' E from their memory (peer access) or gets them by an all-gather
+ * over BE_COMM_INTRA into F. Shard m = n * G + i lands at m * shard of the
+ * output, cut to count. */
+static int run_allgather_hier(struct coll_exec *x)
+{
+    int rc = 0;
+    const struct be_ops *ops = x->call.ops;
+    struct be_call *c = &x->call;
+    int ns = x->topo.nslots, N = x->topo.nodes, G = x->topo.local;
+    size_t esize = zk_dtype_size(x->args.dtype);
+    uint64_t shard = (x->args.count + (uint64_t)x->topo.world - 1) / (uint64_t)x->topo.world;
+    size_t part = (size_t)(shard * esize);
+    int pm = peer_mode(x, BE_COMM_INTRA);
+    void **E = calloc((size_t)ns, sizeof *E), **F = calloc((size_t)ns, sizeof *F);
+    void **snd = calloc((size_t)ns, sizeof *snd);
+    if (!E || !F || !snd) {
+        snprintf(x->msg, sizeof x->msg, "out of memory");
+        rc = ZPP_ENOMEM;
+        goto exit;
+    }
+    for (int s = 0; s < ns; s++) {
+        COLL_CHECK(x, ops->scratch(c, s, (size_t)N * part, &E[s]));
+        if (!pm)
+            COLL_CHECK(x, ops->scratch(c, s, (size_t)(N * G) * part, &F[s]));
+        snd[s] = x->slots[s].in;
+    }
+    COLL_CHECK(x, ops->allgather(c, BE_COMM_INTER, snd, E, part));
+    if (pm) {
+        COLL_CHECK(x, ops->peer_fence(c, BE_COMM_INTRA));
+    } else {
+        COLL_CHECK(x, ops->allgather(c, BE_COMM_INTRA, E, F, (size_t)N * part));
+    }
+    for (int s = 0; s < ns; s++)
+        for (int i = 0; i < G; i++)
+            for (int n = 0; n < N; n++) {
+                uint64_t lo = ((uint64_t)n * (uint64_t)G + (uint64_t)i) * shard;
+                uint64_t cnt = coll_clamp(x->args.count, lo, shard);
+                const uint8_t *src = pm ? (const uint8_t *)E[peer_slot(x, BE_COMM_INTRA, s, i)] +
+                                              (size_t)n * part
+                                        : (const uint8_t *)F[s] + (size_t)(i * N + n) * part;
+                if (cnt)
+                    COLL_CHECK(x, ops->copy(c, s, (uint8_t *)x->slots[s].out + lo * esize, src,
+                                            (size_t)(cnt * esize)));
+            }
+    if (pm) /* no rank reuses E while a peer still copies from it */
+        COLL_CHECK(x, ops->peer_fence(c, BE_COMM_INTRA));
+    pm = 0;
+exit:
+    if (pm)
+        ops->peer_fence(c, BE_COMM_INTRA);
+    free(E);
+    free(F);
+    free(snd);
+    return rc;
+}
+
 /* Plain all-gather (stride is the per-rank block: shard elements) and hpZ
  * gather (send = the store's slices over INTRA): straight into the output
  * when the blocks tile it exactly, else through scratch. */
@@ -988,7 +1050,12 @@ int coll_run(struct coll_exec *x)
     case ZPP_OP_ALLGATHER:
         for (int s = 0; s < ns; s++)
             send[s] = x->slots[s].in;
-        rc = run_gather(x, send, recv, BE_COMM_GLOBAL, (a->count + W - 1) / W, x->topo.world);
+        pthread_once(&gather_env_once, gather_env_read);
+        if (x->topo.nodes > 1 && x->topo.local > 1 && gather_env.ag_hier)
+            rc = run_allgather_hier(x);
+        else
+            rc = run_gather(x, send, recv, BE_COMM_GLOBAL, (a->count + W - 1) / W,
+                            x->topo.world);
         if (rc == 0)
             rc = store_after_gather(x);
         break;
