@@ -966,9 +966,9 @@ static int run_allgather_hier(struct coll_exec *x)
             for (int n = 0; n < N; n++) {
                 uint64_t lo = ((uint64_t)n * (uint64_t)G + (uint64_t)i) * shard;
                 uint64_t cnt = coll_clamp(x->args.count, lo, shard);
-                const uint8_t *src = pm ? (const uint8_t *)E[peer_slot(x, BE_COMM_INTRA, s, i)] +
-                                              (size_t)n * part
-                                        : (const uint8_t *)F[s] + (size_t)(i * N + n) * part;
+                const uint8_t *src =
+                    pm ? (const uint8_t *)E[peer_slot(x, BE_COMM_INTRA, s, i)] + (size_t)n * part
+                       : (const uint8_t *)F[s] + (size_t)(i * N + n) * part;
                 if (cnt)
                     COLL_CHECK(x, ops->copy(c, s, (uint8_t *)x->slots[s].out + lo * esize, src,
                                             (size_t)(cnt * esize)));
@@ -1054,8 +1054,7 @@ int coll_run(struct coll_exec *x)
         if (x->topo.nodes > 1 && x->topo.local > 1 && gather_env.ag_hier)
             rc = run_allgather_hier(x);
         else
-            rc = run_gather(x, send, recv, BE_COMM_GLOBAL, (a->count + W - 1) / W,
-                            x->topo.world);
+            rc = run_gather(x, send, recv, BE_COMM_GLOBAL, (a->count + W - 1) / W, x->topo.world);
         if (rc == 0)
             rc = store_after_gather(x);
         break;

@@ -152,41 +152,76 @@ static int is_gather(int op)
         }                                                                                          \
     } while (0)
 
-static int kill_child(int rank, void *arg)
+/* One rank of a one-node job on device dev: its context, a connection
+ * with n_ev call slots, Hello (tenant may be NULL), and device buffers of
+ * in_bytes and out_bytes registered as r->in / r->out. 0, or 1 after a
+ * line on stderr naming the step (r->c is set once connected, for the
+ * caller to close). */
+struct rank_io {
+    zpp_conn *c;
+    struct cut_vmm vin, vout;
+    zpp_bufref in, out;
+};
+
+static int rank_open(const struct opts *o, int rank, int dev, const char *job, const char *tenant,
+                     int n_ev, uint64_t in_bytes, uint64_t out_bytes, struct rank_io *r)
 {
-    const struct opts *o = arg;
     zpp_conn *gc = NULL;
     char uuid[ZPP_CUDA_UUID_LEN];
-    struct cut_vmm in, out;
-    uint64_t bin, bout, oin, oout;
-    uint64_t count = o->after_kill ? 1u << 20 : 1u << 27; /* 2 / 256 MiB of bf16 gathered */
-    CK("context", cut_ctx(rank, NULL));
+    memset(r, 0, sizeof *r);
+    CK("context", cut_ctx(dev, NULL));
     CK("connect", zpp_connect(o->sock, &gc));
-    CK("attach", zpp_cuda_attach(gc, 8));
+    r->c = gc;
+    CK("attach", zpp_cuda_attach(gc, n_ev));
     CK("uuid", zpp_cuda_device_uuid(uuid));
-    zpp_job_desc jd = {.job_id = o->after_kill ? "after-kill" : "kill-test",
+    zpp_job_desc jd = {.job_id = job,
                        .rank = (uint32_t)rank,
                        .world_size = (uint32_t)o->world,
                        .local_rank = (uint32_t)rank,
                        .node_count = 1,
-                       .gpu_uuid = uuid};
+                       .gpu_uuid = uuid,
+                       .tenant_label = tenant};
     CK("hello", zpp_hello(gc, &jd, NULL));
-    CK("alloc in", cut_vmm_alloc(&in, rank, count * 2 / (uint64_t)o->world));
-    CK("alloc out", cut_vmm_alloc(&out, rank, count * 2));
-    CK("register in", zpp_register_cuda(gc, (void *)in.ptr, in.size, &bin, &oin));
-    CK("register out", zpp_register_cuda(gc, (void *)out.ptr, out.size, &bout, &oout));
+    CK("alloc in", cut_vmm_alloc(&r->vin, dev, in_bytes));
+    CK("alloc out", cut_vmm_alloc(&r->vout, dev, out_bytes));
+    CK("register in",
+       zpp_register_cuda(gc, (void *)r->vin.ptr, in_bytes, &r->in.buffer_id, &r->in.offset));
+    CK("register out",
+       zpp_register_cuda(gc, (void *)r->vout.ptr, out_bytes, &r->out.buffer_id, &r->out.offset));
+    return 0;
+}
+
+static void rank_close(struct rank_io *r)
+{
+    zpp_close(r->c);
+    if (r->vin.ptr)
+        cut_vmm_free(&r->vin);
+    if (r->vout.ptr)
+        cut_vmm_free(&r->vout);
+}
+
+static int kill_child(int rank, void *arg)
+{
+    const struct opts *o = arg;
+    struct rank_io r;
+    uint64_t count = o->after_kill ? 1u << 20 : 1u << 27; /* 2 / 256 MiB of bf16 gathered */
+    if (rank_open(o, rank, rank, o->after_kill ? "after-kill" : "kill-test", NULL, 8,
+                  count * 2 / (uint64_t)o->world, count * 2, &r)) {
+        rank_close(&r);
+        return 1;
+    }
     for (int i = 0; i < (o->after_kill ? 20 : 1000000); i++) {
         zpp_coll call;
         zpp_coll_init(&call, i % 2 ? ZPP_OP_ALLGATHER : ZPP_OP_QWZ_ALLGATHER, ZPP_BF16, count);
-        call.input = (zpp_bufref){bin, oin};
-        call.output = (zpp_bufref){bout, oout};
+        call.input = r.in;
+        call.output = r.out;
         call.timeout_ms = 20000;
-        int rc = zpp_collective(gc, &call, NULL);
+        int rc = zpp_collective(r.c, &call, NULL);
         if (rc) {
             printf("kill-test: rank %d: call %d ended with %s: %s (expected after the peer's "
                    "SIGKILL)\n",
-                   rank, i, zpp_err_name(rc), zpp_last_error(gc));
-            zpp_close(gc);
+                   rank, i, zpp_err_name(rc), zpp_last_error(r.c));
+            zpp_close(r.c);
             return !o->after_kill &&
                            (rc == ZPP_EABORTED || rc == ZPP_ECLOSED || rc == ZPP_ETIMEDOUT)
                        ? 0
@@ -195,7 +230,7 @@ static int kill_child(int rank, void *arg)
     }
     if (o->after_kill) {
         cuCtxSynchronize();
-        zpp_close(gc);
+        zpp_close(r.c);
         return 0;
     }
     return 1;
@@ -265,29 +300,20 @@ static int conc_child(int c, void *arg)
 {
     const struct opts *o = arg;
     int rank = c % o->world, jb = c / o->world;
-    zpp_conn *gc = NULL;
-    char uuid[ZPP_CUDA_UUID_LEN];
-    struct cut_vmm in, out;
-    uint64_t bin, bout, oin, oout, count = 32768, shard = count / (uint64_t)o->world;
+    uint64_t count = 32768, shard = count / (uint64_t)o->world;
     uint64_t seed = 777 + (uint64_t)jb * 1000;
+    struct rank_io r;
+    int opened = rank_open(o, rank, rank, jb ? "conc-B" : "conc-A", jb ? "tenantB" : "tenantA", 16,
+                           shard * 2, count * 2, &r);
+    zpp_conn *gc = r.c;
     uint16_t *h = malloc(count * 2);
-    CK("context", cut_ctx(rank, NULL));
-    CK("connect", zpp_connect(o->sock, &gc));
-    CK("attach", zpp_cuda_attach(gc, 16));
-    CK("uuid", zpp_cuda_device_uuid(uuid));
-    zpp_job_desc jd = {.job_id = jb ? "conc-B" : "conc-A",
-                       .rank = (uint32_t)rank,
-                       .world_size = (uint32_t)o->world,
-                       .local_rank = (uint32_t)rank,
-                       .node_count = 1,
-                       .gpu_uuid = uuid,
-                       .tenant_label = jb ? "tenantB" : "tenantA"};
-    CK("hello", zpp_hello(gc, &jd, NULL));
-    CK("alloc", cut_vmm_alloc(&in, rank, shard * 2) || cut_vmm_alloc(&out, rank, count * 2));
-    CK("register in", zpp_register_cuda(gc, (void *)in.ptr, shard * 2, &bin, &oin));
-    CK("register out", zpp_register_cuda(gc, (void *)out.ptr, count * 2, &bout, &oout));
+    if (opened || !h) {
+        rank_close(&r);
+        free(h);
+        return 1;
+    }
     cut_fill(h, ZPP_BF16, seed, 0, (uint64_t)rank * shard, shard);
-    CK("HtoD", cuMemcpyHtoD(in.ptr, h, shard * 2) != CUDA_SUCCESS);
+    CK("HtoD", cuMemcpyHtoD(r.vin.ptr, h, shard * 2) != CUDA_SUCCESS);
     double t0 = cut_now_us();
     int bad = 0;
     for (int i = 0; i < o->conc_calls && !bad; i++) {
@@ -295,12 +321,12 @@ static int conc_child(int c, void *arg)
         int check = (i + 1) % 1000 == 0 || i + 1 == o->conc_calls;
         zpp_coll_init(&call, check || i % 2 ? ZPP_OP_ALLGATHER : ZPP_OP_QWZ_ALLGATHER, ZPP_BF16,
                       count);
-        call.input = (zpp_bufref){bin, oin};
-        call.output = (zpp_bufref){bout, oout};
+        call.input = r.in;
+        call.output = r.out;
         CK("collective", zpp_collective(gc, &call, NULL));
         if (!check)
             continue;
-        CK("DtoH", cuMemcpyDtoH(h, out.ptr, count * 2) != CUDA_SUCCESS);
+        CK("DtoH", cuMemcpyDtoH(h, r.vout.ptr, count * 2) != CUDA_SUCCESS);
         for (uint64_t k = 0; k < count; k++) {
             uint16_t want;
             cut_fill(&want, ZPP_BF16, seed, 0, k, 1);
@@ -312,14 +338,12 @@ static int conc_child(int c, void *arg)
                 break;
             }
         }
-        CK("memset", cuMemsetD8(out.ptr, 0, count * 2) != CUDA_SUCCESS);
+        CK("memset", cuMemsetD8(r.vout.ptr, 0, count * 2) != CUDA_SUCCESS);
     }
     if (!bad && rank == 0)
         printf("PASS concurrent job %c (tenant%c): %d calls in %.2f s, results exact\n", 'A' + jb,
                'A' + jb, o->conc_calls, (cut_now_us() - t0) / 1e6);
-    zpp_close(gc);
-    cut_vmm_free(&in);
-    cut_vmm_free(&out);
+    rank_close(&r);
     free(h);
     return bad;
 }
@@ -415,10 +439,14 @@ static uint64_t gather_mismatch(const uint8_t *got, int dt, uint64_t seed, uint6
 static int expected_algo(const struct tcase *tc, int N, int G)
 {
     switch (tc->op) {
-    case ZPP_OP_ALLGATHER: return ZPP_ALGO_AG_EXACT;
-    case ZPP_OP_QWZ_ALLGATHER: return ZPP_ALGO_QWZ;
-    case ZPP_OP_HPZ_GATHER: return ZPP_ALGO_HPZ;
-    case ZPP_OP_REDUCE_SCATTER: return ZPP_ALGO_RS_EXACT;
+    case ZPP_OP_ALLGATHER:
+        return ZPP_ALGO_AG_EXACT;
+    case ZPP_OP_QWZ_ALLGATHER:
+        return ZPP_ALGO_QWZ;
+    case ZPP_OP_HPZ_GATHER:
+        return ZPP_ALGO_HPZ;
+    case ZPP_OP_REDUCE_SCATTER:
+        return ZPP_ALGO_RS_EXACT;
     case ZPP_OP_QGZ_REDUCE_SCATTER:
         if (N == 1 && !(tc->flags & ZPP_FLAG_FORCE_QUANT))
             return ZPP_ALGO_RS_EXACT;
@@ -659,8 +687,7 @@ static int coll_child(int rank, void *arg)
                        "cuda_vs_host_mismatch=%s relerr=%.3g ms=%.2f inter/M=%.3f%s%s\n",
                        ok ? "PASS" : "FAIL", tc->name, N, G, (unsigned long long)count, rank,
                        zpp_algo_name(gr.algo), gr.algo == want_algo ? "" : " WANTED ",
-                       gr.algo == want_algo ? "" : zpp_algo_name(want_algo),
-                       mm, err, us / 1e3,
+                       gr.algo == want_algo ? "" : zpp_algo_name(want_algo), mm, err, us / 1e3,
                        gr.logical_bytes ? (double)gr.bytes_inter / (double)gr.logical_bytes : 0.0,
                        extra, use_legacy ? " (legacy IPC input)" : "");
             }
@@ -1075,42 +1102,27 @@ static int run_rejoin(struct opts *o)
 static int admit_child(int rank, void *arg)
 {
     const struct opts *o = arg;
+    struct rank_io r;
     zpp_conn *gc = NULL;
-    char uuid[ZPP_CUDA_UUID_LEN];
-    struct cut_vmm in, out;
-    uint64_t bin, bout, oin, oout;
     alarm(CHILD_ALARM_S);
     int dev = cut_rank_device(NULL, rank);
     CK("GPU of this rank", dev < 0);
-    CK("context", cut_ctx(dev, NULL));
-    CK("connect", zpp_connect(o->sock, &gc));
-    CK("attach", zpp_cuda_attach(gc, 16));
-    CK("uuid", zpp_cuda_device_uuid(uuid));
-    zpp_job_desc jd = {.job_id = o->job,
-                       .rank = (uint32_t)rank,
-                       .world_size = (uint32_t)o->world,
-                       .local_rank = (uint32_t)rank,
-                       .node_count = 1,
-                       .gpu_uuid = uuid};
-    CK("hello", zpp_hello(gc, &jd, NULL));
-    CK("alloc",
-       cut_vmm_alloc(&in, dev, ADMIT_COUNT * 2) || cut_vmm_alloc(&out, dev, ADMIT_COUNT * 2));
-    CK("register in", zpp_register_cuda(gc, (void *)in.ptr, in.size, &bin, &oin));
-    CK("register out", zpp_register_cuda(gc, (void *)out.ptr, out.size, &bout, &oout));
+    if (rank_open(o, rank, dev, o->job, NULL, 16, ADMIT_COUNT * 2, ADMIT_COUNT * 2, &r)) {
+        rank_close(&r);
+        return 1;
+    }
     zpp_coll call;
     zpp_coll_init(&call, ZPP_OP_ALLGATHER, ZPP_BF16, ADMIT_COUNT);
-    call.input = (zpp_bufref){bin, oin};
-    call.output = (zpp_bufref){bout, oout};
+    call.input = r.in;
+    call.output = r.out;
     call.timeout_ms = 20000;
     double t0 = cut_now_us();
-    int rc = zpp_collective(gc, &call, NULL);
-    const char *msg = rc ? zpp_last_error(gc) : "the call ran";
+    int rc = zpp_collective(r.c, &call, NULL);
+    const char *msg = rc ? zpp_last_error(r.c) : "the call ran";
     int ok = rc == ZPP_EABORTED && strstr(msg, o->admit_key);
     printf("%s admission: rank %d, job %s: first call %s after %.0f ms: %s\n",
            ok ? "info:" : "FAIL", rank, o->job, zpp_err_name(rc), (cut_now_us() - t0) / 1e3, msg);
-    zpp_close(gc);
-    cut_vmm_free(&in);
-    cut_vmm_free(&out);
+    rank_close(&r);
     return ok ? 0 : 1;
 }
 
