@@ -243,6 +243,10 @@ int be_host_fatal(char *why, size_t why_len);
  * milliseconds after job_open, as communicators that take that long to
  * connect would; read at the first job_open. */
 #define BE_HOST_FORM_DELAY_ENV "ZPPD_TEST_FORM_DELAY"
+/* Test hook of the host backend: once the file this names exists, job_poll
+ * reports a device error for every formed job, as a cuda backend does when
+ * NCCL fails (tests/integration/test_multinode.c). */
+#define BE_HOST_POLL_FAIL_ENV "ZPPD_TEST_POLL_FAIL_FILE"
 
 /* The cuda backend (backend_cuda.c; only in builds with CUDA and NCCL).
  * be_cuda_open finds the GPUs; returns NULL with a message if none. */

@@ -40,6 +40,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backend.h"
 #include "zpp.h"
@@ -174,6 +175,11 @@ static int host_job_poll(void *backend, void *job, char *why, size_t why_len)
     const struct host_job *hj = job;
     if (hj && hj->ready_ms && host_now_ms() < hj->ready_ms)
         return BE_FORMING;
+    const char *fail = getenv(BE_HOST_POLL_FAIL_ENV); /* test hook, backend.h */
+    if (fail && *fail && access(fail, F_OK) == 0) {
+        snprintf(why, why_len, "injected by %s", BE_HOST_POLL_FAIL_ENV);
+        return -1;
+    }
     return 0;
 }
 

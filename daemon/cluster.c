@@ -22,6 +22,8 @@ struct cl_member {
     char addr[PEER_MAX_ADDRESS + 1];
     uint64_t last_ok_ms;
     uint64_t last_sent_ms;
+    uint64_t last_fail_ms; /* a heartbeat that failed (the RPC, not the job) */
+    char fail[128];        /* its error */
     int hb_inflight;
     struct peer_join_call *parked; /* leader: this node's Join, until answered */
 };
@@ -437,8 +439,12 @@ static void on_hb_reply(void *arg, int code, const char *msg, int state)
         return;
     struct cl_member *m = &j->cl->m[n];
     m->hb_inflight = 0;
+    if (code && j->state != JOB_ABORTED) { /* the timeout decides; a device error asks */
+        m->last_fail_ms = zppd_now_ms();
+        snprintf(m->fail, sizeof m->fail, "%s: %s", zpp_strerror(code), msg ? msg : "");
+    }
     if (j->state == JOB_ABORTED || code)
-        return; /* silence: the timeout decides */
+        return;
     if (state == ZPP__PEER__JOB_STATE__JOB_STATE_ABORTED ||
         state == ZPP__PEER__JOB_STATE__JOB_STATE_UNKNOWN) {
         job_abort(j, MET_ABORT_PEER, "node %u (%s) %s", n, m->addr,
@@ -512,6 +518,61 @@ void cluster_abort(struct job *j)
                             NULL);
 }
 
+/* Heartbeats member n of j now, unless one is in flight. */
+static void heartbeat(struct cl_state *st, struct job *j, uint32_t n, uint64_t now)
+{
+    struct cl_member *m = &j->cl->m[n];
+    struct peer_tenant ten = {.uid = j->uid, .label = j->label};
+    if (m->hb_inflight)
+        return;
+    struct cl_ref *r = ref_new(j, n);
+    if (!r)
+        return;
+    if (peer_heartbeat(st->peer, m->addr, j->id, &ten, j->node, j->d->cfg.peer_heartbeat_ms,
+                       on_hb_reply, r)) {
+        free(r);
+        return;
+    }
+    m->hb_inflight = 1;
+    m->last_sent_ms = now;
+}
+
+void cluster_probe(struct job *j)
+{
+    struct cl_state *st = cls(j->d);
+    struct cluster_job *c = j->cl;
+    if (!st || !st->peer || !c || !c->formed)
+        return;
+    uint64_t now = zppd_now_ms();
+    for (uint32_t n = 0; n < c->nodes; n++)
+        if (n != j->node && c->m[n].addr[0])
+            heartbeat(st, j, n, now);
+}
+
+int cluster_suspect(const struct job *j, uint64_t now, char *buf, size_t len)
+{
+    const struct cluster_job *c = j->cl;
+    uint64_t quiet = 2u * (uint64_t)j->d->cfg.peer_heartbeat_ms;
+    if (!c || !c->formed)
+        return 0;
+    for (uint32_t n = 0; n < c->nodes; n++) {
+        const struct cl_member *m = &c->m[n];
+        if (n == j->node || !m->addr[0])
+            continue;
+        if (m->last_fail_ms && m->last_fail_ms >= m->last_ok_ms) {
+            snprintf(buf, len, "node %u (%s): its heartbeat failed %" PRIu64 " ms ago (%s)", n,
+                     m->addr, now - m->last_fail_ms, m->fail);
+            return 1;
+        }
+        if (m->last_ok_ms && now - m->last_ok_ms > quiet) {
+            snprintf(buf, len, "node %u (%s): no heartbeat answered for %" PRIu64 " ms", n,
+                     m->addr, now - m->last_ok_ms);
+            return 1;
+        }
+    }
+    return 0;
+}
+
 void cluster_tick(struct zppd *d)
 {
     struct cl_state *st = cls(d);
@@ -557,7 +618,6 @@ void cluster_tick(struct zppd *d)
                           d->cfg.join_timeout_ms);
             continue;
         }
-        struct peer_tenant ten = {.uid = j->uid, .label = j->label};
         for (uint32_t n = 0; n < c->nodes; n++) {
             struct cl_member *m = &c->m[n];
             if (n == j->node || !m->addr[0])
@@ -567,18 +627,8 @@ void cluster_tick(struct zppd *d)
                           " ms", n, m->addr, now - m->last_ok_ms);
                 break;
             }
-            if (!m->hb_inflight && now - m->last_sent_ms >= d->cfg.peer_heartbeat_ms) {
-                struct cl_ref *r = ref_new(j, n);
-                if (!r)
-                    continue;
-                if (peer_heartbeat(st->peer, m->addr, j->id, &ten, j->node,
-                                   d->cfg.peer_heartbeat_ms, on_hb_reply, r)) {
-                    free(r);
-                    continue;
-                }
-                m->hb_inflight = 1;
-                m->last_sent_ms = now;
-            }
+            if (now - m->last_sent_ms >= d->cfg.peer_heartbeat_ms)
+                heartbeat(st, j, n, now);
         }
     }
 }

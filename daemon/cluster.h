@@ -17,6 +17,7 @@
 #ifndef ZPPD_CLUSTER_H
 #define ZPPD_CLUSTER_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct zppd;
@@ -41,6 +42,13 @@ void cluster_form(struct job *j);
 void cluster_abort(struct job *j);
 /* Periodic: heartbeats, join deadlines. */
 void cluster_tick(struct zppd *d);
+/* A device error hit the job: heartbeat every other member now, so that
+ * a dead one shows at once (cluster_suspect). */
+void cluster_probe(struct job *j);
+/* A member that looks dead: its last heartbeat failed, or it has not
+ * answered for two heartbeat periods. 1 with "node N (address): what" in
+ * buf, else 0. */
+int cluster_suspect(const struct job *j, uint64_t now, char *buf, size_t len);
 /* The job is being freed: forgets its state. */
 void cluster_job_free(struct job *j);
 

@@ -1209,6 +1209,16 @@ void job_abort_all(struct zppd *d, const char *reason)
     }
 }
 
+/* How long a device error of a job across daemons waits for the
+ * heartbeats to name a dead node: two heartbeat periods, within 0.5-3 s
+ * and never past peer_timeout_ms (when the heartbeats name it anyway). */
+static uint64_t dev_err_grace_ms(const struct zppd *d)
+{
+    uint64_t g = 2u * (uint64_t)d->cfg.peer_heartbeat_ms;
+    g = g < 500 ? 500 : g > 3000 ? 3000 : g;
+    return g < d->cfg.peer_timeout_ms ? g : d->cfg.peer_timeout_ms;
+}
+
 void job_tick(struct zppd *d)
 {
     uint64_t now = zppd_now_ms();
@@ -1248,9 +1258,27 @@ void job_tick(struct zppd *d)
                 continue;
             }
         } else if (j->be_job && d->be->job_poll) {
-            char why[256];
-            if (d->be->job_poll(d->be_state, j->be_job, why, sizeof why)) {
-                job_abort(j, MET_ABORT_DEVICE, "device error: %s", why);
+            char why[256], who[256];
+            if (!j->dev_err[0] && d->be->job_poll(d->be_state, j->be_job, why, sizeof why)) {
+                if (!j->cl) {
+                    job_abort(j, MET_ABORT_DEVICE, "device error: %s", why);
+                    continue;
+                }
+                /* Across daemons an NCCL error mostly means another node
+                 * died, and NCCL sees it before the heartbeats do: ask them
+                 * now, and name the node if one fails within the grace. */
+                snprintf(j->dev_err, sizeof j->dev_err, "%s", why);
+                j->dev_err_deadline_ms = now + dev_err_grace_ms(d);
+                cluster_probe(j);
+            }
+            if (j->dev_err[0] && cluster_suspect(j, now, who, sizeof who)) {
+                job_abort(j, MET_ABORT_PEER, "device error: %s; %s", j->dev_err, who);
+                continue;
+            }
+            if (j->dev_err[0] && now >= j->dev_err_deadline_ms) {
+                job_abort(j, MET_ABORT_DEVICE,
+                          "device error: %s (every other node still answers heartbeats)",
+                          j->dev_err);
                 continue;
             }
         }

@@ -118,6 +118,11 @@ struct job {
     char leader[256];
     uint64_t gen; /* daemon-unique, for answers that arrive later */
     struct cluster_job *cl;
+    /* A device error (NCCL's, mostly) of a job across daemons: usually the
+     * sign that another node died. The job waits until dev_err_deadline_ms
+     * for the heartbeats to name it (job.c, job_tick), then aborts. */
+    char dev_err[256];
+    uint64_t dev_err_deadline_ms;
     int *devices;  /* rank -> daemon device index */
     struct job *next, *prev;
 };

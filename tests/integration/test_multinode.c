@@ -47,6 +47,13 @@
  *     within the timeout and the job goes on; when rank 0 leaves again and
  *     stays away, node 0 ends the job after the timeout and node 1's job
  *     ends too, naming node 0.
+ * 14. A device error first (as NCCL sees a dead peer before the heartbeats
+ *     do; the host backend's ZPPD_TEST_POLL_FAIL_FILE makes A's job_poll
+ *     fail once the file exists), peer_timeout_ms 20000, heartbeat 300:
+ *     with B alive, A's pending call ends after the grace (2 heartbeat
+ *     periods) saying every other node still answers; with B SIGKILLed
+ *     first, it ends within a few hundred ms naming node 1 and the failed
+ *     heartbeat, long before the peer timeout.
  *
  * Timings are printed ("timing: ...").
  */
@@ -936,6 +943,65 @@ static void test_clean_end(void)
     stop(&b);
 }
 
+/* ---- 14. a device error names the dead node ----------------------------- */
+
+#define SLOW_PEER "peer_heartbeat_ms = 300\npeer_timeout_ms = 20000\njoin_timeout_ms = 5000\n"
+
+/* One job of 2 x 2 across a and b whose rank 0 waits in a call; then kill
+ * b (kill_b), make a's job_poll fail (the file), and return how long rank
+ * 0's call took to end from then. */
+static int64_t device_error_case(zh_daemon *a, zh_daemon *b, const char *ab, const char *job,
+                                 const char *file, int kill_b)
+{
+    reset_shared();
+    form_2(a, b, job, 4, ab, "gnnn");
+    st(&g_sh->go, 1);
+    ASSERT(wait_flag(&g_sh->submitted[0], 2000));
+    sleep_ms(600); /* heartbeats go by: the call stays pending */
+    ASSERT(!ld(&g_sh->done[0]));
+    if (kill_b)
+        zh_daemon_kill(b);
+    int64_t t0 = zh_now_ms();
+    FILE *f = fopen(file, "w");
+    ASSERT(f != NULL);
+    fclose(f);
+    ASSERT(wait_flag(&g_sh->done[0], 10000));
+    return g_sh->t_done[0] - t0;
+}
+
+static void test_device_error_names_node(void)
+{
+    zh_daemon a, b;
+    char aa[128], ab[128], file[256];
+    snprintf(file, sizeof file, "/tmp/zh-pollfail-%d", (int)getpid());
+    unlink(file);
+    ASSERT_EQ(setenv("ZPPD_TEST_POLL_FAIL_FILE", file, 1), 0); /* a only */
+    start(SLOW_PEER, &a, aa, sizeof aa);
+    ASSERT_EQ(unsetenv("ZPPD_TEST_POLL_FAIL_FILE"), 0);
+    start(SLOW_PEER, &b, ab, sizeof ab);
+
+    int64_t dt = device_error_case(&a, &b, aa, "mn-deverr-alive", file, 0);
+    printf("timing: device error with node 1 alive -> rank 0's call ended after %lld ms\n",
+           (long long)dt);
+    expect_error(0, ZPP_EABORTED, "device error", "every other node still answers", NULL);
+    ASSERT_LE(dt, 3000);
+    wait_state(&a, "mn-deverr-alive", "aborted", 1000);
+    release_all(4);
+    unlink(file);
+
+    dt = device_error_case(&a, &b, aa, "mn-deverr-dead", file, 1);
+    printf("timing: B SIGKILLed, then a device error -> rank 0's call ended after %lld ms "
+           "(peer_timeout_ms 20000)\n",
+           (long long)dt);
+    expect_error(0, ZPP_EABORTED, "device error", "node 1", ab, "heartbeat failed", NULL);
+    ASSERT_LE(dt, 3000);
+    wait_state(&a, "mn-deverr-dead", "aborted", 1000);
+    ASSERT(zh_daemon_alive(&a));
+    release_all(4);
+    unlink(file);
+    stop(&a);
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -955,6 +1021,7 @@ int main(int argc, char **argv)
         {"a member restarts mid-job", test_member_restarts},
         {"two daemons claim the same node", test_duplicate_node},
         {"a job ends well across daemons", test_clean_end},
+        {"a device error names the dead node", test_device_error_names_node},
     };
     int n = (int)(sizeof all / sizeof all[0]);
     int only = argc > 1 ? atoi(argv[1]) : 0;
