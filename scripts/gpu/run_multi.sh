@@ -11,12 +11,20 @@
 #   2x2: each daemon owns both GPUs; ranks 0,1 = node 0 on GPUs 0,1, ranks
 #        2,3 = node 1 on GPUs 0,1 (each GPU carries one rank of each node).
 #   2x2x4: four GPUs (nvidia-h200-x4): node 0 owns GPUs 0,1, node 1 GPUs 2,3.
+# Then a member daemon killed (FAILURE=0 skips it): a fresh 2x1 pair with
+# peer_timeout_ms=5000 runs zpp-cuda-test -D (all-gathers until a call
+# fails); once its marker appears node 1's zppd is SIGKILLed: node 0's rank
+# must fail with ZPP_EABORTED naming node 1 within the bound, node 1's rank
+# must not hang; node 0 must then hold no job and no deferred release
+# within 15 s, and node 1's zppd, started again, takes a new job with node 0
+# (zpp-cuda-test -m 1). Its output is appended to test-2x1.log.
 # Binaries and their libraries come prebuilt in .carry/cu
 # (scripts/gpu/stage.sh BUILD_DIR); NCCL and the CUDA driver come from the
 # machine. At most 6 files land in $OUT (or ./out): summary.txt,
 # test-2x1.log, bench-2x1.log, test-2x2.log, bench-2x2.log, zppd.log (the
-# tail of every daemon's log). Both layouts at MAX_MIB=1024: ~4-5 minutes;
-# every step has a time limit, the sum stays under 10 minutes.
+# tail of every daemon's log). Both layouts at MAX_MIB=1024: ~4-5 minutes,
+# the member-death step ~1 minute more; every step has a time limit, the
+# sum stays under 10 minutes.
 #   scripts/gpu/run_multi.sh [MAX_MIB]
 # Environment:
 #   LAYOUTS="2x1 2x2"   which layouts, in order
@@ -30,6 +38,7 @@
 #   BENCH_ARGS          extra zpp-bench arguments (e.g. "-i 5")
 #   ZPPD_OPTS           extra arguments of every cuda zppd of the run
 #                       (e.g. "-o default_stages=1": qgZ's pipeline stages)
+#   FAILURE=0           skip the member-death step
 #   NCCL_*              passed through to daemons, test and bench alike
 set -u
 . "$(dirname "$0")/procs.sh"
@@ -90,6 +99,16 @@ start() {
   log "zppd $name did not start"; tail -20 "$lg" | tee -a "$S"; return 1
 }
 
+# tails NAME: zppd NAME's warnings and errors and its last lines, to zppd.log
+tails() {
+  {
+    echo "=================== zppd-$1.log: warnings and errors (first 40) ==================="
+    grep -E 'level=(warn|error)' "$T/zppd-$1.log" | head -40
+    echo "=================== zppd-$1.log: last 60 lines ==================="
+    tail -60 "$T/zppd-$1.log"
+  } >> "$L"
+}
+
 # stop NAME:PID...: SIGTERM, SIGKILL after 10 s; the log tails go to zppd.log
 stop() {
   local e name p pids=()
@@ -102,12 +121,7 @@ stop() {
     fi
     wait "$p" 2>/dev/null; local st=$?
     echo "zppd $name exit status $st" >> "$S"
-    {
-      echo "=================== zppd-$name.log: warnings and errors (first 40) ==================="
-      grep -E 'level=(warn|error)' "$T/zppd-$name.log" | head -40
-      echo "=================== zppd-$name.log: last 60 lines ==================="
-      tail -60 "$T/zppd-$name.log"
-    } >> "$L"
+    tails "$name"
   done
 }
 
@@ -129,8 +143,8 @@ if start host "$T/host.sock" -- -b host -o host_threads=8 -o peer_listen= \
 fi
 
 rc=0
-common=(-b cuda -o store_budget=16G -o store_budget_per_tenant=16G -o max_pending_per_session=64
-        -o peer_timeout_ms="$pto")
+base=(-b cuda -o store_budget=16G -o store_budget_per_tenant=16G -o max_pending_per_session=64)
+common=("${base[@]}" -o peer_timeout_ms="$pto")
 for lay in $layouts; do
   case $lay in
     2x1) G=1; cvd0=0; cvd1=1 ;;
@@ -173,6 +187,99 @@ for lay in $layouts; do
   done
   stop "${PIDS[@]}"; PIDS=()
 done
+
+# A member daemon killed (FAILURE=0 skips it): the 2x1 layout on a fresh
+# pair of daemons with peer_timeout_ms=5000 (heartbeats every 1000 ms, the
+# default). zpp-cuda-test -D runs all-gathers; once rank 0 has made 20 calls
+# it creates the marker, and node 1's zppd is SIGKILLed. Then node 0 must
+# hold no job and no deferred release within 15 s, and node 1's zppd,
+# started again with the same arguments, must take a new job with node 0.
+# Returns 0 when every check passed; the caller stops the daemons.
+failure_step() {
+  local fpto=5000 mark="$T/death.marker" flog="$OUT/test-2x1.log" sock="$T/z-{node}.sock"
+  # The bound on node 0's rank, from its last successful call: the
+  # heartbeats' peer_timeout_ms; then the 10 s that the cuda backend lets an
+  # aborted job's streams drain before it aborts the communicators (cu_reap),
+  # during which NCCL's kernels, and rank 0's stream behind them, wait for
+  # node 1; then 5 s of slack.
+  local bound=$(( fpto + 10000 + 5000 ))
+  local a0=(CUDA_VISIBLE_DEVICES=0 NCCL_HOSTID=zpp-node0 -- "${base[@]}"
+            -o peer_timeout_ms="$fpto" -o peer_listen=127.0.0.1:7399)
+  local a1=(CUDA_VISIBLE_DEVICES=1 NCCL_HOSTID=zpp-node1 -- "${base[@]}"
+            -o peer_timeout_ms="$fpto" -o peer_listen=127.0.0.1:7400)
+  local hostarg=() keep=() e n1 p1 tp r st js j d t bad=0
+  [ -n "$HOSTD" ] && hostarg=(-H "$T/host.sock")
+  log "failure: fresh 2x1 daemons, peer_timeout_ms=$fpto; node 1's zppd to be SIGKILLed" \
+      "during all-gathers"
+  rm -f "$T"/z-*.sock "$mark"
+  start failure-node0 "$T/z-0.sock" "${a0[@]}" || return 1
+  start failure-node1 "$T/z-1.sock" "${a1[@]}" || return 1
+  n1=${PIDS[-1]}; p1=${n1#*:}
+
+  echo "=================== failure: node 1's zppd SIGKILLed (zpp-cuda-test -D," \
+       "bound $bound ms) ===================" >> "$flog"
+  log "failure: zpp-cuda-test -D (bound $bound ms) started; waiting for its marker (60 s at most)"
+  timeout -k 10 100 "$B/zpp-cuda-test" -s "$sock" -A 127.0.0.1:7399 -n 2 -G 1 -D "$mark" \
+    -T "$bound" >> "$flog" 2>&1 &
+  tp=$!
+  for _ in $(seq 600); do
+    [ -e "$mark" ] && break
+    kill -0 "$tp" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [ ! -e "$mark" ]; then
+    log "failure: no marker (the test ended or took over 60 s): node 1's zppd not killed"
+    kill "$tp" 2>/dev/null; wait "$tp"
+    tail -5 "$flog" | tee -a "$S"
+    return 1
+  fi
+  kill -9 "$p1"
+  wait "$p1" 2>/dev/null; st=$?
+  log "failure: marker seen; zppd failure-node1 (pid $p1) SIGKILLed, exit status $st"
+  echo "zppd failure-node1 exit status $st (SIGKILLed)" >> "$S"
+  tails failure-node1
+  for e in "${PIDS[@]}"; do [ "$e" = "$n1" ] || keep+=("$e"); done
+  PIDS=("${keep[@]}")
+  wait "$tp"; r=$?
+  log "failure: zpp-cuda-test -D exit $r"; [ $r = 0 ] || bad=1
+  grep -E '^(PASS|FAIL) death' "$flog" | tail -4 | tee -a "$S"
+  grep -E '^info: death: .*stalled' "$flog" | tail -2 | tee -a "$S"
+
+  # The aborted job leaves node 0 once rank 0 has gone and its
+  # communicators once the reaper has aborted them (deferred releases).
+  for t in $(seq 0 30); do
+    js=$(timeout 5 "$B/zppctl" -s "$T/z-0.sock" status --json 2>&1)
+    j=$(printf '%s\n' "$js" | grep -o '"jobs": *[0-9]*' | head -1 | grep -o '[0-9]*$')
+    d=$(printf '%s\n' "$js" | grep -o '"deferred_releases": *[0-9]*' |
+        awk -F: '{ s += $2 } END { print s + 0 }')
+    [ "${j:-x}" = 0 ] && [ "$d" = 0 ] && break
+    sleep 0.5
+  done
+  if [ "${j:-x}" = 0 ] && [ "$d" = 0 ]; then
+    log "failure: PASS node 0 holds no job and no deferred release after $(( t / 2 )).$(( t % 2 * 5 )) s"
+  else
+    log "failure: FAIL node 0 still has jobs ${j:-?} and deferred releases $d after 15 s"
+    printf '%s\n' "$js" | tee -a "$S"
+    bad=1
+  fi
+
+  rm -f "$T/z-1.sock"
+  start failure-node1-again "$T/z-1.sock" "${a1[@]}" || return 1
+  log "failure: node 1's zppd started again (same arguments); a new job across both, up to 1 MiB"
+  echo "=================== failure: a new job after node 1's zppd started again" \
+       "(zpp-cuda-test -m 1) ===================" >> "$flog"
+  timeout 100 "$B/zpp-cuda-test" -s "$sock" -A 127.0.0.1:7399 -n 2 -G 1 "${hostarg[@]}" -m 1 \
+    >> "$flog" 2>&1; r=$?
+  log "failure: test after the restart exit $r"; [ $r = 0 ] || bad=1
+  grep -E '^FAIL' "$flog" | tail -5 | tee -a "$S"
+  tail -2 "$flog" | tee -a "$S"
+  return $bad
+}
+if [ "${FAILURE:-1}" != 0 ]; then
+  failure_step || rc=1
+  [ ${#PIDS[@]} -gt 0 ] && stop "${PIDS[@]}"
+  PIDS=()
+fi
 cleanup
 trap - EXIT
 log "done, exit $rc"

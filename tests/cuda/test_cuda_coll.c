@@ -14,6 +14,8 @@
  *   zpp-cuda-test -s CUDA_SOCK -w 2 -C 10000   (two jobs of two tenants at once)
  *   zpp-cuda-test -s CUDA_SOCK -w 2 -R -l ZPPD_LOG  (ranks leave and rejoin)
  *   zpp-cuda-test -s CUDA_SOCK -w 2 -M KEY     (admission by GPU memory)
+ *   zpp-cuda-test -s 'PATH-{node}.sock' -A LEADER -n N -G G -D MARKER -T MS
+ *                                          (a member daemon killed)
  *
  * -n 1: 1 node x 2 GPUs; -n 2: 2 virtual nodes x 1 GPU (the host daemon
  * must run with virtual_nodes = 2). -L also registers a cudaMalloc buffer
@@ -36,6 +38,13 @@
  * (refused when the communicators exist, not a hang); twice with the same
  * job id (the refused job must be gone in between); then the daemon must
  * answer with no job, no imported buffer and no deferred release left.
+ * -D MARKER -T MS (across daemons, N >= 2): every rank runs plain
+ * all-gathers of 1 MiB of bf16 (the first ones checked element for
+ * element) until a call fails; rank 0 creates the file MARKER after its
+ * 20th call, and whoever runs the test then SIGKILLs node 1's zppd. A rank
+ * of any other node must then fail with ZPP_EABORTED naming node 1, at
+ * most MS ms after its last call that succeeded; a rank of node 1 may fail
+ * in any way, but must not hang (see death_child).
  *
  * Jobs across daemons (-A host:port of node 0's peer service, N > 1): W =
  * N x G ranks (-G, or -w / -n); rank r is on node r / G and talks to the
@@ -60,6 +69,7 @@
  * Output: one line per case, "PASS ..." or "FAIL ...". Exit 0 when all pass.
  */
 #include <execinfo.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <signal.h>
@@ -87,7 +97,9 @@ struct opts {
     int rejoin;             /* -R */
     const char *daemon_log; /* -l: the daemon's log, for -R */
     const char *admit_key;  /* -M: the memory limit the daemon runs with */
-    char job[64];           /* -R, -M: the job id, unique per run */
+    const char *marker;     /* -D: created once the job runs (node 1's zppd is then killed) */
+    int death_bound_ms;     /* -T: a survivor's failure comes this soon at most */
+    char job[64];           /* -R, -M, -D: the job id, unique per run */
     struct xrank *xr;
     struct cut_meet *meet;  /* the ranks' last meeting, before they leave */
     struct rejoin_sync *rj; /* -R: the processes' steps */
@@ -152,8 +164,9 @@ static int is_gather(int op)
         }                                                                                          \
     } while (0)
 
-/* One rank of a one-node job on device dev: its context, a connection
- * with n_ev call slots, Hello (tenant may be NULL), and device buffers of
+/* One rank of a one-node job on device dev (across daemons, o->multi: of
+ * an N-node job, on its node's daemon): its context, a connection with
+ * n_ev call slots, Hello (tenant may be NULL), and device buffers of
  * in_bytes and out_bytes registered as r->in / r->out. 0, or 1 after a
  * line on stderr naming the step (r->c is set once connected, for the
  * caller to close). */
@@ -167,20 +180,27 @@ static int rank_open(const struct opts *o, int rank, int dev, const char *job, c
                      int n_ev, uint64_t in_bytes, uint64_t out_bytes, struct rank_io *r)
 {
     zpp_conn *gc = NULL;
-    char uuid[ZPP_CUDA_UUID_LEN];
+    char uuid[ZPP_CUDA_UUID_LEN], sock[256];
+    const char *path = o->sock;
+    int G = o->world / o->nodes;
     memset(r, 0, sizeof *r);
+    if (o->multi) {
+        CK("socket path", cut_node_socket(o->sock, rank / G, sock, sizeof sock));
+        path = sock;
+    }
     CK("context", cut_ctx(dev, NULL));
-    CK("connect", zpp_connect(o->sock, &gc));
+    CK("connect", zpp_connect(path, &gc));
     r->c = gc;
     CK("attach", zpp_cuda_attach(gc, n_ev));
     CK("uuid", zpp_cuda_device_uuid(uuid));
     zpp_job_desc jd = {.job_id = job,
                        .rank = (uint32_t)rank,
                        .world_size = (uint32_t)o->world,
-                       .local_rank = (uint32_t)rank,
-                       .node_count = 1,
+                       .local_rank = (uint32_t)(o->multi ? rank % G : rank),
+                       .node_count = o->multi ? (uint32_t)o->nodes : 1,
                        .gpu_uuid = uuid,
-                       .tenant_label = tenant};
+                       .tenant_label = tenant,
+                       .leader_addr = o->multi ? o->leader : NULL};
     CK("hello", zpp_hello(gc, &jd, NULL));
     CK("alloc in", cut_vmm_alloc(&r->vin, dev, in_bytes));
     CK("alloc out", cut_vmm_alloc(&r->vout, dev, out_bytes));
@@ -1177,6 +1197,198 @@ static int run_admit(struct opts *o)
     return bad || st;
 }
 
+/* ---- -D: a member daemon killed ----------------------------------------- */
+
+#define DEATH_NODE 1           /* the node whose zppd is SIGKILLed (by the script) */
+#define DEATH_COUNT (1u << 19) /* bf16 elements gathered per call: 1 MiB */
+#define DEATH_MARK_CALLS 20    /* rank 0 creates the marker after this many calls */
+#define DEATH_CHECKED 3        /* the first calls, checked element for element */
+#define DEATH_CALL_MS 60000    /* a call's own timeout: far beyond failure detection */
+#define DEATH_FORM_MS 30000    /* for the job to form and its first calls to run */
+#define DEATH_GRACE_MS 10000   /* past the bound, before a rank stops waiting for a failure */
+#define DEATH_STALL_MS 1000    /* a call whose GPU work took longer did not succeed */
+#define DEATH_ALARM_EXTRA_S 60 /* the alarm: the longest wait after the marker, plus this */
+#define DEATH_SEED 7001
+
+/* Polls the legacy default stream, where libzpp orders a call's result
+ * (zpp_collective on an attached connection), until its work is done,
+ * without ever blocking in the driver: a stream that waits on the event
+ * of a killed zppd may never drain. 0 once done, 1 once cut_now_us()
+ * passed deadline_us first, -1 on a CUDA error. */
+static int death_stream_wait(double deadline_us)
+{
+    for (;;) {
+        CUresult r = cuStreamQuery(0);
+        if (r == CUDA_SUCCESS)
+            return 0;
+        if (r != CUDA_ERROR_NOT_READY)
+            return -1;
+        if (cut_now_us() > deadline_us)
+            return 1;
+        usleep(200);
+    }
+}
+
+/* -D, rank `rank` of job o->job across the daemons: plain all-gathers of
+ * DEATH_COUNT bf16 elements until one fails, each followed by a wait for
+ * its GPU work (the output of the first DEATH_CHECKED compared with the
+ * inputs); rank 0 creates o->marker after call DEATH_MARK_CALLS. A call
+ * succeeded when it returned 0 and its GPU work ended; after the marker,
+ * one whose GPU work took over DEATH_STALL_MS does not count: NCCL's
+ * kernels of a job that lost a node wait until its zppd aborts the
+ * communicators. Verdicts (one PASS or FAIL line per rank):
+ *   - a rank on node DEATH_NODE (its zppd killed): any failure, a call's
+ *     error or a GPU wait given up at the deadline, is expected; a hang
+ *     ends in SIGALRM, which the parent counts as a failure;
+ *   - any other rank: the failing call ends with ZPP_EABORTED, its message
+ *     names node DEATH_NODE, and it comes at most o->death_bound_ms after
+ *     the rank's last successful call;
+ *   - every rank: no call fails before the marker, and one fails within
+ *     o->death_bound_ms + DEATH_GRACE_MS of call DEATH_MARK_CALLS. */
+static int death_child(int rank, void *arg)
+{
+    const struct opts *o = arg;
+    int W = o->world, G = W / o->nodes, node = rank / G, killed = node == DEATH_NODE;
+    uint64_t shard = (DEATH_COUNT + (uint64_t)W - 1) / (uint64_t)W;
+    struct rank_io r;
+    zpp_conn *gc = NULL;
+    char want[32];
+    alarm((unsigned)((o->death_bound_ms + DEATH_GRACE_MS) / 1000 + DEATH_ALARM_EXTRA_S));
+    snprintf(want, sizeof want, "node %d", DEATH_NODE);
+    int dev = cut_rank_device(o->gpu_map, rank);
+    CK("GPU of this rank (-g)", dev < 0);
+    uint16_t *host = malloc(DEATH_COUNT * 2);
+    CK("host buffer", !host);
+    if (rank_open(o, rank, dev, o->job, NULL, 16, shard * 2, DEATH_COUNT * 2, &r)) {
+        rank_close(&r);
+        free(host);
+        return 1;
+    }
+    gc = r.c;
+    double deadline = cut_now_us() + DEATH_FORM_MS * 1e3, t_ok = 0, t_end = 0, t_call = 0;
+    int i, rc = 0, gpu = 0, marked = 0, late = 0;
+    for (i = 1;; i++) {
+        if (marked && cut_now_us() > deadline) {
+            late = 1;
+            break;
+        }
+        int check = i <= DEATH_CHECKED;
+        if (check) {
+            cut_fill(host, ZPP_BF16, DEATH_SEED + (uint64_t)i, 0, (uint64_t)rank * shard, shard);
+            CK("HtoD", cuMemcpyHtoD(r.vin.ptr, host, shard * 2) != CUDA_SUCCESS);
+            CK("memset", cuMemsetD8(r.vout.ptr, 0xEE, DEATH_COUNT * 2) != CUDA_SUCCESS);
+            CK("sync", cuCtxSynchronize() != CUDA_SUCCESS);
+        }
+        zpp_coll call;
+        zpp_result res = {0};
+        zpp_coll_init(&call, ZPP_OP_ALLGATHER, ZPP_BF16, DEATH_COUNT);
+        call.input = r.in;
+        call.output = r.out;
+        call.timeout_ms = DEATH_CALL_MS;
+        t_call = cut_now_us();
+        rc = zpp_collective(gc, &call, &res);
+        double t_sent = cut_now_us();
+        if (!rc)
+            gpu = death_stream_wait(deadline);
+        t_end = cut_now_us();
+        if (rc || gpu)
+            break;
+        double gpu_ms = (t_end - t_sent) / 1e3;
+        if (marked && gpu_ms > DEATH_STALL_MS) {
+            printf("info: death: rank %d call %d: its GPU work took %.0f ms (stalled behind the "
+                   "lost node until zppd aborted the communicators): not a success\n",
+                   rank, i, gpu_ms);
+            continue;
+        }
+        t_ok = t_end;
+        if (check) {
+            CK("DtoH", cuMemcpyDtoH(host, r.vout.ptr, DEATH_COUNT * 2) != CUDA_SUCCESS);
+            uint64_t bad = gather_mismatch((const uint8_t *)host, ZPP_BF16,
+                                           DEATH_SEED + (uint64_t)i, DEATH_COUNT);
+            if (bad || res.algo != ZPP_ALGO_AG_EXACT) {
+                printf("FAIL death: rank %d call %d: %llu of %u gathered elements differ from the "
+                       "inputs, algo %s (want %s)\n",
+                       rank, i, (unsigned long long)bad, DEATH_COUNT, zpp_algo_name(res.algo),
+                       zpp_algo_name(ZPP_ALGO_AG_EXACT));
+                rank_close(&r);
+                free(host);
+                return 1;
+            }
+        }
+        if (i == DEATH_MARK_CALLS) {
+            marked = 1;
+            deadline = cut_now_us() + (o->death_bound_ms + DEATH_GRACE_MS) * 1e3;
+            if (rank == 0) {
+                int fd = open(o->marker, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+                CK("creating the marker", fd < 0);
+                close(fd);
+                printf("info: death: rank 0 created %s after %d calls (the first %d exact)\n",
+                       o->marker, i, DEATH_CHECKED);
+            }
+        }
+    }
+    const char *msg = rc ? zpp_last_error(gc) : "";
+    double ms = (t_end - (t_ok ? t_ok : t_call)) / 1e3;
+    char how[700] = "";
+    if (rc)
+        snprintf(how, sizeof how, "call %d ended with %s: %s", i, zpp_err_name(rc), msg);
+    else if (gpu > 0)
+        snprintf(how, sizeof how, "its GPU work of call %d had not ended %.0f ms after the call", i,
+                 (t_end - t_call) / 1e3);
+    else if (gpu < 0)
+        snprintf(how, sizeof how, "its GPU work of call %d failed: a CUDA error on its stream", i);
+    int ok;
+    if (!marked) {
+        ok = 0;
+        printf("FAIL death: rank %d (node %d) failed before the marker, at call %d: %s\n", rank,
+               node, i, how);
+    } else if (late) {
+        ok = 0;
+        printf("FAIL death: rank %d (node %d): no call failed within %d ms of call %d (was node "
+               "%d's zppd killed?); %d calls\n",
+               rank, node, o->death_bound_ms + DEATH_GRACE_MS, DEATH_MARK_CALLS, DEATH_NODE, i - 1);
+    } else if (killed) {
+        ok = 1; /* any failure: it ended, and did not hang */
+        printf("PASS death: rank %d (node %d, its zppd killed) did not hang: %.0f ms after its "
+               "last successful call, %s\n",
+               rank, node, ms, how);
+    } else {
+        int code_ok = rc == ZPP_EABORTED, names = rc && strstr(msg, want) != NULL;
+        int soon = ms <= o->death_bound_ms;
+        ok = code_ok && names && soon;
+        printf("%s death: rank %d (node %d) failed %.0f ms after its last successful call "
+               "(bound %d ms): %s%s%s%s%s\n",
+               ok ? "PASS" : "FAIL", rank, node, ms, o->death_bound_ms, how,
+               code_ok ? "" : "; want ZPP_EABORTED", names ? "" : "; want a message naming ",
+               names ? "" : want, soon ? "" : "; over the bound");
+    }
+    /* The device buffers go only once the stream has drained: one that
+     * still waits on a killed zppd's event may never; exit takes them. */
+    if (cuStreamQuery(0) == CUDA_SUCCESS)
+        rank_close(&r);
+    else
+        zpp_close(r.c);
+    free(host);
+    return ok ? 0 : 1;
+}
+
+/* -D MARKER -T MS: see death_child. */
+static int run_death(struct opts *o)
+{
+    snprintf(o->job, sizeof o->job, "cuda-death-%d", (int)getpid());
+    unlink(o->marker); /* one left by an earlier run would start the kill too soon */
+    printf("info: death: job %s, %d node(s) x %d rank(s), sockets %s, leader %s; %s appears "
+           "after rank 0's call %d, then node %d's zppd is to be SIGKILLed; bound %d ms\n",
+           o->job, o->nodes, o->world / o->nodes, o->sock, o->leader, o->marker, DEATH_MARK_CALLS,
+           DEATH_NODE, o->death_bound_ms);
+    printf("info: NCCL environment of the test (the daemons have their own):\n");
+    cut_print_nccl_env("info:   ");
+    int failed = cut_spawn(o->world, death_child, o, -1, 0);
+    printf("%s death: %d of %d ranks failed (each says why above; one ended by SIGALRM hung)\n",
+           failed ? "FAIL" : "PASS", failed, o->world);
+    return failed ? 1 : 0;
+}
+
 /* A crash in a rank process says where (the frames as binary+offset, for
  * addr2line on the same build), then dies of the same signal. */
 static void on_crash(int sig)
@@ -1197,7 +1409,7 @@ int main(int argc, char **argv)
 {
     struct opts o = {.world = 2, .nodes = 1, .max_bytes = 1ull << 30};
     int c, per_node = 0;
-    while ((c = getopt(argc, argv, "s:H:w:n:m:LKC:A:G:g:Rl:M:")) != -1) {
+    while ((c = getopt(argc, argv, "s:H:w:n:m:LKC:A:G:g:Rl:M:D:T:")) != -1) {
         switch (c) {
         case 's':
             o.sock = optarg;
@@ -1241,13 +1453,21 @@ int main(int argc, char **argv)
         case 'M':
             o.admit_key = optarg;
             break;
+        case 'D':
+            o.marker = optarg;
+            break;
+        case 'T':
+            o.death_bound_ms = atoi(optarg);
+            break;
         default:
             fprintf(stderr,
                     "usage: %s -s SOCK [-H HOST_SOCK] [-w W] [-n N] [-m MiB] [-L] [-K] [-C N]\n"
                     "       %s -s SOCK [-w W] -R -l ZPPD_LOG | -M KEY\n"
                     "       %s -s 'PATH-{node}.sock' -A LEADER -n N [-G G | -w W] [-g MAP] "
-                    "[-H HOST_SOCK] [-m MiB]\n",
-                    argv[0], argv[0], argv[0]);
+                    "[-H HOST_SOCK] [-m MiB]\n"
+                    "       %s -s 'PATH-{node}.sock' -A LEADER -n N [-G G | -w W] [-g MAP] "
+                    "-D MARKER -T MS\n",
+                    argv[0], argv[0], argv[0], argv[0]);
             return 2;
         }
     }
@@ -1266,6 +1486,18 @@ int main(int argc, char **argv)
         fprintf(stderr, "-R needs 2 to %d ranks and -l ZPPD_LOG\n", MAX_RANKS - 1);
         return 2;
     }
+    if (o.marker && (!o.multi || o.nodes <= DEATH_NODE || !o.marker[0] || o.death_bound_ms <= 0 ||
+                     o.death_bound_ms > 600000)) {
+        fprintf(stderr,
+                "-D MARKER runs across daemons (-A, -n %d or more) and needs -T MS "
+                "(1 to 600000)\n",
+                DEATH_NODE + 1);
+        return 2;
+    }
+    if (o.death_bound_ms && !o.marker) {
+        fprintf(stderr, "-T goes with -D\n");
+        return 2;
+    }
     if (o.admit_key && !o.admit_key[0]) {
         fprintf(stderr, "-M needs the name of the daemon's memory limit\n");
         return 2;
@@ -1280,6 +1512,8 @@ int main(int argc, char **argv)
         return run_rejoin(&o);
     if (o.admit_key)
         return run_admit(&o);
+    if (o.marker)
+        return run_death(&o);
     if (o.conc_calls > 0) {
         int failed = cut_spawn(2 * o.world, conc_child, &o, -1, 0);
         printf("%s: two concurrent jobs, %d of %d processes failed\n", failed ? "FAIL" : "PASS",
