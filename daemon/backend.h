@@ -121,11 +121,16 @@ struct be_ops {
      * keeps calling it every tick for asynchronous errors. No call may use
      * the job before job_poll has returned 0 once.
      * job_close releases the job, ready or not, at any time after job_open;
-     * abort = 1 aborts NCCL first (a job still forming is always aborted:
-     * its in-progress communicators are aborted, never waited for). */
+     * abort = BE_CLOSE_ABORT aborts NCCL once the queued work has drained
+     * (or could not, cuda: after 10 s), BE_CLOSE_ABORT_NOW at once: a peer
+     * node is gone, so NCCL's kernels wait for nothing that will come (a
+     * job still forming is always aborted: its in-progress communicators
+     * are aborted, never waited for). */
     int (*job_open)(void *backend, const struct be_topo *t, const int *devices, void **job,
                     char *why, size_t why_len);
     void (*job_close)(void *backend, void *job, int abort);
+#define BE_CLOSE_ABORT 1
+#define BE_CLOSE_ABORT_NOW 2
     int (*job_poll)(void *backend, void *job, char *why, size_t why_len);
     /* job_open for a job that spans daemons: the global and inter-node
      * communicators come from the leader's ids (ids[0] global, ids[1 + i]

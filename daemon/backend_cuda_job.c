@@ -602,8 +602,13 @@ void cu_job_close(void *backend, void *job, int abort)
         return;
     }
     struct cu_grave *g = cu_grave_add(b, ev, nev, job_reap, j);
-    if (g)
+    if (g) {
         g->stuck = cu_job_stuck;
+        if (abort == BE_CLOSE_ABORT_NOW) { /* a node is gone: no use waiting 10 s */
+            g->stuck_done = 1;
+            cu_job_stuck(b, j);
+        }
+    }
 }
 
 /* ---- communicator creation: a small state machine ---------------------

@@ -75,7 +75,8 @@ static void job_free(struct job *j)
     const char *closed = "none";
     if (j->be_job) {
         int abort = j->state == JOB_ABORTED && !j->ended_clean;
-        d->be->job_close(d->be_state, j->be_job, abort);
+        d->be->job_close(d->be_state, j->be_job,
+                         !abort ? 0 : j->abort_now ? BE_CLOSE_ABORT_NOW : BE_CLOSE_ABORT);
         closed = abort ? "abort" : "graceful";
     }
     free(j->devices);
@@ -1095,6 +1096,9 @@ void job_abort(struct job *j, int cause, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(j->abort_reason, sizeof j->abort_reason, fmt, ap);
     va_end(ap);
+    /* Another node died or aborted (or NCCL failed across nodes): the GPU
+     * work queued here waits for that node's part, which will not come. */
+    j->abort_now = cause == MET_ABORT_PEER || (cause == MET_ABORT_DEVICE && j->multi);
     d->stats.aborts++;
     metrics_abort(d, j->uid, cause);
     if (j->multi)
@@ -1120,14 +1124,16 @@ void job_abort(struct job *j, int cause, const char *fmt, ...)
      * GPU work already queued may wait for a peer that will never come
      * (another node's ranks, a dead rank), and a client whose stream waits
      * behind it would never leave. The cuda backend drains what it can and
-     * aborts the communicators after 10 s (docs/cuda.md, "Failure"). The
-     * output of calls already answered is then undefined; their ranks
-     * learn of the abort at their next call. */
+     * aborts the communicators after 10 s, or at once when another node is
+     * the cause (docs/cuda.md, "Failure"). The output of calls already
+     * answered is then undefined; their ranks learn of the abort at their
+     * next call. */
     int running = 0;
     for (struct call *c = j->calls; c; c = c->next)
         running |= c->running;
     if (j->be_job && !running) {
-        d->be->job_close(d->be_state, j->be_job, 1);
+        d->be->job_close(d->be_state, j->be_job,
+                         j->abort_now ? BE_CLOSE_ABORT_NOW : BE_CLOSE_ABORT);
         j->be_job = NULL;
     }
 }

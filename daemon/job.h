@@ -94,6 +94,7 @@ struct job {
     uint32_t ndetached;
     enum job_state state;
     int ended_clean; /* ABORTED only because every rank left, nothing pending */
+    int abort_now;   /* aborted for another node's failure: NCCL is aborted at once */
     char abort_reason[384];
     struct call *calls;
     uint64_t next_seq;

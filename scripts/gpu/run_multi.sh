@@ -198,11 +198,12 @@ done
 failure_step() {
   local fpto=5000 mark="$T/death.marker" flog="$OUT/test-2x1.log" sock="$T/z-{node}.sock"
   # The bound on node 0's rank, from its last successful call: the
-  # heartbeats' peer_timeout_ms; then the 10 s that the cuda backend lets an
-  # aborted job's streams drain before it aborts the communicators (cu_reap),
-  # during which NCCL's kernels, and rank 0's stream behind them, wait for
-  # node 1; then 5 s of slack.
-  local bound=$(( fpto + 10000 + 5000 ))
+  # heartbeats' peer_timeout_ms (NCCL usually sees the dead peer sooner,
+  # and the device error then names node 1 within two heartbeat periods),
+  # then 5 s of slack. An abort caused by another node aborts the
+  # communicators at once (BE_CLOSE_ABORT_NOW), so NCCL's kernels, and rank
+  # 0's stream behind them, stop waiting for node 1 then.
+  local bound=$(( fpto + 5000 ))
   local a0=(CUDA_VISIBLE_DEVICES=0 NCCL_HOSTID=zpp-node0 -- "${base[@]}"
             -o peer_timeout_ms="$fpto" -o peer_listen=127.0.0.1:7399)
   local a1=(CUDA_VISIBLE_DEVICES=1 NCCL_HOSTID=zpp-node1 -- "${base[@]}"
