@@ -4,7 +4,8 @@
 # 2 virtual nodes x 1 GPU, two tenants' concurrent jobs, a job whose ranks
 # leave between calls and rejoin (-R; it reads the cuda zppd's log), a job
 # refused for its GPU memory (-M, on a second cuda zppd started with
-# job_max_device_memory = 1M and stopped after), the SIGKILL test, and
+# job_max_device_memory = 1M, then one with tenant_max_device_memory = 1M,
+# each stopped after), the SIGKILL test, and
 # zpp-bench. At most 6 files land in $OUT (the device tool brings back 8):
 # the rejoin and admission tests append to test-2x1.log. Binaries and
 # their libraries come prebuilt in .carry/cu (scripts/gpu/stage.sh); NCCL
@@ -87,16 +88,22 @@ if [ "$what" = all ] || [ "$what" = test ]; then
     >> "$OUT/test-2x1$sfx.log" 2>&1; r=$?; log "rejoin test exit $r"; [ $r = 0 ] || rc=1
   grep -E "^(PASS|FAIL) rejoin" "$OUT/test-2x1$sfx.log" | tail -8 | tee -a "$OUT/summary.txt"
   # No job fits 1 MiB of device memory (a rank's counters alone take 2 MiB):
-  # refused at formation. Its log stays in $T; its abort lines go to the test log.
-  log "admission: a second cuda zppd with job_max_device_memory = 1M"
-  if start admit "$T/admit.sock" -b cuda -o job_max_device_memory=1M; then
-    timeout 40 "$B/zpp-cuda-test" -s "$T/admit.sock" -w "$W" -M job_max_device_memory \
-      >> "$OUT/test-2x1$sfx.log" 2>&1; r=$?; log "admission test exit $r"; [ $r = 0 ] || rc=1
-    grep -E "job aborted|job freed" "$T/zppd-admit.log" | tail -4 >> "$OUT/test-2x1$sfx.log"
-    halt admit || rc=1
-  else
-    rc=1
-  fi
+  # refused at formation, by the job limit and then by the tenant's, each on
+  # a cuda zppd of its own. Their logs stay in $T; their abort lines go to
+  # the test log.
+  for key in job_max_device_memory tenant_max_device_memory; do
+    log "admission: a second cuda zppd with $key = 1M"
+    if start admit "$T/admit.sock" -b cuda -o "$key=1M"; then
+      timeout 40 "$B/zpp-cuda-test" -s "$T/admit.sock" -w "$W" -M "$key" \
+        >> "$OUT/test-2x1$sfx.log" 2>&1; r=$?; log "admission test ($key) exit $r"
+      [ $r = 0 ] || rc=1
+      grep -E "job aborted|job freed" "$T/zppd-admit.log" | tail -4 >> "$OUT/test-2x1$sfx.log"
+      halt admit || rc=1
+      rm -f "$T/admit.sock"
+    else
+      rc=1
+    fi
+  done
   grep -E "^(PASS|FAIL) admission" "$OUT/test-2x1$sfx.log" | tail -8 | tee -a "$OUT/summary.txt"
 fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
