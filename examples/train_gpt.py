@@ -31,8 +31,9 @@ of (seed, step, rank), so every mode sees the same tokens.
 --grad-accum N: N micro-batches (backwards) of --tokens-per-rank each per
 optimizer step.
 
-Output under --out: rank<r>.csv (step, loss, lr, step_ms, eval_loss; the
-losses exactly, for bit-for-bit comparisons) and rank<r>.json (config,
+Output under --out: rank<r>.csv (a "#" line naming the device, then step,
+loss, lr, step_ms, eval_loss; the losses exactly, for bit-for-bit
+comparisons) and rank<r>.json (config,
 median step time after --warmup steps, peak GPU memory allocated/reserved,
 final losses, whether a time limit cut the run, the command and the date).
 Also in rank<r>.json for zpp.torch modes: zpp_memory_mib, what ZeroPP holds
@@ -600,7 +601,12 @@ def main() -> int:
     if start and csv_path.exists():  # rows a cut run wrote past its checkpoint go
         with open(csv_path, newline="") as f:
             kept = [r for r in csv.reader(f) if r and r[0].isdigit() and int(r[0]) < start]
+    gpu_name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
     fcsv = open(csv_path, "w", newline="")
+    # Which device the rows come from, for a reader of this file alone.
+    fcsv.write(f"# {args.mode}: rank {rank} of {world}, node {node}, "
+               f"device {gpu_name}{'' if device.index is None else f' (GPU {device.index})'}, "
+               f"torch {torch.__version__}, {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}\n")
     w = csv.writer(fcsv)
     w.writerow(header)
     w.writerows(kept)
@@ -687,7 +693,7 @@ def main() -> int:
                                    if device.type == "cuda" else None),
         "peak_mem_reserved_mib": (torch.cuda.max_memory_reserved(device) / 2**20
                                   if device.type == "cuda" else None),
-        "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        "device": gpu_name,
         "gpu": device.index if device.type == "cuda" else None,
         "nccl_hostid": os.environ.get("NCCL_HOSTID"),
         "deterministic": args.deterministic, "torch": torch.__version__,

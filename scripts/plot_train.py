@@ -57,7 +57,8 @@ class Run:
         r = 0
         while os.path.exists(os.path.join(path, f"rank{r}.csv")):
             with open(os.path.join(path, f"rank{r}.csv"), newline="") as f:
-                self.rows[r] = [row for row in csv.DictReader(f) if row.get("step", "").isdigit()]
+                lines = (ln for ln in f if not ln.startswith("#"))  # the device line
+                self.rows[r] = [row for row in csv.DictReader(lines) if row.get("step", "").isdigit()]
             jp = os.path.join(path, f"rank{r}.json")
             if os.path.exists(jp):
                 with open(jp) as f:

@@ -234,9 +234,9 @@ watch_run() {
   last_t=$(now)
   while kill -0 "$TP" 2>/dev/null; do
     sleep 2
-    n=0; [ -f "$csv" ] && n=$(wc -l < "$csv")
+    n=0; [ -f "$csv" ] && n=$(grep -c '^[0-9]' "$csv")  # step rows only
     if [ "$n" != "$last_n" ]; then
-      [ "$n" -gt 1 ] && limit=$STALL_S
+      [ "$n" -gt 0 ] && limit=$STALL_S
       last_n=$n; last_t=$(now)
     fi
     if [ $(( $(now) - last_t )) -gt "$limit" ]; then why="no new step in ${limit} s"
