@@ -196,11 +196,7 @@ void launch_reorder(const void *x, const struct zk_qgz_geom *g, int k0, int nsta
         a.piece_bytes = g->piece_bytes;
         a.nchunks = (uint64_t)nstages * (uint64_t)g->nodes * (uint64_t)g->local;
         a.d_poisoned = d_poisoned;
-#if ZK_FQX
         if (fqx_dispatch<DT, BITS, true>(a, g->block, g->piece / g->block, stream))
-            return;
-#endif
-        if (fq_dispatch<DT, BITS>(a, g->block, g->piece / g->block, stream))
             return;
     }
     qshape sh = qshape_for(g->block, shape<DT>::ept);

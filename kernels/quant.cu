@@ -287,11 +287,7 @@ void launch_quantize(const void *x, uint64_t n, uint64_t n_valid, uint32_t block
     a.nb = nb;
     a.nchunks = 1;
     a.d_poisoned = d_poisoned;
-#if ZK_FQX
     if (fqx_dispatch<DT, BITS, false>(a, block, nb, stream))
-        return;
-#endif
-    if (fq_dispatch<DT, BITS>(a, block, nb, stream))
         return;
     qshape sh = qshape_for(block, shape<DT>::ept);
     uint64_t groups = (nb + (uint64_t)sh.tpc - 1) / (uint64_t)sh.tpc;

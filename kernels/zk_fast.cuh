@@ -40,9 +40,6 @@
 
 #include "zk_cuda_common.cuh"
 
-#ifndef ZK_FQ_BYTES
-#define ZK_FQ_BYTES 64 /* input bytes a lane has in flight per iteration (quantize) */
-#endif
 #ifndef ZK_RQ_U
 #define ZK_RQ_U 1 /* blocks per team per iteration, reduce+requant */
 #endif
@@ -51,9 +48,6 @@
 #endif
 #ifndef ZK_FAST
 #define ZK_FAST 1 /* 0: always the team kernels (for comparison) */
-#endif
-#ifndef ZK_FQ_MINB
-#define ZK_FQ_MINB 0 /* min CTAs per SM of fq_kernel; 0: fq_minb's choice */
 #endif
 #ifndef ZK_KB
 #define ZK_KB 8 /* chunks whose loads are issued together (fused reductions) */
@@ -93,13 +87,6 @@
 #endif
 #ifndef ZK_RO4F
 #define ZK_RO4F 0 /* int4 reduce->fp32: 0 the slot kernel, 2 or 4 frov with that many slots */
-#endif
-/* Lean quantize (fqx_kernel below). On an H200 it took quantize from
- * 79-88 % of the copy to 89-95 % and qgZ's reorder+quantize from 68-88 %
- * to 88-95 % (bench/results/kernels-2026-11-22-h200-fqx.txt); 0 keeps
- * fq_kernel, which stays the path for block shapes fqx does not take. */
-#ifndef ZK_FQX
-#define ZK_FQX 1 /* 1: quantize and qgZ reorder+quantize through fqx_kernel */
 #endif
 #ifndef ZK_FQX_BYTES
 #define ZK_FQX_BYTES 64 /* fqx: input bytes per lane and block (slots per lane), and in flight */
@@ -467,114 +454,11 @@ struct fq_args {
     unsigned long long *d_poisoned;
 };
 
-/* CTAs per SM the compiler must allow: 4 (64 registers) for full-warp teams
- * with <= 2 slots per lane; measured 72 registers and 78 % of the copy for
- * bf16 B=256 without the cap, 87 % with it. */
-constexpr int fq_minb(int dt, int t, int nvl)
-{
-    return ZK_FQ_MINB > 0 ? ZK_FQ_MINB : t == ZK_WARP && nvl <= 2 ? 4 : 1;
-}
+/* ---- quantize and qgZ reorder+quantize (fqx) ------------------------------ */
 
-template <int DT, int BITS, int T, int NVL, int U>
-__global__ void __launch_bounds__(ZK_CTA_THREADS, fq_minb(DT, T, NVL)) fq_kernel(fq_args a)
-{
-    constexpr int es = dt_traits<DT>::size, B = T * NVL * 8, TPW = ZK_WARP / T;
-    constexpr int BPI = TPW * U; /* blocks per warp iteration */
-    const int lane = (int)(threadIdx.x % ZK_WARP), li = lane % T, team = lane / T;
-    const uint64_t gw = (uint64_t)blockIdx.x * (ZK_CTA_THREADS / ZK_WARP) + threadIdx.x / ZK_WARP;
-    const uint64_t wstride = (uint64_t)gridDim.x * (ZK_CTA_THREADS / ZK_WARP);
-    int poisoned = 0;
-    for (uint64_t c = blockIdx.y; c < a.nchunks; c += gridDim.y) {
-        const uint8_t *src;
-        uint64_t valid;
-        fdst d;
-        if (a.reorder) {
-            uint64_t w = (uint64_t)a.nodes * (uint64_t)a.local;
-            uint64_t p = c % w, stage = (uint64_t)a.k0 + c / w;
-            uint64_t s = (p % (uint64_t)a.nodes) * (uint64_t)a.local + p / (uint64_t)a.nodes;
-            const uint64_t start = s * a.shard;
-            valid = piece_valid(a.n, a.shard, a.piece, start, stage);
-            src = a.x + (valid ? (start + stage * a.piece) * es : 0);
-            d = fdst_piece<BITS, B>(a.out, a.piece, a.piece_bytes, c);
-        } else {
-            src = a.x;
-            valid = a.n_valid;
-            d = fdst_whole<BITS>(a.out, a.pay_bytes, a.nb);
-        }
-        const bool aligned = ((uintptr_t)src & 15) == 0;
-        for (uint64_t it = gw; it * BPI < d.nb; it += wstride) {
-            uint64_t blk[U];
-            bool inr[U], fast[U];
-            raw_src<DT, U, NVL> rs;
-            auto &r = rs.r;
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                blk[u] = it * BPI + (uint64_t)(u * TPW + team);
-                inr[u] = blk[u] < d.nb;
-                fast[u] = inr[u] && aligned && (blk[u] + 1) * B <= valid;
-#pragma unroll
-                for (int j = 0; j < NVL; j++) {
-                    if (fast[u])
-                        slot_load<DT>(r[u][j],
-                                      src + (blk[u] * B + (uint64_t)(li + j * T) * 8) * es);
-                }
-            }
-#pragma unroll
-            for (int u = 0; u < U; u++) {
-                if (!fast[u]) {
-#pragma unroll
-                    for (int j = 0; j < NVL; j++) {
-                        uint64_t e = blk[u] * B + (uint64_t)(li + j * T) * 8;
-                        uint64_t vv = inr[u] && e < valid ? valid - e : 0;
-                        slot_load_slow<DT>(r[u][j], src + (vv ? e * es : 0), vv);
-                    }
-                }
-            }
-            poisoned += fquant<BITS, T, NVL, U>(rs, blk, inr, li, d);
-        }
-    }
-    if (poisoned && a.d_poisoned)
-        atomicAdd(a.d_poisoned, (unsigned long long)poisoned);
-}
-
-template <int DT, int BITS, int T, int NVL>
-void fq_launch(fq_args a, uint64_t nb_per_chunk, cudaStream_t stream)
-{
-    constexpr int U0 = ZK_FQ_BYTES / (8 * dt_traits<DT>::size * NVL);
-    constexpr int U = U0 < 1 ? 1 : U0;
-    constexpr int BPI = (ZK_WARP / T) * U;
-    uint64_t iters = (nb_per_chunk + BPI - 1) / BPI;
-    uint64_t ctas = (iters + ZK_CTA_THREADS / ZK_WARP - 1) / (ZK_CTA_THREADS / ZK_WARP);
-    dim3 grid(grid_for(ctas), (unsigned)(a.nchunks < 65535 ? a.nchunks : 65535));
-    fq_kernel<DT, BITS, T, NVL, U><<<grid, ZK_CTA_THREADS, 0, stream>>>(a);
-}
-
-/* Dispatch on the block shape; returns 0 when the slot kernels do not apply. */
-template <int DT, int BITS>
-int fq_dispatch(fq_args a, uint32_t block, uint64_t nb_per_chunk, cudaStream_t stream)
-{
-    fshape f = fshape_for(block);
-    if (!f.ok)
-        return 0;
-#define ZK_FQ(T, NVL)                                                                              \
-    if (f.t == T && f.nvl == NVL) {                                                                \
-        fq_launch<DT, BITS, T, NVL>(a, nb_per_chunk, stream);                                      \
-        return 1;                                                                                  \
-    }
-    ZK_FQ(4, 1)
-    ZK_FQ(8, 1)
-    ZK_FQ(16, 1)
-    ZK_FQ(32, 1)
-    ZK_FQ(32, 2)
-    ZK_FQ(32, 4)
-    ZK_FQ(32, 8)
-#undef ZK_FQ
-    return 0;
-}
-
-/* ---- lean quantize (ZK_FQX) ------------------------------------------- */
-
-/* Why fq_kernel is bound by instruction issue on an H200 at small B (SASS,
+/* Why the first slot quantizer (fq_kernel, removed once fqx measured faster:
+ * bench/results/kernels-2026-11-22-h200-fqx.txt) was bound by instruction
+ * issue on an H200 at small B (SASS,
  * bf16 -> int8, one warp iteration): B = 256 (T = 32, U = 4 blocks of one
  * slot per lane) issues ~485 instructions for 32 elements a lane, ~15 an
  * element, of which ~4.5 are the arithmetic (widen, FMUL, FADD, 3/4 PRMT,
@@ -841,7 +725,7 @@ __global__ void __launch_bounds__(ZK_CTA_THREADS, fqx_minb((DT == ZK_FP32 ? 8 : 
                 poisoned += fqx_quant<DT, BITS, T, NS, U>(rs, b0, li, team, d);
                 continue;
             }
-            /* a chunk's last iteration, or an unaligned source: fq_kernel's path */
+            /* a chunk's last iteration, or an unaligned source: per-block bounds */
             uint64_t blk[U];
             bool inr[U], fast[U];
 #pragma unroll
