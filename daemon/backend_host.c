@@ -175,7 +175,12 @@ static int host_job_poll(void *backend, void *job, char *why, size_t why_len)
     const struct host_job *hj = job;
     if (hj && hj->ready_ms && host_now_ms() < hj->ready_ms)
         return BE_FORMING;
-    const char *fail = getenv(BE_HOST_POLL_FAIL_ENV); /* test hook, backend.h */
+    static const char *fail; /* test hook (backend.h), read at the first poll */
+    static int read;
+    if (!read) { /* loop thread only */
+        fail = getenv(BE_HOST_POLL_FAIL_ENV);
+        read = 1;
+    }
     if (fail && *fail && access(fail, F_OK) == 0) {
         snprintf(why, why_len, "injected by %s", BE_HOST_POLL_FAIL_ENV);
         return -1;
