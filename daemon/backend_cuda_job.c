@@ -1282,24 +1282,8 @@ int cu_alltoall(struct be_call *c, int comm, void *const *send, void *const *rec
         return rc;
     if (peer_a2a(c, comm))
         return alltoall_peer(c, comm, send, recv, bytes_per_peer);
-    /* experiment switch: NCCL's own all-to-all (2.28) instead of our
-     * send/recv pairs, to see whether it moves qgZ's pieces across nodes
-     * faster (docs/cuda.md, "Switches") */
-    static int nccl_a2a = -1;
-    if (nccl_a2a < 0)
-        nccl_a2a = be_env_switch("ZPP_NCCL_ALLTOALL", 0);
     ncclGroupStart();
-    for (int s = 0; nccl_a2a && s < j->t.nslots; s++) {
-        struct cu_slot *sl = &j->slots[s];
-        cu_use(j->b, sl->device);
-        ncclResult_t r = ncclAlltoAll(send[s], recv[s], bytes_per_peer, ncclUint8,
-                                      sl->comm[comm], cur(sl));
-        if (r != ncclSuccess && r != ncclInProgress) {
-            ncclGroupEnd();
-            return nccl_fail(r, sl->comm[comm], "ncclAlltoAll", c->err, sizeof c->err);
-        }
-    }
-    for (int s = 0; !nccl_a2a && s < j->t.nslots; s++) {
+    for (int s = 0; s < j->t.nslots; s++) {
         struct cu_slot *sl = &j->slots[s];
         int n = sl->csize[comm], me = sl->crank[comm];
         cu_use(j->b, sl->device);
