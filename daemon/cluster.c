@@ -549,10 +549,15 @@ void cluster_probe(struct job *j)
             heartbeat(st, j, n, now);
 }
 
+uint64_t cluster_silence_ms(const struct zppd *d)
+{
+    return 2u * (uint64_t)d->cfg.peer_heartbeat_ms + 1000u;
+}
+
 int cluster_suspect(const struct job *j, uint64_t now, char *buf, size_t len)
 {
     const struct cluster_job *c = j->cl;
-    uint64_t quiet = 2u * (uint64_t)j->d->cfg.peer_heartbeat_ms;
+    uint64_t quiet = cluster_silence_ms(j->d);
     if (!c || !c->formed)
         return 0;
     for (uint32_t n = 0; n < c->nodes; n++) {

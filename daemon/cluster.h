@@ -45,9 +45,12 @@ void cluster_tick(struct zppd *d);
 /* A device error hit the job: heartbeat every other member now, so that
  * a dead one shows at once (cluster_suspect). */
 void cluster_probe(struct job *j);
+/* How long a member may go unanswered before cluster_suspect names it:
+ * two heartbeat periods and a second of slack. */
+uint64_t cluster_silence_ms(const struct zppd *d);
 /* A member that looks dead: its last heartbeat failed, or it has not
- * answered for two heartbeat periods. 1 with "node N (address): what" in
- * buf, else 0. */
+ * answered for cluster_silence_ms. 1 with "node N (address): what" in buf,
+ * else 0. */
 int cluster_suspect(const struct job *j, uint64_t now, char *buf, size_t len);
 /* The job is being freed: forgets its state. */
 void cluster_job_free(struct job *j);

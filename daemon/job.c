@@ -1216,12 +1216,12 @@ void job_abort_all(struct zppd *d, const char *reason)
 }
 
 /* How long a device error of a job across daemons waits for the
- * heartbeats to name a dead node: two heartbeat periods, within 0.5-3 s
- * and never past peer_timeout_ms (when the heartbeats name it anyway). */
+ * heartbeats to name a dead node: as long as a member may stay silent
+ * (cluster_silence_ms), never past peer_timeout_ms (when the heartbeats
+ * name it anyway). A dead member's heartbeat fails well within it. */
 static uint64_t dev_err_grace_ms(const struct zppd *d)
 {
-    uint64_t g = 2u * (uint64_t)d->cfg.peer_heartbeat_ms;
-    g = g < 500 ? 500 : g > 3000 ? 3000 : g;
+    uint64_t g = cluster_silence_ms(d);
     return g < d->cfg.peer_timeout_ms ? g : d->cfg.peer_timeout_ms;
 }
 

@@ -51,9 +51,9 @@
  *     do; the host backend's ZPPD_TEST_POLL_FAIL_FILE makes A's job_poll
  *     fail once the file exists), peer_timeout_ms 20000, heartbeat 300:
  *     with B alive, A's pending call ends after the grace (2 heartbeat
- *     periods) saying every other node still answers; with B SIGKILLed
- *     first, it ends within a few hundred ms naming node 1 and the failed
- *     heartbeat, long before the peer timeout.
+ *     periods + 1 s) saying every other node still answers; with B SIGKILLed
+ *     first, it ends within a few hundred ms naming node 1 (its failed
+ *     heartbeat, or its silence), long before the peer timeout.
  *
  * Timings are printed ("timing: ...").
  */
@@ -984,7 +984,7 @@ static void test_device_error_names_node(void)
     printf("timing: device error with node 1 alive -> rank 0's call ended after %lld ms\n",
            (long long)dt);
     expect_error(0, ZPP_EABORTED, "device error", "every other node still answers", NULL);
-    ASSERT_LE(dt, 3000);
+    ASSERT_LE(dt, 5000);
     wait_state(&a, "mn-deverr-alive", "aborted", 1000);
     release_all(4);
     unlink(file);
@@ -993,7 +993,9 @@ static void test_device_error_names_node(void)
     printf("timing: B SIGKILLed, then a device error -> rank 0's call ended after %lld ms "
            "(peer_timeout_ms 20000)\n",
            (long long)dt);
-    expect_error(0, ZPP_EABORTED, "device error", "node 1", ab, "heartbeat failed", NULL);
+    /* named either way: its heartbeat failed, or none answered for two
+     * periods, whichever the daemon sees first */
+    expect_error(0, ZPP_EABORTED, "device error", "node 1", ab, NULL);
     ASSERT_LE(dt, 3000);
     wait_state(&a, "mn-deverr-dead", "aborted", 1000);
     ASSERT(zh_daemon_alive(&a));
