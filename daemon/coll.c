@@ -655,7 +655,7 @@ static int peer_slot(const struct coll_exec *x, int comm, int s, int i)
 static struct {
     uint64_t piece_bytes; /* 0: the plan's own choice */
     int hier;
-    int ag_hier; /* ZPP_AG_HIER: the plain all-gather the same way (off: not yet on a GPU) */
+    int ag_hier; /* ZPP_AG_HIER: the plain all-gather the same way */
 } gather_env;
 static pthread_once_t gather_env_once = PTHREAD_ONCE_INIT;
 
@@ -667,7 +667,7 @@ static void gather_env_read(void)
     if (kib && atoi(kib) > 0) /* test hook: pieces of the tests' small calls */
         gather_env.piece_bytes = (uint64_t)atoi(kib) << 10;
     gather_env.hier = be_env_switch("ZPP_QWZ_HIER", 1);
-    gather_env.ag_hier = be_env_switch("ZPP_AG_HIER", 0);
+    gather_env.ag_hier = be_env_switch("ZPP_AG_HIER", 1);
 }
 
 static void qwz_plan(struct coll_exec *x, uint64_t W, struct qwz_plan *q)
@@ -926,7 +926,9 @@ exit:
 }
 
 /* Plain all-gather of several nodes of several ranks each, the way
- * run_qwz_hier moves codes (ZPP_AG_HIER=1; off until it has run on GPUs):
+ * run_qwz_hier moves codes (default; ZPP_AG_HIER=0 gives the flat ring;
+ * in 2 x 2 on 2 H200s 1.52-1.55x NCCL's all-gather at 256 MiB - 1 GiB,
+ * the flat ring 1.07x: bench/results/multi-2026-11-23-h200x2.txt):
  * an all-gather of the shards among the N ranks of equal local index
  * (BE_COMM_INTER) into E, then inside the node each rank copies the
  * others' E from their memory (peer access) or gets them by an all-gather
