@@ -1249,7 +1249,7 @@ static int peer_a2a(struct be_call *c, int comm)
     static int on = -1;
     if (on < 0)
         on = be_env_switch("ZPPD_PEER_A2A", 1);
-    return on && cu_peer_ok(c, comm);
+    return on ? cu_peer_ok(c, comm) : 0;
 }
 
 /* All-to-all by peer copies: slot s's block p is member p's block at s's
@@ -1311,6 +1311,36 @@ int cu_alltoall(struct be_call *c, int comm, void *const *send, void *const *rec
     return group_end(c, comm, "all-to-all");
 }
 
+/* The exact reduce-scatter of members that read each other's memory
+ * (ZPPD_PEER=load): each member's sum kernel reads its block of every
+ * member's input where it lies, over NVLink, in member order (the bytes of
+ * the all-to-all + zk_sum_cuda path and of the host backend), fenced
+ * before (the inputs are written) and after (no member reuses its input
+ * while a peer still reads it). One pass and no staging copy. */
+static int sum_peer_load(struct be_call *c, int comm, void *const *in, void *const *recv,
+                         uint64_t shard, size_t seg, int dtype, int out_dtype, int op)
+{
+    struct cu_job *j = c->priv;
+    const struct be_topo *t = &j->t;
+    int rc = cu_peer_fence(c, comm);
+    for (int s = 0; !rc && s < t->nslots; s++) {
+        struct cu_slot *sl;
+        if ((rc = slot_use(c, s, &sl)))
+            break;
+        int me = sl->crank[comm], n = sl->csize[comm];
+        int first = comm == BE_COMM_GLOBAL ? 0 : be_rank(t, s) / t->local * t->local;
+        const void *src[ZK_SUM_MAX_PTRS];
+        for (int p = 0; p < n; p++)
+            src[p] = (const uint8_t *)in[first + p - t->rank0] + (size_t)me * seg;
+        rc = rt_check(c,
+                      zk_sum_ptrs_cuda(src, n, shard, dtype, op, (float)n, recv[s], out_dtype,
+                                       cur(sl)),
+                      "zk_sum_ptrs_cuda");
+    }
+    int rc2 = cu_peer_fence(c, comm);
+    return rc ? rc : rc2;
+}
+
 int cu_reduce_scatter(struct be_call *c, int comm, void *const *send, void *const *recv,
                       uint64_t count, uint64_t shard, int dtype, int out_dtype, int op)
 {
@@ -1360,6 +1390,10 @@ int cu_reduce_scatter(struct be_call *c, int comm, void *const *send, void *cons
             }
         }
         rc = group_end(c, comm, "ncclReduceScatter");
+        goto exit;
+    }
+    if (peer_a2a(c, comm) == BE_PEER_LOAD && n <= ZK_SUM_MAX_PTRS) {
+        rc = sum_peer_load(c, comm, in, recv, shard, seg, dtype, out_dtype, op);
         goto exit;
     }
     for (int s = 0; s < ns; s++)

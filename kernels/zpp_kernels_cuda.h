@@ -79,6 +79,15 @@ int zk_reduce_out_cuda(const uint8_t *in, uint64_t in_stride, int k, uint64_t pi
 int zk_sum_cuda(const void *x, uint64_t stride_elems, int k, uint64_t count, int dtype, int op,
                 float divisor, void *y, int out_dtype, cudaStream_t stream);
 
+/* zk_sum_ref on the device, input c at x[c] (1 <= k <= ZK_SUM_MAX_PTRS):
+ * the same bytes as zk_sum_cuda over those inputs laid out at a stride.
+ * The inputs may lie in other GPUs' memory that this device can read
+ * (peer access): the one-node reduce-scatter reads each member's block
+ * where it lies. Any alignment; 16-byte loads where all inputs allow. */
+#define ZK_SUM_MAX_PTRS 16
+int zk_sum_ptrs_cuda(const void *const *x, int k, uint64_t count, int dtype, int op, float divisor,
+                     void *y, int out_dtype, cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

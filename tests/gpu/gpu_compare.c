@@ -343,6 +343,43 @@ static void case_sum(int dtype, int out_dtype, uint64_t count, int k, int d)
     CK(zk_sum_cuda(d_x, count, k, count, dtype, op, (float)k, d_y, out_dtype, 0));
     CK(cudaDeviceSynchronize());
     compare(what, hy, d_y, count * oes, POISON_B);
+    /* zk_sum_ptrs_cuda: input c is the slice at (k - 1 - c) * stride, so
+     * the pointers run against memory order and are not 16-byte aligned;
+     * the reference sums the same slices in that order. */
+    if (k <= ZK_SUM_MAX_PTRS) {
+        uint8_t *hr = malloc((uint64_t)k * stride * es);
+        const void *ptrs[ZK_SUM_MAX_PTRS];
+        ASSERT(hr);
+        for (int c = 0; c < k; c++) {
+            memcpy(hr + (uint64_t)c * stride * es, hx + (uint64_t)(k - 1 - c) * stride * es,
+                   stride * es);
+            ptrs[c] = (const uint8_t *)d_x + (uint64_t)(k - 1 - c) * stride * es;
+        }
+        zk_sum_ref(hr, stride, k, count, dtype, op, (float)k, hy, out_dtype);
+        snprintf(what + strlen(what), sizeof what - strlen(what), " ptrs");
+        for (int r = 0; r < 2; r++) {
+            CK(cudaMemset(d_y, poisons[r], count * oes + GUARD));
+            CK(zk_sum_ptrs_cuda(ptrs, k, count, dtype, op, (float)k, d_y, out_dtype, 0));
+            CK(cudaDeviceSynchronize());
+            if (!compare(what, hy, d_y, count * oes, poisons[r]))
+                break;
+        }
+        free(hr);
+        /* more inputs than the kernel takes, or a null one: refused */
+        const void *many[ZK_SUM_MAX_PTRS + 1] = {0};
+        for (int c = 0; c <= ZK_SUM_MAX_PTRS; c++)
+            many[c] = d_x;
+        int too_many = zk_sum_ptrs_cuda(many, ZK_SUM_MAX_PTRS + 1, count, dtype, op, 1.0f, d_y,
+                                        out_dtype, 0);
+        many[0] = NULL;
+        int null_in = zk_sum_ptrs_cuda(many, 1, count, dtype, op, 1.0f, d_y, out_dtype, 0);
+        g_checks++;
+        if (too_many != (int)cudaErrorInvalidValue || null_in != (int)cudaErrorInvalidValue) {
+            fprintf(stderr, "FAIL %s: bad pointer arguments were not refused (%d, %d)\n", what,
+                    too_many, null_in);
+            g_fail++;
+        }
+    }
     free(hx);
     free(hy);
 }

@@ -1,0 +1,128 @@
+/*
+ * sum.cu — the exact k-way sum of the unquantized reduce-scatter, its k
+ * inputs given as separate pointers (zk_sum_ptrs_cuda). The daemon's
+ * one-node reduce-scatter passes each member's block where it lies, on
+ * that member's GPU, so the kernel reads the peers' memory over NVLink
+ * directly: one pass, no copy into staging first. The arithmetic is
+ * zk_sum_ref's (fp32 sum in the inputs' order, then the optional divide),
+ * so the bytes are those of the strided zk_sum_cuda and of the host
+ * backend. Launch contract in zpp_kernels_cuda.h.
+ */
+#include "zk_cuda_common.cuh"
+
+using namespace zk;
+
+namespace
+{
+
+/* The k input pointers, read by the threads from the kernel's parameter
+ * space (__grid_constant__: no copy into local memory). */
+struct sum_ptrs {
+    const uint8_t *p[ZK_SUM_MAX_PTRS];
+};
+
+template <int DT, int ODT>
+__global__ void ZK_LB_FLAT sum_ptrs_kernel(const __grid_constant__ sum_ptrs src, int k,
+                                           uint64_t count, int mean, float divisor, void *y)
+{
+    constexpr int es = dt_traits<DT>::size, oes = dt_traits<ODT>::size;
+    constexpr int VE = ZK_VEC_BYTES / (es > oes ? es : oes);
+    constexpr uint64_t tile_vecs = (uint64_t)ZK_CTA_THREADS * ZK_DQ_NV;
+    uint64_t nvec = (count + VE - 1) / VE, tiles = (nvec + tile_vecs - 1) / tile_vecs;
+    for (uint64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        uint64_t e[ZK_DQ_NV];
+        float acc[ZK_DQ_NV][VE];
+#pragma unroll
+        for (int j = 0; j < ZK_DQ_NV; j++) {
+            e[j] = (tile * tile_vecs + (uint64_t)j * ZK_CTA_THREADS + threadIdx.x) * VE;
+#pragma unroll
+            for (int i = 0; i < VE; i++)
+                acc[j][i] = 0.0f;
+        }
+        for (int c = 0; c < k; c++) {
+            const uint8_t *base = src.p[c];
+            raw16 r[ZK_DQ_NV];
+            bool slow[ZK_DQ_NV];
+#pragma unroll
+            for (int j = 0; j < ZK_DQ_NV; j++) {
+                uint64_t valid = e[j] < count ? count - e[j] : 0;
+                r[j] = load_elems_raw<DT, VE>(base + e[j] * es, valid, &slow[j]);
+            }
+#pragma unroll
+            for (int j = 0; j < ZK_DQ_NV; j++) {
+                uint64_t valid = e[j] < count ? count - e[j] : 0;
+                float v[VE];
+                widen_vec<DT, VE>(r[j], slow[j], base + e[j] * es, valid, v);
+#pragma unroll
+                for (int i = 0; i < VE; i++)
+                    acc[j][i] = zk_fadd(acc[j][i], v[i]);
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < ZK_DQ_NV; j++) {
+            if (e[j] >= count)
+                continue;
+            if (mean) {
+#pragma unroll
+                for (int i = 0; i < VE; i++)
+                    acc[j][i] = zk_fdiv(acc[j][i], divisor);
+            }
+            store_elems<ODT, VE>((uint8_t *)y + e[j] * oes, count - e[j], acc[j]);
+        }
+    }
+}
+
+template <int DT, int ODT>
+void launch(const sum_ptrs &src, int k, uint64_t count, int op, float divisor, void *y,
+            cudaStream_t stream)
+{
+    constexpr int ve =
+        ZK_VEC_BYTES /
+        (dt_traits<DT>::size > dt_traits<ODT>::size ? dt_traits<DT>::size : dt_traits<ODT>::size);
+    uint64_t nvec = (count + ve - 1) / ve;
+    uint64_t ctas = (nvec + ZK_CTA_THREADS * ZK_DQ_NV - 1) / (ZK_CTA_THREADS * ZK_DQ_NV);
+    sum_ptrs_kernel<DT, ODT><<<grid_for(ctas), ZK_CTA_THREADS, 0, stream>>>(
+        src, k, count, op == ZK_MEAN, divisor, y);
+}
+
+template <int DT>
+void launch_out(int out_dtype, const sum_ptrs &src, int k, uint64_t count, int op, float divisor,
+                void *y, cudaStream_t stream)
+{
+    if (out_dtype == ZK_FP32)
+        launch<DT, ZK_FP32>(src, k, count, op, divisor, y, stream);
+    else if (out_dtype == ZK_FP16)
+        launch<DT, ZK_FP16>(src, k, count, op, divisor, y, stream);
+    else
+        launch<DT, ZK_BF16>(src, k, count, op, divisor, y, stream);
+}
+
+int dt_ok(int dt)
+{
+    return dt == ZK_FP32 || dt == ZK_FP16 || dt == ZK_BF16;
+}
+
+} // namespace
+
+extern "C" int zk_sum_ptrs_cuda(const void *const *x, int k, uint64_t count, int dtype, int op,
+                                float divisor, void *y, int out_dtype, cudaStream_t stream)
+{
+    if (!dt_ok(dtype) || !dt_ok(out_dtype) || k < 1 || k > ZK_SUM_MAX_PTRS ||
+        (op != ZK_SUM && op != ZK_MEAN) || (count && (!x || !y)))
+        return (int)cudaErrorInvalidValue;
+    if (count == 0)
+        return 0;
+    sum_ptrs src = {};
+    for (int c = 0; c < k; c++) {
+        if (!x[c])
+            return (int)cudaErrorInvalidValue;
+        src.p[c] = (const uint8_t *)x[c];
+    }
+    if (dtype == ZK_FP32)
+        launch_out<ZK_FP32>(out_dtype, src, k, count, op, divisor, y, stream);
+    else if (dtype == ZK_FP16)
+        launch_out<ZK_FP16>(out_dtype, src, k, count, op, divisor, y, stream);
+    else
+        launch_out<ZK_BF16>(out_dtype, src, k, count, op, divisor, y, stream);
+    return (int)cudaGetLastError();
+}
