@@ -23,6 +23,7 @@ struct cl_member {
     uint64_t last_ok_ms;
     uint64_t last_sent_ms;
     uint64_t last_fail_ms; /* a heartbeat that failed (the RPC, not the job) */
+    int idle;              /* its last word: every rank of that node has left */
     char fail[128];        /* its error */
     int hb_inflight;
     struct peer_join_call *parked; /* leader: this node's Join, until answered */
@@ -429,6 +430,19 @@ void cluster_form(struct job *j)
 
 /* ---- heartbeats and aborts ------------------------------------------------- */
 
+/* Ends j here when this node and every other one are idle (the others'
+ * last heartbeat, request or reply, said so). May free j. */
+static void try_end_idle(struct job *j)
+{
+    struct cluster_job *c = j->cl;
+    if (!c || !c->formed || !job_node_idle(j))
+        return;
+    for (uint32_t n = 0; n < c->nodes; n++)
+        if (n != j->node && !c->m[n].idle)
+            return;
+    job_end_idle(j);
+}
+
 static void on_hb_reply(void *arg, int code, const char *msg, int state)
 {
     struct cl_ref *r = arg;
@@ -445,6 +459,12 @@ static void on_hb_reply(void *arg, int code, const char *msg, int state)
     }
     if (j->state == JOB_ABORTED || code)
         return;
+    if (state == ZPP__PEER__JOB_STATE__JOB_STATE_UNKNOWN && m->idle && job_node_idle(j)) {
+        /* it was idle and ended its part: every node was */
+        m->last_ok_ms = zppd_now_ms();
+        try_end_idle(j);
+        return;
+    }
     if (state == ZPP__PEER__JOB_STATE__JOB_STATE_ABORTED ||
         state == ZPP__PEER__JOB_STATE__JOB_STATE_UNKNOWN) {
         job_abort(j, MET_ABORT_PEER, "node %u (%s) %s", n, m->addr,
@@ -454,6 +474,9 @@ static void on_hb_reply(void *arg, int code, const char *msg, int state)
         return;
     }
     m->last_ok_ms = zppd_now_ms();
+    m->idle = state == ZPP__PEER__JOB_STATE__JOB_STATE_IDLE;
+    if (m->idle)
+        try_end_idle(j);
 }
 
 static int on_heartbeat(void *ctx, const Zpp__Peer__HeartbeatRequest *req,
@@ -468,10 +491,16 @@ static int on_heartbeat(void *ctx, const Zpp__Peer__HeartbeatRequest *req,
         return 0;
     }
     *state = j->state == JOB_ABORTED   ? ZPP__PEER__JOB_STATE__JOB_STATE_ABORTED
+             : job_node_idle(j)        ? ZPP__PEER__JOB_STATE__JOB_STATE_IDLE
              : j->state == JOB_RUNNING ? ZPP__PEER__JOB_STATE__JOB_STATE_RUNNING
                                        : ZPP__PEER__JOB_STATE__JOB_STATE_FORMING;
-    if (j->cl && req->node_rank < j->cl->nodes)
-        j->cl->m[req->node_rank].last_ok_ms = zppd_now_ms();
+    if (j->cl && req->node_rank < j->cl->nodes && req->node_rank != j->node) {
+        struct cl_member *m = &j->cl->m[req->node_rank];
+        m->last_ok_ms = zppd_now_ms();
+        m->idle = req->idle;
+        if (m->idle)
+            try_end_idle(j); /* the answer is already decided: j may go */
+    }
     return 0;
 }
 
@@ -528,8 +557,8 @@ static void heartbeat(struct cl_state *st, struct job *j, uint32_t n, uint64_t n
     struct cl_ref *r = ref_new(j, n);
     if (!r)
         return;
-    if (peer_heartbeat(st->peer, m->addr, j->id, &ten, j->node, j->d->cfg.peer_heartbeat_ms,
-                       on_hb_reply, r)) {
+    if (peer_heartbeat(st->peer, m->addr, j->id, &ten, j->node, job_node_idle(j),
+                       j->d->cfg.peer_heartbeat_ms, on_hb_reply, r)) {
         free(r);
         return;
     }
@@ -547,6 +576,12 @@ void cluster_probe(struct job *j)
     for (uint32_t n = 0; n < c->nodes; n++)
         if (n != j->node && c->m[n].addr[0])
             heartbeat(st, j, n, now);
+}
+
+void cluster_idle(struct job *j)
+{
+    cluster_probe(j);
+    try_end_idle(j);
 }
 
 uint64_t cluster_silence_ms(const struct zppd *d)

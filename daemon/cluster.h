@@ -52,6 +52,10 @@ uint64_t cluster_silence_ms(const struct zppd *d);
  * answered for cluster_silence_ms. 1 with "node N (address): what" in buf,
  * else 0. */
 int cluster_suspect(const struct job *j, uint64_t now, char *buf, size_t len);
+/* Every rank of j on this node has left between calls (job_node_idle):
+ * heartbeats the other members now, saying so, and ends j here
+ * (job_end_idle) if each of them has said it is idle too. May free j. */
+void cluster_idle(struct job *j);
 /* The job is being freed: forgets its state. */
 void cluster_job_free(struct job *j);
 

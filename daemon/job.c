@@ -1184,9 +1184,11 @@ void job_leave(struct session *s, const char *reason)
      * a new connection. Across daemons this is also how a job ends well:
      * each node's ranks leave after their last call, whose NCCL work on the
      * other nodes may still be running; aborting at the first leave would
-     * fail those calls. A node whose ranks are all away keeps the job (and
-     * answers heartbeats) until rejoin_timeout_ms, then ends it and tells
-     * the others. */
+     * fail those calls. A node whose ranks are all away is idle: it says so
+     * in its heartbeats, and once every node is idle each ends its part
+     * well (cluster_idle, job_end_idle). An idle node whose ranks stay away
+     * while another node's do not ends the job after rejoin_timeout_ms and
+     * tells the others. */
     if (j->state == JOB_RUNNING && d->cfg.rejoin_timeout_ms && !j->calls &&
         (j->detached_ms || (j->detached_ms = calloc(j->world, sizeof *j->detached_ms)))) {
         /* Its reference on the job stays with the detached slot. (A rank
@@ -1198,11 +1200,28 @@ void job_leave(struct session *s, const char *reason)
                "job=%s rank=%u pid=%u "
                "rejoin_timeout_ms=%u why=\"%s\"",
                j->id, r, s->pid, d->cfg.rejoin_timeout_ms, reason);
+        if (job_node_idle(j))
+            cluster_idle(j); /* tells the others now; may end (free) j */
         return;
     }
     if (j->state != JOB_ABORTED)
         job_abort(j, MET_ABORT_DISCONNECT, "rank %u (pid %u) left: %s", r, s->pid, reason);
     job_unref(j);
+}
+
+int job_node_idle(const struct job *j)
+{
+    return j->multi && j->state == JOB_RUNNING && j->njoined == 0 && !j->calls;
+}
+
+void job_end_idle(struct job *j)
+{
+    ZLOG_I("job", "job ended", "job=%s uid=%u node=%u why=\"every rank of every node left\"",
+           j->id, j->uid, j->node);
+    j->state = JOB_ABORTED;
+    j->ended_clean = 1;
+    snprintf(j->abort_reason, sizeof j->abort_reason, "every rank of every node left");
+    drop_detached(j); /* may free j */
 }
 
 void job_abort_all(struct zppd *d, const char *reason)

@@ -146,6 +146,15 @@ void job_abort(struct job *j, int cause, const char *fmt, ...)
 /* Periodic check (loop timer): calls waiting past their timeout. */
 void job_tick(struct zppd *d);
 
+/* A job across daemons whose ranks on this node have all left between
+ * calls (it keeps running: they may rejoin within rejoin_timeout_ms). */
+int job_node_idle(const struct job *j);
+
+/* cluster.c: every node of j is idle: ends it here as a one-node job ends
+ * when its last rank leaves (communicators finalized, not aborted; no
+ * Abort to the others, which end their parts the same way). May free j. */
+void job_end_idle(struct job *j);
+
 /* Aborts every job (shutdown). */
 void job_abort_all(struct zppd *d, const char *reason);
 

@@ -450,7 +450,7 @@ static void srv_heartbeat(struct peer *p, struct peer_join_call *sc, const struc
     Zpp__Peer__HeartbeatReply r = ZPP__PEER__HEARTBEAT_REPLY__INIT;
     r.code = peer_check_code_ok(rc) ? rc : ZPP_EINVAL;
     r.message = msg;
-    r.state = (state >= 0 && state <= ZPP__PEER__JOB_STATE__JOB_STATE_ABORTED)
+    r.state = (state >= 0 && state <= PEER_JOB_STATE_MAX)
                   ? (Zpp__Peer__JobState)state
                   : ZPP__PEER__JOB_STATE__JOB_STATE_UNKNOWN;
     srv_send(sc, &r.base);
@@ -951,8 +951,8 @@ static int fill_common(const char *job_id, const struct peer_tenant *tenant, Zpp
 }
 
 int peer_heartbeat(struct peer *p, const char *addr, const char *job_id,
-                   const struct peer_tenant *tenant, uint32_t node_rank, uint32_t timeout_ms,
-                   peer_heartbeat_cb cb, void *arg)
+                   const struct peer_tenant *tenant, uint32_t node_rank, int idle,
+                   uint32_t timeout_ms, peer_heartbeat_cb cb, void *arg)
 {
     Zpp__Peer__Tenant t = ZPP__PEER__TENANT__INIT;
     if (!p || !cb || node_rank >= PEER_MAX_NODES || fill_common(job_id, tenant, &t))
@@ -962,6 +962,7 @@ int peer_heartbeat(struct peer *p, const char *addr, const char *job_id,
     r.job_id = (char *)job_id;
     r.tenant = &t;
     r.node_rank = node_rank;
+    r.idle = idle != 0;
     struct cli_call *c;
     int rc = cli_start(p, addr, M_HEARTBEAT, &r.base, timeout_ms, &c);
     if (rc)

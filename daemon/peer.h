@@ -193,11 +193,12 @@ struct peer_tenant {
 int peer_join(struct peer *p, const char *leader_addr, const Zpp__Peer__JoinRequest *req,
               uint32_t timeout_ms, peer_join_cb cb, void *arg);
 
-/* Sends Heartbeat(job, tenant, node_rank) to `addr`; cb gets the peer's
- * code and its JobState. Returns like peer_join. Thread: loop. */
+/* Sends Heartbeat(job, tenant, node_rank, idle: every rank of this node
+ * has left the job between calls) to `addr`; cb gets the peer's code and
+ * its JobState. Returns like peer_join. Thread: loop. */
 int peer_heartbeat(struct peer *p, const char *addr, const char *job_id,
-                   const struct peer_tenant *tenant, uint32_t node_rank, uint32_t timeout_ms,
-                   peer_heartbeat_cb cb, void *arg);
+                   const struct peer_tenant *tenant, uint32_t node_rank, int idle,
+                   uint32_t timeout_ms, peer_heartbeat_cb cb, void *arg);
 
 /* Sends Abort(job, tenant, reason, from_node) to `addr` with a deadline
  * of PEER_ABORT_TIMEOUT_MS; fire and forget: cb may be NULL (a failure is

@@ -219,7 +219,7 @@ int peer_check_reply(int32_t code, const char *message, char *why, size_t len)
 
 int peer_check_job_state(int state, char *why, size_t len)
 {
-    if (state < 0 || state > ZPP__PEER__JOB_STATE__JOB_STATE_ABORTED) {
+    if (state < 0 || state > PEER_JOB_STATE_MAX) {
         snprintf(why, len, "bad job state %d", state);
         return ZPP_EPROTO;
     }

@@ -95,7 +95,9 @@ int peer_check_abort_request(const Zpp__Peer__AbortRequest *r, char *why, size_t
  * bytes (may be absent), code one of ours. ZPP_EPROTO. */
 int peer_check_reply(int32_t code, const char *message, char *why, size_t len);
 
-/* The JobState of a Heartbeat reply: a value the enum defines. ZPP_EPROTO. */
+/* The JobState of a Heartbeat reply: a value the enum defines (0 ..
+ * PEER_JOB_STATE_MAX). ZPP_EPROTO. */
+#define PEER_JOB_STATE_MAX ZPP__PEER__JOB_STATE__JOB_STATE_IDLE
 int peer_check_job_state(int state, char *why, size_t len);
 
 #ifdef __cplusplus

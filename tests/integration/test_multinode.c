@@ -55,6 +55,13 @@
  *     first, it ends within a few hundred ms naming node 1 (its failed
  *     heartbeat, or its silence), long before the peer timeout.
  *
+ * 15. Every node's ranks leave (rejoin_timeout_ms 20000, heartbeat 300):
+ *     2 x 2 formed, then all four ranks leave between calls, node 1's
+ *     first: both daemons end the job well within a few heartbeat periods,
+ *     long before the rejoin timeout ("job ended", communicators of the
+ *     host backend closed gracefully, no "job aborted" and no abort
+ *     counted); then the same job id forms again across both.
+ *
  * Timings are printed ("timing: ...").
  */
 #include <errno.h>
@@ -1004,6 +1011,51 @@ static void test_device_error_names_node(void)
     stop(&a);
 }
 
+/* ---- 15. every node's ranks leave: the job ends well everywhere -------- */
+
+static void test_all_nodes_leave(void)
+{
+    reset_shared();
+    zh_daemon a, b;
+    char aa[128], ab[128];
+    const char *conf = FAST "rejoin_timeout_ms = 20000\n";
+    start(conf, &a, aa, sizeof aa);
+    start(conf, &b, ab, sizeof ab);
+    const char *job = "mn-all-leave";
+    form_2(&a, &b, job, 4, aa, "nnnn");
+    /* Node 1 first: it is idle, node 0 is not, so nothing ends yet. */
+    leave(2);
+    leave(3);
+    sleep_ms(900); /* three heartbeat periods */
+    char s1[32], s2[32];
+    job_state(&a, job, s1, sizeof s1);
+    job_state(&b, job, s2, sizeof s2);
+    ASSERT(!strcmp(s1, "running") && !strcmp(s2, "running"));
+    int64_t t0 = zh_now_ms();
+    leave(0);
+    leave(1);
+    wait_state(&a, job, "", 5000);
+    wait_state(&b, job, "", 5000);
+    int64_t took = zh_now_ms() - t0;
+    printf("timing: every node's ranks left -> the job gone from both nodes after %lld ms "
+           "(heartbeat 300 ms, rejoin_timeout_ms 20000)\n", (long long)took);
+    ASSERT_LE(took, 5000);
+    const zh_daemon *both[2] = {&a, &b};
+    for (int i = 0; i < 2; i++) {
+        ASSERT(zh_daemon_log_contains(both[i], "every rank of every node left"));
+        ASSERT(zh_daemon_log_contains(both[i], "backend=graceful"));
+        ASSERT(!zh_daemon_log_contains(both[i], "job aborted"));
+        ASSERT(!zh_daemon_log_contains(both[i], "job=mn-all-leave uid=0 reason"));
+    }
+    /* The same job id forms again across both daemons. */
+    reset_shared();
+    form_2(&a, &b, job, 2, aa, "nn");
+    release_all(2);
+    ASSERT(zh_daemon_alive(&a) && zh_daemon_alive(&b));
+    stop(&a);
+    stop(&b);
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1024,6 +1076,7 @@ int main(int argc, char **argv)
         {"two daemons claim the same node", test_duplicate_node},
         {"a job ends well across daemons", test_clean_end},
         {"a device error names the dead node", test_device_error_names_node},
+        {"every node's ranks leave: the job ends well", test_all_nodes_leave},
     };
     int n = (int)(sizeof all / sizeof all[0]);
     int only = argc > 1 ? atoi(argv[1]) : 0;
