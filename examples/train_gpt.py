@@ -347,7 +347,7 @@ def zpp_kwargs(args: argparse.Namespace, mode: str, model: GPT) -> dict:
     return dict(qwz=qwz, hpz=hpz, qgz=qgz, bits_w=args.bits_w, bits_g=args.bits_g,
                 dtype=DTYPES[args.dtype], units=unit_groups(model, args.blocks_per_unit), slots=args.slots,
                 small_slots=args.small_slots, grad_slots=args.grad_slots, prefetch=args.prefetch,
-                lr=args.lr, betas=(0.9, 0.95), weight_decay=args.wd, no_decay=no_decay,
+                step_prefetch=not args.no_step_prefetch, lr=args.lr, betas=(0.9, 0.95), weight_decay=args.wd, no_decay=no_decay,
                 max_grad_norm=args.clip)  # fmt: skip
 
 
@@ -508,6 +508,8 @@ def main() -> int:
                     help="zpp.torch: gradient slots of the largest unit's size (reduces in flight + 1)")
     ap.add_argument("--prefetch", type=int, default=2,
                     help="zpp.torch: units gathered ahead in forward and backward (needs slots > prefetch)")
+    ap.add_argument("--no-step-prefetch", action="store_true",
+                    help="zpp.torch: leave the next forward's first gathers to the forward, not step()")
     ap.add_argument("--profile", action="store_true",
                     help="per step: forward, backward, optimizer ms (CUDA events) and the time spent "
                          "waiting for zppd (ZeroPP.profile); in the CSV and the JSON's 'profile'")
@@ -707,7 +709,7 @@ def main() -> int:
         "mem_allocated_after_forward_mib": mem_marks.get("after_forward_mib"),
         "zpp_config": ({"units": len(run.zp.units), "blocks_per_unit": args.blocks_per_unit,
                         "slots": args.slots, "small_slots": args.small_slots, "grad_slots": args.grad_slots,
-                        "prefetch": args.prefetch, "largest_unit": max(u.numel for u in run.zp.units)}
+                        "prefetch": args.prefetch, "step_prefetch": not args.no_step_prefetch, "largest_unit": max(u.numel for u in run.zp.units)}
                        if run.zp is not None else None),
         "profile": profile_summary(prof_rows) if prof_rows else None,
     }  # fmt: skip

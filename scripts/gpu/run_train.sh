@@ -12,7 +12,8 @@
 # TAGs (each also ends the run's name, -TAG): det (--deterministic), and
 # zpp.torch's knobs of train_gpt.py: k<N> (--blocks-per-unit N), slots<N>
 # (--slots N), small<N> (--small-slots N), gs<N> (--grad-slots N), pf<N>
-# (--prefetch N); e.g. zppd-zeropp:1024:100:k3:gs3. Without a tag a run
+# (--prefetch N), nsp (--no-step-prefetch: step() does not start the next
+# forward's first gathers); e.g. zppd-zeropp:1024:100:k3:gs3. Without a tag a run
 # gets train_gpt.py's defaults. $FAST_PLAN below is the plan for one call
 # of about 6 minutes (the knob sweep, the baselines, the det pair).
 #
@@ -323,6 +324,7 @@ for item in $PLAN; do
       small[0-9]*) extra+=(--small-slots "${t#small}") ;;
       gs[0-9]*) extra+=(--grad-slots "${t#gs}") ;;
       pf[0-9]*) extra+=(--prefetch "${t#pf}") ;;
+      nsp) extra+=(--no-step-prefetch) ;;
       *) bad=$t; break ;;
     esac
     tag=$tag-$t

@@ -47,7 +47,9 @@ What happens (docs/pytorch.md has the whole story):
   step and lowers the scale), optional global-norm clipping, AdamW on the
   fp32 shard, the accumulators dropped; the parameter version moves on,
   so no hpZ key of the old parameters can be read again, and every key of
-  the job is invalidated (the store's memory comes back).
+  the job is invalidated (the store's memory comes back). Then it starts
+  the gathers of the next forward's first 1 + prefetch units with the new
+  parameters (``step_prefetch=False`` leaves them to the forward).
 * hpZ keys: ``zpp/u<unit>/e<epoch>/g<version>``; the version counts
   optimizer steps, the epoch counts checkpoint loads. Forwards without
   grad (evaluation) store no key; a training forward re-gathers a unit that
@@ -561,6 +563,7 @@ class ZeroPP(nn.Module):
         grad_slots: int = 2,
         small_slots: int = 0,
         prefetch: Union[bool, int] = True,
+        step_prefetch: bool = True,
         lr: float = 1e-3,
         betas: Tuple[float, float] = (0.9, 0.999),
         eps: float = 1e-8,
@@ -591,6 +594,7 @@ class ZeroPP(nn.Module):
         self.dtype = dtype
         self.bits_w, self.bits_g, self.block, self.qgz_stages = bits_w, bits_g, block, qgz_stages
         self.prefetch = int(prefetch)  # units gathered ahead (True: 1)
+        self.step_prefetch = bool(step_prefetch)  # step() starts the next forward's first gathers
         self.lr, self.betas, self.eps, self.weight_decay = lr, betas, eps, weight_decay
         self.max_grad_norm = max_grad_norm
         self.poison = poison
@@ -1218,7 +1222,25 @@ class ZeroPP(nn.Module):
                 self._good_steps = 0
         self._zero_grads()
         self._new_version()
+        if self.step_prefetch:
+            self._prefetch_first()
         return True
+
+    def _prefetch_first(self) -> None:
+        """Starts the gathers of the first 1 + prefetch units of the recorded
+        forward order with the new parameters, as the forward's first
+        pre-hook would: they cross the nodes while the host finishes the
+        step and fetches the next batch, and the first unit is no longer a
+        miss. A forward that comes with other parameters (a checkpoint
+        load) finds them stale by their version and gathers again."""
+        if not self._order_done or not self._order:
+            return
+        keep: List[_Unit] = []
+        for idx in self._order[: 1 + self.prefetch]:
+            u = self.units[idx]
+            if not self._prefetch(u, False, self._can_key, keep):
+                break
+            keep.append(u)
 
     def _zero_grads(self) -> None:
         for u in self.units:
