@@ -56,13 +56,13 @@
  * S slots of 8 codes per lane and chunk, one load of S * bits bytes. 1: the
  * slot kernels (one slot, 4 bytes of int4 codes per lane and chunk). */
 #ifndef ZK_RQ4
-#define ZK_RQ4 4 /* int4 reduce+requant: 1, 2, 4 or 8 slots per lane */
+#define ZK_RQ4 4 /* int4 reduce+requant: 1, 2 or 4 slots per lane */
 #endif
 #ifndef ZK_RO4
-#define ZK_RO4 4 /* int4 reduce->output (16-bit outputs only): 1, 2, 4 or 8 */
+#define ZK_RO4 4 /* int4 reduce->output (16-bit outputs only): 1, 2 or 4 */
 #endif
 #ifndef ZK_RQ8
-#define ZK_RQ8 2 /* int8 reduce+requant: 1, 2 or 4 */
+#define ZK_RQ8 2 /* int8 reduce+requant: 1 or 2 */
 #endif
 #ifndef ZK_RO8
 #define ZK_RO8 1 /* int8 reduce->output: 1 or 2 */
@@ -87,21 +87,6 @@
 #endif
 #ifndef ZK_RO4F
 #define ZK_RO4F 0 /* int4 reduce->fp32: 0 the slot kernel, 2 or 4 frov with that many slots */
-#endif
-#ifndef ZK_FMADEC
-#define ZK_FMADEC 0 /* 1: vector kernels decode codes by one FFMA each (fmadec_k, vaccum_fma) */
-#endif
-#ifndef ZK_VPEEL
-#define ZK_VPEEL 0 /* with ZK_FMADEC: the sums start from the first chunk's products */
-#endif
-#ifndef ZK_VKB8
-#define ZK_VKB8 ZK_VKB /* with ZK_FMADEC: chunks per load batch of the int8 vector kernels */
-#endif
-#ifndef ZK_VMINB_W
-#define ZK_VMINB_W 2 /* min CTAs per SM of the int4 vector kernels with 32-byte vectors (S = 8) */
-#endif
-#ifndef ZK_FMADEC_HOLD8
-#define ZK_FMADEC_HOLD8 0 /* with ZK_FMADEC: int8 batches also hold every load (ZK_VHOLD) */
 #endif
 #ifndef ZK_FQX_BYTES
 #define ZK_FQX_BYTES 64 /* fqx: input bytes per lane and block (slots per lane), and in flight */
@@ -993,25 +978,13 @@ __global__ void __launch_bounds__(ZK_CTA_THREADS)
  * fquant, code for code. */
 template <int BITS, int S> struct vcodes {
     static constexpr int words = S * BITS / 4;
-    static_assert(words == 1 || words == 2 || words == 4 || words == 8,
-                  "a vector is 4, 8, 16 or 32 bytes");
+    static_assert(words == 1 || words == 2 || words == 4, "a vector is 4, 8 or 16 bytes");
     uint32_t w[words];
 };
-/* Min CTAs per SM of a vector kernel: ZK_VMINB, but ZK_VMINB_W for int4
- * vectors of 32 bytes (64 sums a lane: they spill at 80 registers). */
-template <int BITS, int S> __host__ __device__ constexpr int vminb()
-{
-    return BITS == 4 && vcodes<BITS, S>::words == 8 ? ZK_VMINB_W : ZK_VMINB;
-}
 template <int BITS, int S>
 __device__ __forceinline__ void vcodes_load(vcodes<BITS, S> &c, const uint8_t *p)
 {
-    if constexpr (vcodes<BITS, S>::words == 8) {
-        /* 32 bytes (int4 S = 8, int8 S = 4: knobs ZK_RQ4, ZK_RQ8, ZK_RO4) */
-        uint4 a = __ldcs((const uint4 *)p), b = __ldcs((const uint4 *)p + 1);
-        c.w[0] = a.x, c.w[1] = a.y, c.w[2] = a.z, c.w[3] = a.w;
-        c.w[4] = b.x, c.w[5] = b.y, c.w[6] = b.z, c.w[7] = b.w;
-    } else if constexpr (vcodes<BITS, S>::words == 4) {
+    if constexpr (vcodes<BITS, S>::words == 4) {
         uint4 a = __ldcs((const uint4 *)p);
         c.w[0] = a.x, c.w[1] = a.y, c.w[2] = a.z, c.w[3] = a.w;
     } else if constexpr (vcodes<BITS, S>::words == 2) {
@@ -1024,10 +997,7 @@ __device__ __forceinline__ void vcodes_load(vcodes<BITS, S> &c, const uint8_t *p
 template <int BITS, int S>
 __device__ __forceinline__ void vcodes_store(uint8_t *p, const vcodes<BITS, S> &c)
 {
-    if constexpr (vcodes<BITS, S>::words == 8) {
-        __stcs((uint4 *)p, make_uint4(c.w[0], c.w[1], c.w[2], c.w[3]));
-        __stcs((uint4 *)p + 1, make_uint4(c.w[4], c.w[5], c.w[6], c.w[7]));
-    } else if constexpr (vcodes<BITS, S>::words == 4)
+    if constexpr (vcodes<BITS, S>::words == 4)
         __stcs((uint4 *)p, make_uint4(c.w[0], c.w[1], c.w[2], c.w[3]));
     else if constexpr (vcodes<BITS, S>::words == 2)
         __stcs((uint2 *)p, make_uint2(c.w[0], c.w[1]));
@@ -1093,66 +1063,6 @@ __device__ __forceinline__ void vaccum(const vcodes<BITS, S> &cd, int g, float s
         acc[8 * g + i] = __fadd_rn(acc[8 * g + i], __fmul_rn(q[i], s));
 }
 
-#if ZK_FMADEC
-/* Decoding by one FFMA per code (ZK_FMADEC, off by default). The biased code
- * u = q + 2^(BITS-1) (q + 8 for int4, q + 128 for int8), put alone at bits
- * m..m+BITS-1 of a word (m = 20 for int4, 16 for int8; u << m < 2^24), is
- * the fp32 value f = u * 2^(m-149) exactly (a subnormal, or a normal of
- * exponent field 1: the encoding is linear there). With SC = s * 2^(149-m)
- * and CC = -2^(BITS-1) * s, both exact when |s| < 2^(m-21) (below 2^128 after
- * the scaling, and scaling by a power of two is exact also for subnormal s),
- * fma(f, SC, CC) rounds the exact real u*s - 2^(BITS-1)*s = q*s once: the
- * bits of the reference's q*s (__fmul_rn((float)q, s)), except that a zero
- * product is always +0 where q*s may be -0; the sum starts at +0 and adds
- * each product, and +0 + (+-0) = +0, so the sums are the same bits. A
- * batch of chunks whose scales are all below the bound (fmadec_k::thr: int4
- * |s| < 0.5, i.e. block absmax < 3.5; int8 |s| < 2^-5, absmax < 3.97)
- * takes this path; any other batch (larger, Inf or NaN scales) the exact
- * path of vaccum. Per code: int4 one PRMT (plus 3 instructions per 8 codes:
- * SHF, 2 LOP3), int8 one PRMT (plus an XOR per 4), then FFMA and FADD:
- * 3.4 / 3.25 instructions per code and chunk against ~4.1 / 4.25. */
-template <int BITS> struct fmadec_k {
-    static constexpr uint32_t thr = BITS == 8 ? 0x3D000000u : 0x3F000000u; /* 2^-5, 2^-1 */
-    static constexpr float up1 = 0x1p64f;                                   /* up1 * up2 = 2^(149-m) */
-    static constexpr float up2 = BITS == 8 ? 0x1p69f : 0x1p65f;
-    static constexpr float nbias = BITS == 8 ? -128.0f : -8.0f;
-};
-/* acc[8g .. 8g + 7] += the decoded codes of slot g of one chunk's vector cd,
- * as fma(f, sc, cc) (sc = s * 2^(149-m), cc = -2^(BITS-1) * s); INIT: acc =
- * the products (the reference's +0 + p, as fma gives no -0 here). */
-template <int BITS, int S, bool INIT = false>
-__device__ __forceinline__ void vaccum_fma(const vcodes<BITS, S> &cd, int g, float sc, float cc,
-                                           float (&acc)[8 * S])
-{
-    uint32_t f[8];
-    if constexpr (BITS == 4) {
-        /* the high nibble of each byte, and the low one moved up to it, biased
-         * (x ^ 8); PRMT puts byte b alone in byte 2: the nibble at bits 20-23 */
-        const uint32_t w = cd.w[g];
-        const uint32_t hi = and_xor<0xF0F0F0F0u>(w, 0x80808080u);
-        const uint32_t lo = and_xor<0xF0F0F0F0u>(w << 4, 0x80808080u);
-#pragma unroll
-        for (int b = 0; b < 4; b++) {
-            f[2 * b] = __byte_perm(lo, 0u, 0x4044u | (uint32_t)b << 8);
-            f[2 * b + 1] = __byte_perm(hi, 0u, 0x4044u | (uint32_t)b << 8);
-        }
-    } else {
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            const uint32_t w = cd.w[2 * g + h] ^ ZK_I8_BIAS;
-#pragma unroll
-            for (int b = 0; b < 4; b++)
-                f[4 * h + b] = __byte_perm(w, 0u, 0x4044u | (uint32_t)b << 8);
-        }
-    }
-#pragma unroll
-    for (int i = 0; i < 8; i++)
-        acc[8 * g + i] = INIT ? __fmaf_rn(__uint_as_float(f[i]), sc, cc)
-                              : __fadd_rn(acc[8 * g + i], __fmaf_rn(__uint_as_float(f[i]), sc, cc));
-}
-#endif
-
-#if !ZK_FMADEC
 /* acc[i] = sum over chunks c = 0..k-1 (in order, from +0) of decoded code i
  * of the vector at element e (codes at in + c*stride + e*BITS/8, all in the
  * block of scale index sb). Issues ZK_VKB chunks' loads before any use.
@@ -1228,158 +1138,6 @@ __device__ __forceinline__ void fsumv(const uint8_t *in, uint64_t stride, int k,
         }
     }
 }
-#else
-/* fsumv with the FFMA decoding (ZK_FMADEC): the same loads, batches and
- * sums in the same order; a whole batch whose scales are all below
- * fmadec_k<BITS>::thr decodes by vaccum_fma, any other batch (and a partial
- * one) by vaccum. ZK_VPEEL: when the first batch takes the FFMA path the
- * sums start from its first chunk's products (fma never gives -0 here, so
- * +0 + p is p) instead of zeroing them and adding. Batches of ZK_VKB chunks
- * (ZK_VKB8 for int8). */
-template <int BITS> __host__ __device__ constexpr int fmadec_kb()
-{
-    return BITS == 8 ? ZK_VKB8 : ZK_VKB;
-}
-template <int BITS, int S, int KB = fmadec_kb<BITS>()>
-__device__ __forceinline__ void fsumv_load(const uint8_t *&pc, const uint8_t *&ps, uint64_t stride,
-                                           vcodes<BITS, S> (&cd)[KB], float (&s)[KB],
-                                           uint32_t zero)
-{
-#pragma unroll
-    for (int b = 0; b < KB; b++)
-        vcodes_load<BITS, S>(cd[b], pc + b * stride);
-#pragma unroll
-    for (int b = 0; b < KB; b++)
-        s[b] = __ldg((const float *)(ps + b * stride));
-    pc += KB * stride;
-    ps += KB * stride;
-    if (ZK_VHOLD && (BITS == 4 || ZK_FMADEC_HOLD8)) {
-        /* every scale depends on every load (see fsumv) */
-        uint32_t x = 0;
-#pragma unroll
-        for (int b = 0; b < KB; b++)
-            x |= cd[b].w[0];
-        x &= zero;
-#pragma unroll
-        for (int b = 0; b < KB; b++)
-            s[b] = __uint_as_float(__float_as_uint(s[b]) ^ x);
-    }
-}
-/* The FFMA operands of scale s: sc = s * 2^(149-m), cc = -2^(BITS-1) * s. */
-template <int BITS> __device__ __forceinline__ float fmadec_sc(float s)
-{
-    return __fmul_rn(__fmul_rn(s, fmadec_k<BITS>::up1), fmadec_k<BITS>::up2);
-}
-template <int BITS> __device__ __forceinline__ float fmadec_cc(float s)
-{
-    return __fmul_rn(s, fmadec_k<BITS>::nbias);
-}
-template <int BITS, int S>
-__device__ __forceinline__ void fsumv(const uint8_t *in, uint64_t stride, int k, uint64_t pay,
-                                      uint64_t e, uint64_t sb, bool ld, float (&acc)[8 * S],
-                                      uint32_t &smax, uint32_t zero)
-{
-    constexpr int KB = fmadec_kb<BITS>(); /* chunks whose loads are issued together */
-    smax = 0;
-    if (!ld) {
-#pragma unroll
-        for (int i = 0; i < 8 * S; i++)
-            acc[i] = 0.0f;
-        return;
-    }
-    const uint8_t *pc = in + e * BITS / 8;
-    const uint8_t *ps = in + pay + sb * sizeof(float);
-    int c0 = 0;
-#if ZK_VPEEL
-    if (k >= KB) {
-        vcodes<BITS, S> cd[KB];
-        float s[KB];
-        fsumv_load<BITS, S>(pc, ps, stride, cd, s, zero);
-        uint32_t bm = 0;
-#pragma unroll
-        for (int b = 0; b < KB; b++)
-            bm = max(bm, __float_as_uint(s[b]) & ZK_F32_ABS_MASK);
-        smax = bm;
-        if (bm < fmadec_k<BITS>::thr) {
-#pragma unroll
-            for (int b = 0; b < KB; b++) {
-                const float sc = fmadec_sc<BITS>(s[b]), cc = fmadec_cc<BITS>(s[b]);
-#pragma unroll
-                for (int g = 0; g < S; g++) {
-                    if (b == 0)
-                        vaccum_fma<BITS, S, true>(cd[b], g, sc, cc, acc);
-                    else
-                        vaccum_fma<BITS, S>(cd[b], g, sc, cc, acc);
-                }
-            }
-        } else {
-#pragma unroll
-            for (int i = 0; i < 8 * S; i++)
-                acc[i] = 0.0f;
-#pragma unroll
-            for (int b = 0; b < KB; b++)
-#pragma unroll
-                for (int g = 0; g < S; g++)
-                    vaccum<BITS, S>(cd[b], g, s[b], acc);
-        }
-        c0 = KB;
-    } else
-#endif
-    {
-#pragma unroll
-        for (int i = 0; i < 8 * S; i++)
-            acc[i] = 0.0f;
-    }
-#pragma unroll 1 /* one batch per trip: no copies of the batch code */
-    for (; c0 < k; c0 += KB) {
-        vcodes<BITS, S> cd[KB];
-        float s[KB];
-        if (c0 + KB <= k) {
-            /* a whole batch: no per-chunk tests or branches */
-            fsumv_load<BITS, S>(pc, ps, stride, cd, s, zero);
-            uint32_t bm = 0;
-#pragma unroll
-            for (int b = 0; b < KB; b++)
-                bm = max(bm, __float_as_uint(s[b]) & ZK_F32_ABS_MASK);
-            smax = max(smax, bm);
-            if (bm < fmadec_k<BITS>::thr) {
-#pragma unroll
-                for (int b = 0; b < KB; b++) {
-                    const float sc = fmadec_sc<BITS>(s[b]), cc = fmadec_cc<BITS>(s[b]);
-#pragma unroll
-                    for (int g = 0; g < S; g++)
-                        vaccum_fma<BITS, S>(cd[b], g, sc, cc, acc);
-                }
-            } else {
-#pragma unroll
-                for (int b = 0; b < KB; b++)
-#pragma unroll
-                    for (int g = 0; g < S; g++)
-                        vaccum<BITS, S>(cd[b], g, s[b], acc);
-            }
-            continue;
-        }
-#pragma unroll
-        for (int b = 0; b < KB; b++) {
-            if (c0 + b < k) {
-                vcodes_load<BITS, S>(cd[b], pc);
-                s[b] = __ldg((const float *)ps);
-            }
-            pc += stride;
-            ps += stride;
-        }
-#pragma unroll
-        for (int b = 0; b < KB; b++) {
-            if (c0 + b < k) {
-                smax = max(smax, __float_as_uint(s[b]) & ZK_F32_ABS_MASK);
-#pragma unroll
-                for (int g = 0; g < S; g++)
-                    vaccum<BITS, S>(cd[b], g, s[b], acc);
-            }
-        }
-    }
-}
-#endif
 
 /* The quantization of one block by a team of T lanes, lane li holding its
  * vectors j = 0..NV-1 (E values each, at element (li + j * T) * E of block
@@ -1469,7 +1227,7 @@ __device__ __forceinline__ int fquantv(const float (&v)[NV][8 * S], uint64_t blk
 /* Reduce+requantize with vectors: team t of a warp (T lanes) takes block
  * it * (32 / T) + t; lane li its vectors li + j * T. */
 template <int BITS, int S, int T, int NV>
-__global__ void __launch_bounds__(ZK_CTA_THREADS, NV == 1 ? vminb<BITS, S>() : 1)
+__global__ void __launch_bounds__(ZK_CTA_THREADS, NV == 1 ? ZK_VMINB : 1)
     frv_kernel(const uint8_t *in, uint64_t in_stride, int k, uint64_t piece, uint64_t pay_bytes,
                uint64_t nb, uint8_t *out, unsigned long long *d_poisoned, uint32_t zero)
 {
@@ -1684,7 +1442,7 @@ __global__ void __launch_bounds__(ZK_CTA_THREADS)
  * vector g = (cta*8 + warp)*32 + lane, one code load and one scale load per
  * chunk; the arithmetic and the stores of fro_kernel. */
 template <int ODT, int BITS, int S>
-__global__ void __launch_bounds__(ZK_CTA_THREADS, vminb<BITS, S>())
+__global__ void __launch_bounds__(ZK_CTA_THREADS, ZK_VMINB)
     frov_kernel(const uint8_t *in, uint64_t in_stride, int k, uint64_t pay_bytes, int lgb,
                 uint64_t count, int mean, float divisor, void *y, uint32_t zero)
 {
