@@ -326,21 +326,14 @@ class Phases:
         return out
 
 
-def unit_groups(model: GPT, k: int, lead: tuple = ()) -> list:
-    """ZeroPP's units=: the first blocks in groups of the sizes in lead
-    (--lead-units), then the rest in ceil(rest / k) groups of consecutive
-    ones, as equal as can be (14 blocks, k 4: 4, 4, 3, 3: the slots are
-    sized by the largest group, so no group is much smaller); embeddings,
-    final norm and head form the root unit. Small leading units are the
-    last to reduce in backward (the reduce nothing overlaps) and the first
-    to gather in forward."""
+def unit_groups(model: GPT, k: int) -> list:
+    """ZeroPP's units=: the blocks in ceil(layers / k) groups of
+    consecutive ones, as equal as can be (14 blocks, k 4: 4, 4, 3, 3: the
+    slots are sized by the largest group, so no group is much smaller);
+    embeddings, final norm and head form the root unit."""
     b = list(model.blocks)
-    lead = [min(max(1, x), k) for x in lead]
-    while sum(lead) > len(b):
-        lead.pop()
-    rest = len(b) - sum(lead)
-    n = -(-rest // max(1, k))
-    sizes = list(lead) + [rest // n + (1 if i < rest % n else 0) for i in range(n)]
+    n = -(-len(b) // max(1, k))
+    sizes = [len(b) // n + (1 if i < len(b) % n else 0) for i in range(n)]
     out, i = [], 0
     for sz in sizes:
         out.append(b[i : i + sz])
@@ -352,7 +345,7 @@ def zpp_kwargs(args: argparse.Namespace, mode: str, model: GPT) -> dict:
     """ZeroPP's keyword arguments for a mode (but the connection's)."""
     qwz, hpz, qgz = ZPP_FLAGS.get(mode, (False, False, False))
     return dict(qwz=qwz, hpz=hpz, qgz=qgz, bits_w=args.bits_w, bits_g=args.bits_g,
-                dtype=DTYPES[args.dtype], units=unit_groups(model, args.blocks_per_unit, args.lead_units), slots=args.slots,
+                dtype=DTYPES[args.dtype], units=unit_groups(model, args.blocks_per_unit), slots=args.slots,
                 small_slots=args.small_slots, grad_slots=args.grad_slots, prefetch=args.prefetch,
                 step_prefetch=not args.no_step_prefetch, lr=args.lr, betas=(0.9, 0.95), weight_decay=args.wd, no_decay=no_decay,
                 max_grad_norm=args.clip)  # fmt: skip
@@ -507,9 +500,6 @@ def main() -> int:
     # 995 MiB peak per rank).
     ap.add_argument("--blocks-per-unit", type=int, default=3,
                     help="zpp.torch: consecutive transformer blocks per unit (one gather, one reduce)")
-    ap.add_argument("--lead-units", type=lambda s: tuple(int(x) for x in s.split(",") if x), default=(),
-                    help="zpp.torch: sizes in blocks of the first units (e.g. 1,2), before the groups of "
-                         "--blocks-per-unit: the last reduces of a backward get shorter")
     ap.add_argument("--slots", type=int, default=3,
                     help="zpp.torch: gather slots of the largest unit's size (current + prefetched)")
     ap.add_argument("--small-slots", type=int, default=1,
@@ -718,7 +708,6 @@ def main() -> int:
         "zpp_memory_after_backward_mib": mem_marks.get("zpp_after_backward_mib"),
         "mem_allocated_after_forward_mib": mem_marks.get("after_forward_mib"),
         "zpp_config": ({"units": len(run.zp.units), "blocks_per_unit": args.blocks_per_unit,
-                        "lead_units": list(args.lead_units),
                         "slots": args.slots, "small_slots": args.small_slots, "grad_slots": args.grad_slots,
                         "prefetch": args.prefetch, "step_prefetch": not args.no_step_prefetch, "largest_unit": max(u.numel for u in run.zp.units)}
                        if run.zp is not None else None),

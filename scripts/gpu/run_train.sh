@@ -13,8 +13,7 @@
 # zpp.torch's knobs of train_gpt.py: k<N> (--blocks-per-unit N), slots<N>
 # (--slots N), small<N> (--small-slots N), gs<N> (--grad-slots N), pf<N>
 # (--prefetch N), nsp (--no-step-prefetch: step() does not start the next
-# forward's first gathers), lead<DIGITS> (--lead-units: lead12 = first units
-# of 1 and 2 blocks); e.g. zppd-zeropp:1024:100:k3:gs3. Without a tag a run
+# forward's first gathers); e.g. zppd-zeropp:1024:100:k3:gs3. Without a tag a run
 # gets train_gpt.py's defaults. $FAST_PLAN below is the plan for one call
 # of about 6 minutes (the knob sweep, the baselines, the det pair).
 #
@@ -326,7 +325,6 @@ for item in $PLAN; do
       gs[0-9]*) extra+=(--grad-slots "${t#gs}") ;;
       pf[0-9]*) extra+=(--prefetch "${t#pf}") ;;
       nsp) extra+=(--no-step-prefetch) ;;
-      lead[0-9]*) l=${t#lead}; extra+=(--lead-units "$(echo "$l" | sed 's/./&,/g; s/,$//')") ;;
       *) bad=$t; break ;;
     esac
     tag=$tag-$t
