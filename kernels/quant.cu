@@ -1,7 +1,7 @@
 /*
  * quant.cu — CUDA block quantization: quantize (fp32/fp16/bf16 -> int8/int4
- * chunk), dequantize (chunk -> fp32/fp16/bf16) and the exact k-way sum of the
- * unquantized reduce-scatter. Byte-identical to kernels/quant_ref.c (the
+ * chunk) and dequantize (chunk -> fp32/fp16/bf16); the exact k-way sum of the
+ * unquantized reduce-scatter is in sum.cu. Byte-identical to kernels/quant_ref.c (the
  * arithmetic is zk_arith.h on both sides); launch contract in
  * zpp_kernels_cuda.h. One pass over memory: every input byte is read once,
  * every output byte written once, 16 bytes per access on the fast path.
@@ -210,57 +210,6 @@ __global__ void ZK_LB_FLAT dqx_kernel(const uint8_t *in, uint64_t pay_bytes, uin
     }
 }
 
-template <int DT, int ODT>
-__global__ void ZK_LB_FLAT sum_kernel(const void *x, uint64_t stride_elems, int k, uint64_t count,
-                                      int mean, float divisor, void *y)
-{
-    constexpr int es = dt_traits<DT>::size, oes = dt_traits<ODT>::size;
-    constexpr int VE = ZK_VEC_BYTES / (es > oes ? es : oes);
-    constexpr uint64_t tile_vecs = (uint64_t)ZK_CTA_THREADS * ZK_DQ_NV;
-    uint64_t nvec = (count + VE - 1) / VE, tiles = (nvec + tile_vecs - 1) / tile_vecs;
-    for (uint64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        uint64_t e[ZK_DQ_NV];
-        float acc[ZK_DQ_NV][VE];
-#pragma unroll
-        for (int j = 0; j < ZK_DQ_NV; j++) {
-            e[j] = (tile * tile_vecs + (uint64_t)j * ZK_CTA_THREADS + threadIdx.x) * VE;
-#pragma unroll
-            for (int i = 0; i < VE; i++)
-                acc[j][i] = 0.0f;
-        }
-        for (int c = 0; c < k; c++) {
-            const uint8_t *base = (const uint8_t *)x + (uint64_t)c * stride_elems * es;
-            raw16 r[ZK_DQ_NV];
-            bool slow[ZK_DQ_NV];
-#pragma unroll
-            for (int j = 0; j < ZK_DQ_NV; j++) {
-                uint64_t valid = e[j] < count ? count - e[j] : 0;
-                r[j] = load_elems_raw<DT, VE>(base + e[j] * es, valid, &slow[j]);
-            }
-#pragma unroll
-            for (int j = 0; j < ZK_DQ_NV; j++) {
-                uint64_t valid = e[j] < count ? count - e[j] : 0;
-                float v[VE];
-                widen_vec<DT, VE>(r[j], slow[j], base + e[j] * es, valid, v);
-#pragma unroll
-                for (int i = 0; i < VE; i++)
-                    acc[j][i] = zk_fadd(acc[j][i], v[i]);
-            }
-        }
-#pragma unroll
-        for (int j = 0; j < ZK_DQ_NV; j++) {
-            if (e[j] >= count)
-                continue;
-            if (mean) {
-#pragma unroll
-                for (int i = 0; i < VE; i++)
-                    acc[j][i] = zk_fdiv(acc[j][i], divisor);
-            }
-            store_elems<ODT, VE>((uint8_t *)y + e[j] * oes, count - e[j], acc[j]);
-        }
-    }
-}
-
 int dtype_ok(int dt)
 {
     return dt == ZK_FP32 || dt == ZK_FP16 || dt == ZK_BF16;
@@ -314,31 +263,6 @@ void launch_dequantize(const uint8_t *in, uint64_t n, uint64_t n_out, uint32_t b
     uint64_t ctas = (nvec + ZK_CTA_THREADS * ZK_DQ_NV - 1) / (ZK_CTA_THREADS * ZK_DQ_NV);
     dequantize_kernel<DT, BITS><<<grid_for(ctas), ZK_CTA_THREADS, 0, stream>>>(
         in, zk_payload_bytes(n, BITS), n_out, block, y);
-}
-
-template <int DT, int ODT>
-void launch_sum(const void *x, uint64_t stride_elems, int k, uint64_t count, int op, float divisor,
-                void *y, cudaStream_t stream)
-{
-    constexpr int ve =
-        ZK_VEC_BYTES /
-        (dt_traits<DT>::size > dt_traits<ODT>::size ? dt_traits<DT>::size : dt_traits<ODT>::size);
-    uint64_t nvec = (count + ve - 1) / ve;
-    uint64_t ctas = (nvec + ZK_CTA_THREADS * ZK_DQ_NV - 1) / (ZK_CTA_THREADS * ZK_DQ_NV);
-    sum_kernel<DT, ODT><<<grid_for(ctas), ZK_CTA_THREADS, 0, stream>>>(x, stride_elems, k, count,
-                                                                       op == ZK_MEAN, divisor, y);
-}
-
-template <int DT>
-void launch_sum_out(int out_dtype, const void *x, uint64_t stride_elems, int k, uint64_t count,
-                    int op, float divisor, void *y, cudaStream_t stream)
-{
-    if (out_dtype == ZK_FP32)
-        launch_sum<DT, ZK_FP32>(x, stride_elems, k, count, op, divisor, y, stream);
-    else if (out_dtype == ZK_FP16)
-        launch_sum<DT, ZK_FP16>(x, stride_elems, k, count, op, divisor, y, stream);
-    else
-        launch_sum<DT, ZK_BF16>(x, stride_elems, k, count, op, divisor, y, stream);
 }
 
 } // namespace
@@ -400,22 +324,5 @@ extern "C" int zk_dequantize_cuda(const uint8_t *in, uint64_t n, uint64_t n_out,
             ZK_D(ZK_BF16, 4);
     }
 #undef ZK_D
-    return launch_status();
-}
-
-extern "C" int zk_sum_cuda(const void *x, uint64_t stride_elems, int k, uint64_t count, int dtype,
-                           int op, float divisor, void *y, int out_dtype, cudaStream_t stream)
-{
-    if (!dtype_ok(dtype) || !dtype_ok(out_dtype) || k < 1 || (op != ZK_SUM && op != ZK_MEAN) ||
-        (count && (!x || !y)))
-        return (int)cudaErrorInvalidValue;
-    if (count == 0)
-        return 0;
-    if (dtype == ZK_FP32)
-        launch_sum_out<ZK_FP32>(out_dtype, x, stride_elems, k, count, op, divisor, y, stream);
-    else if (dtype == ZK_FP16)
-        launch_sum_out<ZK_FP16>(out_dtype, x, stride_elems, k, count, op, divisor, y, stream);
-    else
-        launch_sum_out<ZK_BF16>(out_dtype, x, stride_elems, k, count, op, divisor, y, stream);
     return launch_status();
 }

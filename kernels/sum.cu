@@ -1,12 +1,14 @@
 /*
- * sum.cu — the exact k-way sum of the unquantized reduce-scatter, its k
- * inputs given as separate pointers (zk_sum_ptrs_cuda). The daemon's
- * one-node reduce-scatter passes each member's block where it lies, on
- * that member's GPU, so the kernel reads the peers' memory over NVLink
- * directly: one pass, no copy into staging first. The arithmetic is
- * zk_sum_ref's (fp32 sum in the inputs' order, then the optional divide),
- * so the bytes are those of the strided zk_sum_cuda and of the host
- * backend. Launch contract in zpp_kernels_cuda.h.
+ * sum.cu — the exact k-way sum of the unquantized reduce-scatter:
+ * zk_sum_cuda (the k inputs at a stride, e.g. an all-to-all's staging) and
+ * zk_sum_ptrs_cuda (the k inputs as separate pointers: the daemon's
+ * one-node reduce-scatter passes each member's block where it lies, on that
+ * member's GPU, so the kernel reads the peers' memory over NVLink directly,
+ * one pass and no copy into staging). One kernel serves both, templated on
+ * where input c lies. The arithmetic is zk_sum_ref's (fp32 sum in the
+ * inputs' order, then the optional divide), the bytes those of the host
+ * backend. One pass over memory, 16 bytes per access on the fast path.
+ * Launch contract in zpp_kernels_cuda.h.
  */
 #include "zk_cuda_common.cuh"
 
@@ -15,15 +17,22 @@ using namespace zk;
 namespace
 {
 
-/* The k input pointers, read by the threads from the kernel's parameter
+/* Where input c lies: at a stride from the first, */
+struct sum_strided {
+    const uint8_t *x;
+    uint64_t stride_bytes;
+    __device__ const uint8_t *at(int c) const { return x + (uint64_t)c * stride_bytes; }
+};
+/* or at its own pointer, read by the threads from the kernel's parameter
  * space (__grid_constant__: no copy into local memory). */
 struct sum_ptrs {
     const uint8_t *p[ZK_SUM_MAX_PTRS];
+    __device__ const uint8_t *at(int c) const { return p[c]; }
 };
 
-template <int DT, int ODT>
-__global__ void ZK_LB_FLAT sum_ptrs_kernel(const __grid_constant__ sum_ptrs src, int k,
-                                           uint64_t count, int mean, float divisor, void *y)
+template <int DT, int ODT, class SRC>
+__global__ void ZK_LB_FLAT sum_kernel(const __grid_constant__ SRC src, int k, uint64_t count,
+                                      int mean, float divisor, void *y)
 {
     constexpr int es = dt_traits<DT>::size, oes = dt_traits<ODT>::size;
     constexpr int VE = ZK_VEC_BYTES / (es > oes ? es : oes);
@@ -40,7 +49,7 @@ __global__ void ZK_LB_FLAT sum_ptrs_kernel(const __grid_constant__ sum_ptrs src,
                 acc[j][i] = 0.0f;
         }
         for (int c = 0; c < k; c++) {
-            const uint8_t *base = src.p[c];
+            const uint8_t *base = src.at(c);
             raw16 r[ZK_DQ_NV];
             bool slow[ZK_DQ_NV];
 #pragma unroll
@@ -72,8 +81,8 @@ __global__ void ZK_LB_FLAT sum_ptrs_kernel(const __grid_constant__ sum_ptrs src,
     }
 }
 
-template <int DT, int ODT>
-void launch(const sum_ptrs &src, int k, uint64_t count, int op, float divisor, void *y,
+template <int DT, int ODT, class SRC>
+void launch(const SRC &src, int k, uint64_t count, int op, float divisor, void *y,
             cudaStream_t stream)
 {
     constexpr int ve =
@@ -81,12 +90,12 @@ void launch(const sum_ptrs &src, int k, uint64_t count, int op, float divisor, v
         (dt_traits<DT>::size > dt_traits<ODT>::size ? dt_traits<DT>::size : dt_traits<ODT>::size);
     uint64_t nvec = (count + ve - 1) / ve;
     uint64_t ctas = (nvec + ZK_CTA_THREADS * ZK_DQ_NV - 1) / (ZK_CTA_THREADS * ZK_DQ_NV);
-    sum_ptrs_kernel<DT, ODT><<<grid_for(ctas), ZK_CTA_THREADS, 0, stream>>>(
+    sum_kernel<DT, ODT, SRC><<<grid_for(ctas), ZK_CTA_THREADS, 0, stream>>>(
         src, k, count, op == ZK_MEAN, divisor, y);
 }
 
-template <int DT>
-void launch_out(int out_dtype, const sum_ptrs &src, int k, uint64_t count, int op, float divisor,
+template <int DT, class SRC>
+void launch_out(int out_dtype, const SRC &src, int k, uint64_t count, int op, float divisor,
                 void *y, cudaStream_t stream)
 {
     if (out_dtype == ZK_FP32)
@@ -102,7 +111,32 @@ int dt_ok(int dt)
     return dt == ZK_FP32 || dt == ZK_FP16 || dt == ZK_BF16;
 }
 
+template <class SRC>
+void launch_in(int dtype, int out_dtype, const SRC &src, int k, uint64_t count, int op,
+               float divisor, void *y, cudaStream_t stream)
+{
+    if (dtype == ZK_FP32)
+        launch_out<ZK_FP32>(out_dtype, src, k, count, op, divisor, y, stream);
+    else if (dtype == ZK_FP16)
+        launch_out<ZK_FP16>(out_dtype, src, k, count, op, divisor, y, stream);
+    else
+        launch_out<ZK_BF16>(out_dtype, src, k, count, op, divisor, y, stream);
+}
+
 } // namespace
+
+extern "C" int zk_sum_cuda(const void *x, uint64_t stride_elems, int k, uint64_t count, int dtype,
+                           int op, float divisor, void *y, int out_dtype, cudaStream_t stream)
+{
+    if (!dt_ok(dtype) || !dt_ok(out_dtype) || k < 1 || (op != ZK_SUM && op != ZK_MEAN) ||
+        (count && (!x || !y)))
+        return (int)cudaErrorInvalidValue;
+    if (count == 0)
+        return 0;
+    sum_strided src = {(const uint8_t *)x, stride_elems * zk_dtype_size(dtype)};
+    launch_in(dtype, out_dtype, src, k, count, op, divisor, y, stream);
+    return (int)cudaGetLastError();
+}
 
 extern "C" int zk_sum_ptrs_cuda(const void *const *x, int k, uint64_t count, int dtype, int op,
                                 float divisor, void *y, int out_dtype, cudaStream_t stream)
@@ -118,11 +152,6 @@ extern "C" int zk_sum_ptrs_cuda(const void *const *x, int k, uint64_t count, int
             return (int)cudaErrorInvalidValue;
         src.p[c] = (const uint8_t *)x[c];
     }
-    if (dtype == ZK_FP32)
-        launch_out<ZK_FP32>(out_dtype, src, k, count, op, divisor, y, stream);
-    else if (dtype == ZK_FP16)
-        launch_out<ZK_FP16>(out_dtype, src, k, count, op, divisor, y, stream);
-    else
-        launch_out<ZK_BF16>(out_dtype, src, k, count, op, divisor, y, stream);
+    launch_in(dtype, out_dtype, src, k, count, op, divisor, y, stream);
     return (int)cudaGetLastError();
 }
