@@ -141,7 +141,7 @@ void admin_jobs(struct session *s, uint64_t req_id)
         ji->tenant_uid = j->uid;
         ji->world_size = j->world;
         ji->nodes = j->nodes;
-        ji->state = (char *)job_state_name(j->state);
+        ji->state = (char *)job_state_label(j);
         ji->abort_reason = j->abort_reason;
         ji->store_bytes = hpz_store_job_bytes(d->store, j);
         ji->device_memory =

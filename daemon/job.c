@@ -35,6 +35,11 @@ const char *job_state_name(enum job_state st)
     return "?";
 }
 
+const char *job_state_label(const struct job *j)
+{
+    return job_node_idle(j) ? "idle" : job_state_name(j->state);
+}
+
 static const char *dtype_name(int dt)
 {
     return dt == ZPP_FP32 ? "fp32" : dt == ZPP_FP16 ? "fp16" : dt == ZPP_BF16 ? "bf16" : "?";

@@ -159,5 +159,9 @@ void job_end_idle(struct job *j);
 void job_abort_all(struct zppd *d, const char *reason);
 
 const char *job_state_name(enum job_state st);
+/* What zppctl and the metrics show: job_state_name, or "idle" for a job
+ * across daemons whose ranks here have all left between calls (it waits
+ * for them to rejoin, or for the other nodes to be idle too). */
+const char *job_state_label(const struct job *j);
 
 #endif

@@ -275,7 +275,7 @@ char *metrics_render(struct zppd *d, size_t *len)
            "Device memory held per job (communicators, staging).");
     for (struct job *j = d->jobs; j; j = j->next) {
         out(&b, "zppd_jobs{tenant=\"%u\",job=\"%s\",state=\"%s\"} 1\n", j->uid, j->id,
-            job_state_name(j->state));
+            job_state_label(j));
         out(&b, "zppd_job_hpz_bytes{tenant=\"%u\",job=\"%s\"} %" PRIu64 "\n", j->uid, j->id,
             hpz_store_job_bytes(d->store, j));
         uint64_t mem = j->be_job && d->be->job_memory ? d->be->job_memory(d->be_state, j->be_job)
