@@ -1180,6 +1180,7 @@ void job_leave(struct session *s, const char *reason)
             j->ended_clean = 1;
             snprintf(j->abort_reason, sizeof j->abort_reason, "every rank left");
             ZLOG_I("job", "job ended", "job=%s uid=%u", j->id, j->uid);
+            metrics_job_ended(d, j->uid);
         }
         drop_detached(j);
         job_unref(j);
@@ -1226,6 +1227,7 @@ void job_end_idle(struct job *j)
     j->state = JOB_ABORTED;
     j->ended_clean = 1;
     snprintf(j->abort_reason, sizeof j->abort_reason, "every rank of every node left");
+    metrics_job_ended(j->d, j->uid);
     drop_detached(j); /* may free j */
 }
 

@@ -44,6 +44,7 @@ struct met_tenant {
     uint64_t lat_count[MET_OPS];
     double lat_sum[MET_OPS];
     uint64_t aborts[MET_ABORT_CAUSES];
+    uint64_t ended; /* jobs that ended well */
 };
 
 struct met_state {
@@ -123,6 +124,13 @@ void metrics_abort(struct zppd *d, uint32_t uid, int cause)
     struct met_tenant *t = tenant(d, uid);
     if (t && cause >= 0 && cause < MET_ABORT_CAUSES)
         t->aborts[cause]++;
+}
+
+void metrics_job_ended(struct zppd *d, uint32_t uid)
+{
+    struct met_tenant *t = tenant(d, uid);
+    if (t)
+        t->ended++;
 }
 
 /* ---- rendering ------------------------------------------------------------ */
@@ -256,6 +264,12 @@ char *metrics_render(struct zppd *d, size_t *len)
             if (m->t[i].aborts[c])
                 out(&b, "zppd_job_aborts_total{tenant=\"%u\",cause=\"%s\"} %" PRIu64 "\n",
                     m->t[i].uid, cause_name[c], m->t[i].aborts[c]);
+    header(&b, "zppd_jobs_ended_total", "counter",
+           "Jobs that ended well (every rank left between calls; across daemons, every node's).");
+    for (size_t i = 0; i < m->n; i++)
+        if (m->t[i].ended)
+            out(&b, "zppd_jobs_ended_total{tenant=\"%u\"} %" PRIu64 "\n", m->t[i].uid,
+                m->t[i].ended);
 
     uint64_t used = 0, entries = 0, hits = 0, misses = 0;
     hpz_store_stats(d->store, &used, &entries, &hits, &misses);

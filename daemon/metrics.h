@@ -2,8 +2,8 @@
  * metrics.h — counters by tenant and collective, and the Prometheus text
  * endpoint that exposes them (off by default; loopback when on).
  *
- * The job layer records every finished call (metrics_call) and every abort
- * (metrics_abort); the endpoint renders these counters together with
+ * The job layer records every finished call (metrics_call), every abort
+ * (metrics_abort) and every job that ended well (metrics_job_ended); the endpoint renders these counters together with
  * gauges read from the live state (sessions, jobs, hpZ store, device
  * memory per job) at scrape time. Everything runs on the loop thread.
  */
@@ -32,6 +32,9 @@ void metrics_call(struct zppd *d, uint32_t uid, int op, int outcome, const struc
                   uint64_t latency_us);
 /* Records a job abort. */
 void metrics_abort(struct zppd *d, uint32_t uid, int cause);
+/* Records a job that ended well: every rank left between calls (across
+ * daemons: every node's). */
+void metrics_job_ended(struct zppd *d, uint32_t uid);
 
 /* Renders the whole exposition into a malloc'd buffer (caller frees). */
 char *metrics_render(struct zppd *d, size_t *len);

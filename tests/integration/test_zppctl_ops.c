@@ -186,6 +186,17 @@ int main(void)
     job_join(&b, "ops-b");
     job_call(&b, ZPP_OP_ALLGATHER, NULL);
     job_close(&b);
+    /* Both jobs ended well (their ranks left between calls): counted as
+     * ended, not as aborts, once the daemon has seen b's ranks go. */
+    for (int i = 0; i < 100; i++) {
+        ASSERT_EQ(ctl("metrics", NULL, NULL), 0);
+        if (strstr(g_out, "zppd_jobs_ended_total{tenant=\"0\"} 2"))
+            break;
+        usleep(50 * 1000);
+    }
+    ASSERT_CONTAINS(g_out, "# TYPE zppd_jobs_ended_total counter");
+    ASSERT_CONTAINS(g_out, "zppd_jobs_ended_total{tenant=\"0\"} 2");
+    ASSERT(!strstr(g_out, "zppd_job_aborts_total{"));
 
     ASSERT_EQ(ctl("status", "--off", NULL), 2);
     ASSERT_EQ(ctl("drain", "--wait=x", NULL), 2);
