@@ -165,6 +165,7 @@ def wrap(rank: int, job: Job, conn, cfg: dict):
         dtype=getattr(torch, cfg.get("dtype", "bfloat16")), lr=cfg.get("lr", 3e-3),
         units=units, slots=cfg.get("slots", 3), small_slots=cfg.get("small_slots", 0),
         grad_slots=cfg.get("grad_slots", 2), prefetch=cfg.get("prefetch", 1), poison=True, init_scale=cfg.get("init_scale", 2.0**16),
+        step_prefetch=cfg.get("step_prefetch", True),
         max_grad_norm=cfg.get("clip"), weight_decay=cfg.get("wd", 0.0),
         no_decay=(lambda name, p: p.dim() < 2) if cfg.get("no_decay") else None,
     )  # fmt: skip
@@ -357,6 +358,21 @@ def test_hpz_is_exact(daemon, job, qwz):
     # with qwZ off, hpZ keeps the slices of the plain all-gather (coll.c)
     assert qwz or on[0]["hpz_plain"] is True
     assert on[0]["stats"]["hpz_gathers"] > 0
+
+
+def test_step_prefetch_changes_no_bit(daemon, job):
+    """step() starting the next forward's first gathers: the same losses
+    and evaluations bit for bit as without, also when a checkpoint load
+    right after a step makes the prefetched gathers stale; and step() did
+    start gathers (more prefetches than without)."""
+    with tempfile.TemporaryDirectory(dir="/tmp") as d:
+        kw = dict(steps=5, eval=True, accum=2, ckpt=d, save_at=1, load_at=2, block_units=True)
+        on = train(daemon, job + "-on", step_prefetch=True, **kw)
+        off = train(daemon, job + "-off", step_prefetch=False, **kw)
+    for a, b in zip(on, off):
+        assert a["loss"] == b["loss"]
+        assert a["eval"] == b["eval"]
+        assert a["stats"]["prefetches"] > b["stats"]["prefetches"], (a["stats"], b["stats"])
 
 
 @pytest.mark.parametrize("flags", [(True, True, True), (False, True, False)], ids=["zeropp", "hpz-plain"])
