@@ -217,6 +217,7 @@ int zpp__status_json(const Zpp__StatusReply *st, char **out)
             jw_raw(&w, i ? ",{" : "{");
             jw_u64(&w, &gf, "index", g->index);
             jw_kstr(&w, &gf, "uuid", g->uuid);
+            jw_kstr(&w, &gf, "name", g->name);
             jw_key(&w, &gf, "mps");
             jw_raw(&w, g->mps > 0 ? "true" : g->mps == 0 ? "false" : "null");
             jw_u64(&w, &gf, "imports", g->imports);

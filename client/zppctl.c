@@ -147,8 +147,8 @@ static int cmd_status(zpp_conn *c, const opts_t *o)
     if (st->stopping)
         printf("%-10s %s\n", "stopping", "yes");
     if (st->n_gpus)
-        printf("%-4s %-42s %-4s %-7s %-10s %-9s %-20s\n", "GPU", "UUID", "MPS", "IMPORTS",
-               "IMPORTED", "DEFERRED", "USED");
+        printf("%-4s %-42s %-4s %-7s %-10s %-9s %-22s %s\n", "GPU", "UUID", "MPS", "IMPORTS",
+               "IMPORTED", "DEFERRED", "USED", "NAME");
     for (size_t i = 0; i < st->n_gpus; i++) {
         const Zpp__GpuInfo *g = st->gpus[i];
         char b3[32], def[32];
@@ -158,11 +158,14 @@ static int cmd_status(zpp_conn *c, const opts_t *o)
                      g->deferred_oldest_ms / 1000);
         printf("%-4" PRIu32 " ", g->index);
         put_safe(g->uuid, 42);
-        printf(" %-4s %-7" PRIu32 " %-10s %-9s %s of %s\n",
+        char used[64];
+        snprintf(used, sizeof used, "%s of %s", human_bytes(g->used_bytes, b2, sizeof(b2)),
+                 human_bytes(g->total_bytes, b3, sizeof(b3)));
+        printf(" %-4s %-7" PRIu32 " %-10s %-9s %-22s ",
                g->mps > 0 ? "on" : g->mps == 0 ? "off" : "?", g->imports,
-               human_bytes(g->imported_bytes, b1, sizeof(b1)), def,
-               human_bytes(g->used_bytes, b2, sizeof(b2)),
-               human_bytes(g->total_bytes, b3, sizeof(b3)));
+               human_bytes(g->imported_bytes, b1, sizeof(b1)), def, used);
+        put_safe(g->name, 0);
+        printf("\n");
     }
     zpp_reply_free(rep);
     return EXIT_OK;

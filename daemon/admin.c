@@ -93,6 +93,7 @@ void admin_status(struct session *s, uint64_t req_id)
         zpp__gpu_info__init(&gi[i]);
         gi[i].index = (uint32_t)i;
         gi[i].uuid = ds[i].uuid;
+        gi[i].name = ds[i].name;
         gi[i].mps = ds[i].mps;
         gi[i].imports = ds[i].imports;
         gi[i].imported_bytes = ds[i].imported_bytes;

@@ -210,6 +210,7 @@ int be_env_switch(const char *name, int dflt);
 /* One GPU as dev_stats sees it. */
 struct be_dev_stat {
     char uuid[48];
+    char name[96];               /* the driver's name of the device */
     int mps;                     /* contexts on it are shared through CUDA MPS */
     uint32_t imports;            /* client registrations mapped into the daemon */
     uint64_t imported_bytes;     /* their sizes (what the daemon keeps alive) */

@@ -430,6 +430,8 @@ void *be_cuda_open(int allow_legacy_ipc, char *why, size_t why_len)
         }
         b->ndev = i + 1;
         format_uuid(&u, d->uuid, sizeof d->uuid);
+        if (ZCU(cuDeviceGetName)(d->name, (int)sizeof d->name, d->dev) != CUDA_SUCCESS)
+            snprintf(d->name, sizeof d->name, "?");
         int fd_ok = 0;
         ZCU(cuDeviceGetAttribute)
         (&fd_ok, CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED, d->dev);
@@ -978,6 +980,7 @@ static int cuda_dev_stats(void *backend, struct be_dev_stat *out, int max)
         memset(o, 0, sizeof *o);
         o->deferred = (uint32_t)ending;
         snprintf(o->uuid, sizeof o->uuid, "%s", dv->uuid);
+        snprintf(o->name, sizeof o->name, "%s", dv->name);
         o->mps = dv->mps;
         o->imports = dv->imports;
         o->imported_bytes = dv->imported_bytes;

@@ -36,6 +36,7 @@
     X(cuDeviceGetCount) \
     X(cuDeviceGet) \
     X(cuDeviceGetUuid) \
+    X(cuDeviceGetName) \
     X(cuDeviceGetAttribute) \
     X(cuDeviceCanAccessPeer) \
     X(cuDevicePrimaryCtxRetain) \
@@ -85,6 +86,7 @@ struct cu_dev {
     CUdevice dev;
     CUcontext ctx; /* the primary context, retained */
     char uuid[CU_UUID_LEN];
+    char name[96];      /* cuDeviceGetName ("?" when the driver does not say) */
     size_t granularity; /* VMM minimum granularity (0: no VMM fd support) */
     int mps;            /* CU_DEVICE_ATTRIBUTE_MPS_ENABLED: 1, 0, or -1 unknown */
     uint32_t imports;   /* client registrations mapped (dev_stats) */

@@ -396,6 +396,13 @@ static void script_admin(int fd)
     st.backend = (char *)"host";
     st.sessions = 4;
     st.draining = 1;
+    Zpp__GpuInfo gpu = ZPP__GPU_INFO__INIT;
+    gpu.uuid = (char *)"GPU-00000000-0000-0000-0000-000000000001";
+    gpu.name = (char *)"NVIDIA \"H200\"\n";
+    gpu.mps = 1;
+    Zpp__GpuInfo *gpus[] = {&gpu};
+    st.n_gpus = 1;
+    st.gpus = gpus;
     Zpp__Reply rep = ZPP__REPLY__INIT;
     rep.req_id = req->req_id;
     rep.body_case = ZPP__REPLY__BODY_STATUS;
@@ -422,6 +429,9 @@ static void test_admin_json_escapes_strings(void)
     ASSERT_EQ(zpp_admin_status_json(c, buf, sizeof(buf)), 0);
     ASSERT_CONTAINS(buf, "\"sessions\":4");
     ASSERT_CONTAINS(buf, "\"draining\":true");
+    /* the GPU's name: which device a saved status is from */
+    ASSERT_CONTAINS(buf, "\"name\":\"NVIDIA \\\"H200\\\"\\n\"");
+    ASSERT_CONTAINS(buf, "\"mps\":true");
     ASSERT_EQ(buf[0], '{');
     ASSERT_EQ(buf[strlen(buf) - 1], '}');
     zpp_close(c);
