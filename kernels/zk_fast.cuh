@@ -347,6 +347,51 @@ __device__ __forceinline__ fdst fdst_piece(uint8_t *out, uint64_t piece, uint64_
     return d;
 }
 
+/* The maximum of x over a team of T lanes inside one warp (T a power of two;
+ * team_max of zk_cuda_common.cuh serves any team), on every lane of it: the blocks' absmax bits (a NaN has bits above
+ * Inf's, so the integer maximum is right). */
+template <int T> __device__ __forceinline__ uint32_t lanes_max(uint32_t x)
+{
+    if constexpr (T == ZK_WARP) {
+        return __reduce_max_sync(ZK_FULL_MASK, x);
+    } else {
+#pragma unroll
+        for (int o = T / 2; o > 0; o /= 2)
+            x = max(x, __shfl_xor_sync(ZK_FULL_MASK, x, o));
+        return x;
+    }
+}
+
+/* A team of T lanes computes the 2U divisions of U blocks in rounds: job
+ * r*T + li is, below U, the scale (absmax / qmax) of block job, else the
+ * inverse (qmax / (absmax * pre)) of block job - U. Returns the result of
+ * lane li's job in round r, and the absmax bits of its block in *mu. */
+template <int U, int T>
+__device__ __forceinline__ float team_div(const uint32_t (&m)[U], int r, int li, float qm,
+                                          uint32_t *mu_out)
+{
+    const int job = r * T + li, u = job % U;
+    const bool is_inv = job >= U;
+    uint32_t mu = m[0];
+#pragma unroll
+    for (int k = 1; k < U; k++)
+        mu = u == k ? m[k] : mu;
+    const float absmax = __uint_as_float(mu);
+    const float pre = absmax < ZK_TINY ? ZK_PRESCALE : 1.0f;
+    *mu_out = mu;
+    return __fdiv_rn(is_inv ? qm : absmax, is_inv ? __fmul_rn(absmax, pre) : qm);
+}
+
+/* Block blk's scale (NaN when poisoned), and zeros after the chunk's last
+ * scale up to ZK_SCALE_ALIGN. */
+__device__ __forceinline__ void store_scale(const fdst &d, uint64_t blk, bool poison, float scale)
+{
+    d.scales[blk] = poison ? __uint_as_float(ZK_NAN_BITS) : scale;
+    if (blk == d.nb - 1)
+        for (uint64_t j = d.nb; j % ZK_SCALE_ALIGN != 0; j++)
+            d.scales[j] = 0.0f;
+}
+
 /* The quantization of U blocks by one team: v[u][j] is slot j (position
  * li + j * T) of block blk[u] (inr[u]: block exists). Writes codes, scales
  * and the scale padding after the chunk's last block; returns the number of
@@ -361,31 +406,13 @@ __device__ __forceinline__ int fquant(const Src &src, const uint64_t (&blk)[U],
     const int lane = (int)(threadIdx.x % ZK_WARP), tbase = lane - li;
     uint32_t m[U];
 #pragma unroll
-    for (int u = 0; u < U; u++) {
-        uint32_t x = src.absbits(u);
-        if (T == ZK_WARP) {
-            x = __reduce_max_sync(ZK_FULL_MASK, x);
-        } else {
-#pragma unroll
-            for (int o = T / 2; o > 0; o /= 2)
-                x = max(x, __shfl_xor_sync(ZK_FULL_MASK, x, o));
-        }
-        m[u] = x; /* a NaN has bits above Inf's: integer max is right */
-    }
-    /* job r*T + li: < U the scale of block job, else the inv of block job-U */
+    for (int u = 0; u < U; u++)
+        m[u] = lanes_max<T>(src.absbits(u));
     float dres[R];
 #pragma unroll
     for (int r = 0; r < R; r++) {
-        int job = r * T + li;
-        int u = job % U;
-        bool is_inv = job >= U;
-        uint32_t mu = m[0];
-#pragma unroll
-        for (int k = 1; k < U; k++)
-            mu = u == k ? m[k] : mu;
-        float absmax = __uint_as_float(mu);
-        float pre = absmax < ZK_TINY ? ZK_PRESCALE : 1.0f;
-        dres[r] = __fdiv_rn(is_inv ? qm : absmax, is_inv ? __fmul_rn(absmax, pre) : qm);
+        uint32_t mu;
+        dres[r] = team_div<U, T>(m, r, li, qm, &mu);
     }
     int poisoned = 0;
 #pragma unroll
@@ -430,10 +457,7 @@ __device__ __forceinline__ int fquant(const Src &src, const uint64_t (&blk)[U],
 #pragma unroll
         for (int r = 0; r < R; r++) {
             if (r == sj / T && li == sj % T) {
-                d.scales[blk[u]] = poison ? __uint_as_float(ZK_NAN_BITS) : dres[r];
-                if (blk[u] == d.nb - 1)
-                    for (uint64_t j = d.nb; j % ZK_SCALE_ALIGN != 0; j++)
-                        d.scales[j] = 0.0f;
+                store_scale(d, blk[u], poison, dres[r]);
                 poisoned += poison;
             }
         }
@@ -583,34 +607,13 @@ __device__ __forceinline__ int fqx_quant(const raw_src<DT, U, NS> &src, uint64_t
     const int lane = (int)(threadIdx.x % ZK_WARP), tbase = lane - li;
     uint32_t m[U];
 #pragma unroll
-    for (int u = 0; u < U; u++) {
-        uint32_t x = fqx_lane_max<DT, NS>(src.r[u]);
-        if (T == ZK_WARP) {
-            x = __reduce_max_sync(ZK_FULL_MASK, x);
-        } else {
-#pragma unroll
-            for (int o = T / 2; o > 0; o /= 2)
-                x = max(x, __shfl_xor_sync(ZK_FULL_MASK, x, o));
-        }
-        m[u] = fqx_widen_max<DT>(x);
-    }
-    /* job r*T + li: < U the scale of block job, else the inv of block job-U
-     * (fquant's jobs and operations) */
+    for (int u = 0; u < U; u++)
+        m[u] = fqx_widen_max<DT>(lanes_max<T>(fqx_lane_max<DT, NS>(src.r[u])));
     float dres[R];
     uint32_t mr[R];
 #pragma unroll
-    for (int r = 0; r < R; r++) {
-        const int job = r * T + li, u = job % U;
-        const bool is_inv = job >= U;
-        uint32_t mu = m[0];
-#pragma unroll
-        for (int k = 1; k < U; k++)
-            mu = u == k ? m[k] : mu;
-        const float absmax = __uint_as_float(mu);
-        const float pre = absmax < ZK_TINY ? ZK_PRESCALE : 1.0f;
-        dres[r] = __fdiv_rn(is_inv ? qm : absmax, is_inv ? __fmul_rn(absmax, pre) : qm);
-        mr[r] = mu;
-    }
+    for (int r = 0; r < R; r++)
+        dres[r] = team_div<U, T>(m, r, li, qm, &mr[r]);
     uint8_t *const pc = d.payload + ((b0 + (uint64_t)team) * B + (uint64_t)li * 8) * BITS / 8;
 #pragma unroll
     for (int u = 0; u < U; u++) {
@@ -654,10 +657,7 @@ __device__ __forceinline__ int fqx_quant(const raw_src<DT, U, NS> &src, uint64_t
         if (job < U) {
             const uint64_t blk = b0 + (uint64_t)job * TPW + (uint64_t)team;
             const bool poison = mr[r] >= ZK_F32_EXP_MASK;
-            d.scales[blk] = poison ? __uint_as_float(ZK_NAN_BITS) : dres[r];
-            if (blk == d.nb - 1)
-                for (uint64_t j = d.nb; j % ZK_SCALE_ALIGN != 0; j++)
-                    d.scales[j] = 0.0f;
+            store_scale(d, blk, poison, dres[r]);
             poisoned += poison;
         }
     }
@@ -1158,14 +1158,7 @@ __device__ __forceinline__ int fquantv(const float (&v)[NV][8 * S], uint64_t blk
 #pragma unroll
         for (int i = 0; i < E; i++)
             a = max_nan_abs(a, v[j][i]);
-    uint32_t m = __float_as_uint(a);
-    if (T == ZK_WARP) {
-        m = __reduce_max_sync(ZK_FULL_MASK, m);
-    } else {
-#pragma unroll
-        for (int o = T / 2; o > 0; o /= 2)
-            m = max(m, __shfl_xor_sync(ZK_FULL_MASK, m, o));
-    }
+    const uint32_t m = lanes_max<T>(__float_as_uint(a));
     const float absmax = __uint_as_float(m); /* a NaN has bits above Inf's */
     const bool poison = m >= ZK_F32_EXP_MASK, tiny = absmax < ZK_TINY;
     const float pre = tiny ? ZK_PRESCALE : 1.0f;
@@ -1217,10 +1210,7 @@ __device__ __forceinline__ int fquantv(const float (&v)[NV][8 * S], uint64_t blk
     }
     if (li != 0)
         return 0;
-    d.scales[blk] = poison ? __uint_as_float(ZK_NAN_BITS) : scale;
-    if (blk == d.nb - 1)
-        for (uint64_t j = d.nb; j % ZK_SCALE_ALIGN != 0; j++)
-            d.scales[j] = 0.0f;
+    store_scale(d, blk, poison, scale);
     return poison;
 }
 
