@@ -284,4 +284,12 @@ static inline int be_rank(const struct be_topo *t, int s)
     return t->rank0 + s;
 }
 
+/* The slot hosting member i of slot s's group in comm (BE_COMM_GLOBAL or
+ * BE_COMM_INTRA), when every member is hosted here (peer_ok said so). */
+static inline int be_member_slot(const struct be_topo *t, int comm, int s, int i)
+{
+    int first = comm == BE_COMM_GLOBAL ? 0 : be_rank(t, s) / t->local * t->local;
+    return first + i - t->rank0;
+}
+
 #endif

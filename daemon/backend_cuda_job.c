@@ -1237,13 +1237,13 @@ int cu_allgather(struct be_call *c, int comm, void *const *send, void *const *re
 }
 
 /* All-to-alls whose members are all hosted here run as peer copies, and
- * so does the reduce-scatter of a one-node job (all-to-all, then
- * zk_sum_cuda: the host backend's arithmetic) instead of
- * ncclReduceScatter. On 2 H200s under MPS it took the one-node
- * reduce-scatter from 0.89x / 0.97x in-process NCCL to 0.94x / 1.00x at
- * 64 / 256 MiB and a 4 KiB one from 123 to 79 us; qgZ's node step in 2 x 2
- * did not lose (bench/results/cuda-2026-11-22-h200x2-a2a.txt).
- * ZPPD_PEER_A2A=0 turns it off (docs/cuda.md). */
+ * the reduce-scatter of a one-node job reads the members' inputs in place
+ * instead of ncclReduceScatter: with ZPPD_PEER=load one zk_sum_ptrs_cuda
+ * per GPU (1.28x / 1.35x in-process NCCL at 64 / 256 MiB on 2 H200s under
+ * MPS, bench/results/cuda-2026-11-23-h200x2-sumptrs.txt), with copy an
+ * all-to-all by peer copies and zk_sum_cuda (0.92x / 0.97x). Both give the
+ * host backend's bytes. ZPPD_PEER_A2A=0 turns it off (docs/cuda.md).
+ * Returns the peer mode (BE_PEER_LOAD or BE_PEER_COPY) or 0. */
 static int peer_a2a(struct be_call *c, int comm)
 {
     static int on = -1;
@@ -1264,10 +1264,10 @@ static int alltoall_peer(struct be_call *c, int comm, void *const *send, void *c
     for (int s = 0; !rc && s < t->nslots; s++) {
         const struct cu_slot *sl = &j->slots[s];
         int me = sl->crank[comm];
-        int first = comm == BE_COMM_GLOBAL ? 0 : be_rank(t, s) / t->local * t->local;
         for (int p = 0; !rc && p < sl->csize[comm]; p++)
             rc = cu_copy(c, s, (uint8_t *)recv[s] + (size_t)p * bpp,
-                         (const uint8_t *)send[first + p - t->rank0] + (size_t)me * bpp, bpp);
+                         (const uint8_t *)send[be_member_slot(t, comm, s, p)] + (size_t)me * bpp,
+                         bpp);
     }
     int rc2 = cu_peer_fence(c, comm);
     return rc ? rc : rc2;
@@ -1328,10 +1328,9 @@ static int sum_peer_load(struct be_call *c, int comm, void *const *in, void *con
         if ((rc = slot_use(c, s, &sl)))
             break;
         int me = sl->crank[comm], n = sl->csize[comm];
-        int first = comm == BE_COMM_GLOBAL ? 0 : be_rank(t, s) / t->local * t->local;
         const void *src[ZK_SUM_MAX_PTRS];
         for (int p = 0; p < n; p++)
-            src[p] = (const uint8_t *)in[first + p - t->rank0] + (size_t)me * seg;
+            src[p] = (const uint8_t *)in[be_member_slot(t, comm, s, p)] + (size_t)me * seg;
         rc = rt_check(c,
                       zk_sum_ptrs_cuda(src, n, shard, dtype, op, (float)n, recv[s], out_dtype,
                                        cur(sl)),
@@ -1376,7 +1375,8 @@ int cu_reduce_scatter(struct be_call *c, int comm, void *const *send, void *cons
                           full - (size_t)count * esize)))
             goto exit;
     }
-    if (op == ZPP_SUM && dtype == out_dtype && !peer_a2a(c, comm)) {
+    int pa = peer_a2a(c, comm);
+    if (op == ZPP_SUM && dtype == out_dtype && !pa) {
         ncclGroupStart();
         for (int s = 0; s < ns; s++) {
             struct cu_slot *sl = &j->slots[s];
@@ -1392,7 +1392,7 @@ int cu_reduce_scatter(struct be_call *c, int comm, void *const *send, void *cons
         rc = group_end(c, comm, "ncclReduceScatter");
         goto exit;
     }
-    if (peer_a2a(c, comm) == BE_PEER_LOAD && n <= ZK_SUM_MAX_PTRS) {
+    if (pa == BE_PEER_LOAD && n <= ZK_SUM_MAX_PTRS) {
         rc = sum_peer_load(c, comm, in, recv, shard, seg, dtype, out_dtype, op);
         goto exit;
     }

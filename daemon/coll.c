@@ -644,9 +644,7 @@ static int peer_mode(struct coll_exec *x, int comm)
  * every member is hosted here). */
 static int peer_slot(const struct coll_exec *x, int comm, int s, int i)
 {
-    const struct be_topo *t = &x->topo;
-    int first = comm == BE_COMM_GLOBAL ? 0 : be_rank(t, s) / t->local * t->local;
-    return first + i - t->rank0;
+    return be_member_slot(&x->topo, comm, s, i);
 }
 
 /* The gathers' switches and test hook (docs/cuda.md, "Switches"), read
