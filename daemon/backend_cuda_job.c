@@ -1273,6 +1273,55 @@ static int alltoall_peer(struct be_call *c, int comm, void *const *send, void *c
     return rc ? rc : rc2;
 }
 
+/* An all-to-all between two members is one all-gather: each member
+ * contributes the block meant for the other, then keeps its own block by a
+ * local copy. The wire carries the same bytes, but NCCL runs a collective
+ * over all its channels where ncclSend/ncclRecv use the few a peer pair
+ * gets: over the socket transport (2 simulated nodes on nvidia-h200-x2)
+ * ncclSend/ncclRecv moved about 2.1 GB/s per direction against 3.4 GB/s
+ * for ncclAllGather (bench/results/multi-2026-11-22-h200x2-peer.txt).
+ * qgZ's inter-node step with two nodes is this case. ZPPD_A2A_PAIR_AG=0
+ * keeps ncclSend/ncclRecv (docs/configuration.md). */
+static int pair_ag(const struct cu_job *j, int comm)
+{
+    static int on = -1;
+    if (on < 0)
+        on = be_env_switch("ZPPD_A2A_PAIR_AG", 1);
+    if (!on)
+        return 0;
+    for (int s = 0; s < j->t.nslots; s++)
+        if (j->slots[s].csize[comm] != 2)
+            return 0;
+    return 1;
+}
+
+static int alltoall_pair(struct be_call *c, int comm, void *const *send, void *const *recv,
+                         size_t bpp)
+{
+    struct cu_job *j = c->priv;
+    ncclGroupStart();
+    for (int s = 0; s < j->t.nslots; s++) {
+        struct cu_slot *sl = &j->slots[s];
+        int other = 1 - sl->crank[comm];
+        cu_use(j->b, sl->device);
+        ncclResult_t r = ncclAllGather((const uint8_t *)send[s] + (size_t)other * bpp, recv[s],
+                                       bpp, ncclUint8, sl->comm[comm], cur(sl));
+        if (r != ncclSuccess && r != ncclInProgress) {
+            ncclGroupEnd();
+            return nccl_fail(r, sl->comm[comm], "ncclAllGather (pair all-to-all)", c->err,
+                             sizeof c->err);
+        }
+    }
+    int rc = group_end(c, comm, "ncclAllGather (pair all-to-all)");
+    /* The gather left this member's contribution in its own block: put the
+     * block it keeps there instead, after the gather on the same stream. */
+    for (int s = 0; !rc && s < j->t.nslots; s++) {
+        size_t me = (size_t)j->slots[s].crank[comm] * bpp;
+        rc = cu_copy(c, s, (uint8_t *)recv[s] + me, (const uint8_t *)send[s] + me, bpp);
+    }
+    return rc;
+}
+
 int cu_alltoall(struct be_call *c, int comm, void *const *send, void *const *recv,
                 size_t bytes_per_peer)
 {
@@ -1282,6 +1331,8 @@ int cu_alltoall(struct be_call *c, int comm, void *const *send, void *const *rec
         return rc;
     if (peer_a2a(c, comm))
         return alltoall_peer(c, comm, send, recv, bytes_per_peer);
+    if (pair_ag(j, comm))
+        return alltoall_pair(c, comm, send, recv, bytes_per_peer);
     ncclGroupStart();
     for (int s = 0; s < j->t.nslots; s++) {
         struct cu_slot *sl = &j->slots[s];
