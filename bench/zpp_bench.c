@@ -24,7 +24,10 @@
  *   NCCL bf16 all-gather and reduce-scatter (ncclAllGather /
  *   ncclReduceScatter on a communicator of the client processes);
  *   zppd qwZ (int8, block 256), plain all-gather, hpZ gather (of a key kept
- *   by a qwZ), plain reduce-scatter, qgZ (default choice, and forced int4).
+ *   by a qwZ), plain reduce-scatter, qgZ (default choice, and forced int4);
+ *   across daemons also the wire: in-process NCCL moving the bytes qwZ and
+ *   qgZ move (an all-gather of half the bytes, an all-to-all of a quarter),
+ *   the ceiling the issue measured its goals against.
  * Throughput: `iters` calls back to back on one stream (zppd: the
  * stream-ordered async API: zpp_collective_async + zpp_wait_stream), timed
  * with CUDA events around the loop; time per call = elapsed / iters.
@@ -71,10 +74,40 @@ static const uint64_t SIZES[] = {4096,      65536,      1u << 20,   16u << 20,
                                  64u << 20, 256u << 20, 512u << 20, 1024u << 20};
 #define NSIZES (sizeof SIZES / sizeof SIZES[0])
 
-enum { B_NCCL_AG, B_NCCL_RS, B_QWZ, B_AG, B_HPZ, B_RS, B_QGZ, B_QGZ_Q, B_N };
+/* B_WIRE_*: what the wire allows, the issue's own yardstick (across
+ * daemons only): in-process NCCL moving the bytes qwZ and qgZ move, with no
+ * quantization work. B_WIRE_AG: ncclAllGather of half the bytes (int8);
+ * B_WIRE_A2A: an all-to-all (ncclSend/ncclRecv to every rank, as
+ * torch.distributed.all_to_all_single) of a quarter of the bytes (int4). */
+enum {
+    B_NCCL_AG,
+    B_NCCL_RS,
+    B_WIRE_AG,
+    B_WIRE_A2A,
+    B_QWZ,
+    B_AG,
+    B_HPZ,
+    B_RS,
+    B_QGZ,
+    B_QGZ_Q,
+    B_N
+};
 static const char *BNAME[B_N] = {
-    "nccl_allgather_bf16", "nccl_reduce_scatter_bf16", "zppd_qwz_int8",    "zppd_allgather_bf16",
-    "zppd_hpz_gather",     "zppd_reduce_scatter_bf16", "zppd_qgz_default", "zppd_qgz_int4_forced"};
+    "nccl_allgather_bf16", "nccl_reduce_scatter_bf16", "wire_allgather_half", "wire_alltoall_quarter",
+    "zppd_qwz_int8",       "zppd_allgather_bf16",      "zppd_hpz_gather",     "zppd_reduce_scatter_bf16",
+    "zppd_qgz_default",    "zppd_qgz_int4_forced"};
+
+/* In-process NCCL, not zppd. */
+static int is_nccl(int k)
+{
+    return k == B_NCCL_AG || k == B_NCCL_RS || k == B_WIRE_AG || k == B_WIRE_A2A;
+}
+
+/* Measured against the reduce-scatter (else the all-gather). */
+static int rs_based(int k)
+{
+    return k == B_NCCL_RS || k == B_WIRE_A2A || k == B_RS || k == B_QGZ || k == B_QGZ_Q;
+}
 
 struct ctx {
     int rank, W;
@@ -104,7 +137,7 @@ static int submit(struct ctx *c, int k, uint64_t count, const char *key, uint64_
 /* Enqueues one call of kind k on c->st. 0 or an error. */
 static int one(struct ctx *c, int k, uint64_t count, const char *key)
 {
-    if (k != B_NCCL_AG && k != B_NCCL_RS) {
+    if (!is_nccl(k)) {
         uint64_t id = 0;
         zpp_result res;
         int rc = submit(c, k, count, key, &id);
@@ -157,8 +190,26 @@ static int submit(struct ctx *c, int k, uint64_t count, const char *key, uint64_
     if (k == B_NCCL_RS)
         return ncclReduceScatter((void *)c->in, (void *)c->out, shard, ncclBfloat16, ncclSum,
                                  c->comm, (cudaStream_t)c->st);
+    if (k == B_WIRE_AG)
+        return ncclAllGather((void *)c->in, (void *)c->out, shard / 2, ncclBfloat16, c->comm,
+                             (cudaStream_t)c->st);
+    if (k == B_WIRE_A2A) {
+        size_t pp = (size_t)(count / 4 / (uint64_t)c->W); /* bf16 elements per peer */
+        ncclResult_t r = ncclGroupStart();
+        for (int p = 0; p < c->W && r == ncclSuccess; p++) {
+            r = ncclSend((const uint16_t *)c->in + (size_t)p * pp, pp, ncclBfloat16, p, c->comm,
+                         (cudaStream_t)c->st);
+            if (r == ncclSuccess)
+                r = ncclRecv((uint16_t *)c->out + (size_t)p * pp, pp, ncclBfloat16, p, c->comm,
+                             (cudaStream_t)c->st);
+        }
+        ncclResult_t e = ncclGroupEnd();
+        return r != ncclSuccess ? r : e;
+    }
     zpp_coll call;
     static const int ops[B_N] = {0,
+                                 0,
+                                 0,
                                  0,
                                  ZPP_OP_QWZ_ALLGATHER,
                                  ZPP_OP_ALLGATHER,
@@ -267,6 +318,7 @@ static int iters_for(const struct bopts *o, uint64_t bytes)
 struct goal_row {
     uint64_t bytes;
     double qwz_x, qgz_x, hpz_x, qwz_m, hpz_m, qgz_m;
+    double qwz_wire, qgz_wire; /* the B_WIRE_* rows' speedups */
 };
 
 static void print_goals(const struct goal_row *g, int n)
@@ -289,6 +341,14 @@ static void print_goals(const struct goal_row *g, int n)
                  g[i].hpz_m);
         printf("%-10llu %22s %22s %22s\n", (unsigned long long)g[i].bytes, a, b, c);
     }
+    printf("\nthe wire (in-process NCCL moving the same bytes, no quantization; zppd / wire = "
+           "the share of the wire's speedup zppd keeps)\n");
+    printf("%-10s %14s %14s %14s %14s\n", "bytes", "AG half x", "qwZ/wire", "A2A quarter x",
+           "qgZ/wire");
+    for (int i = 0; i < n; i++)
+        printf("%-10llu %13.2fx %13.0f%% %13.2fx %13.0f%%\n", (unsigned long long)g[i].bytes,
+               g[i].qwz_wire, 100 * g[i].qwz_x / g[i].qwz_wire, g[i].qgz_wire,
+               100 * g[i].qgz_x / g[i].qgz_wire);
 }
 
 static int bench_child(int rank, void *arg)
@@ -431,7 +491,10 @@ static int bench_child(int rank, void *arg)
         }
         double t[B_N], tp[B_N], frac[B_N];
         for (int k = 0; k < B_N; k++) {
-            int nccl = k == B_NCCL_AG || k == B_NCCL_RS;
+            int nccl = is_nccl(k);
+            t[k] = tp[k] = frac[k] = 0;
+            if ((k == B_WIRE_AG || k == B_WIRE_A2A) && !o->multi)
+                continue;
             memset(&g_last_res, 0, sizeof g_last_res);
             t[k] = throughput(&c, k, count, key, iters, warm);
             frac[k] = g_last_res.logical_bytes
@@ -447,10 +510,10 @@ static int bench_child(int rank, void *arg)
         drop_key(&c, key);
         if (rank == 0) {
             for (int k = 0; k < B_N; k++) {
-                int nccl = k == B_NCCL_AG || k == B_NCCL_RS;
-                double base = k == B_NCCL_RS || k == B_RS || k == B_QGZ || k == B_QGZ_Q
-                                  ? t[B_NCCL_RS]
-                                  : t[B_NCCL_AG];
+                int nccl = is_nccl(k);
+                double base = rs_based(k) ? t[B_NCCL_RS] : t[B_NCCL_AG];
+                if (t[k] <= 0)
+                    continue;
                 char pm[16] = "-", px[16] = "-", fr[16] = "-";
                 if (!nccl && pipe) {
                     snprintf(pm, sizeof pm, "%.4f", tp[k]);
@@ -470,7 +533,9 @@ static int bench_child(int rank, void *arg)
                     .hpz_x = t[B_NCCL_AG] / t[B_HPZ],
                     .qwz_m = frac[B_QWZ],
                     .qgz_m = frac[B_QGZ],
-                    .hpz_m = frac[B_HPZ]};
+                    .hpz_m = frac[B_HPZ],
+                    .qwz_wire = t[B_NCCL_AG] / t[B_WIRE_AG],
+                    .qgz_wire = t[B_NCCL_RS] / t[B_WIRE_A2A]};
         }
     }
     if (rank == 0 && o->multi)

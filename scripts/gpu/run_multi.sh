@@ -28,7 +28,8 @@
 #   scripts/gpu/run_multi.sh [MAX_MIB]
 # Environment:
 #   LAYOUTS="2x1 2x2"   which layouts, in order
-#   TEST_MIB            sizes of the correctness test (default min(MAX_MIB, 256))
+#   TEST_MIB            sizes of the correctness test (default min(MAX_MIB, 256));
+#                       0 skips it (a benchmark-only run)
 #   MPS=1               run everything under an MPS control daemon
 #                       (CUDA_MPS_PIPE_DIRECTORY=/tmp/zpp-mps,
 #                        CUDA_MPS_LOG_DIRECTORY=/tmp/zpp-mps-log)
@@ -165,6 +166,7 @@ for lay in $layouts; do
 
   hostarg=()
   [ -n "$HOSTD" ] && hostarg=(-H "$T/host.sock")
+  if [ "$test_mib" -gt 0 ]; then
   log "test $lay up to $test_mib MiB${HOSTD:+ (compared with the host backend)}"
   timeout 100 "$B/zpp-cuda-test" -s "$sock" -A 127.0.0.1:7399 -n 2 -G "$G" "${hostarg[@]}" \
     -m "$test_mib" > "$OUT/test-$lay.log" 2>&1; r=$?
@@ -172,6 +174,7 @@ for lay in $layouts; do
   grep -c '^PASS' "$OUT/test-$lay.log" | sed 's/^/PASS lines: /' | tee -a "$S"
   grep -E '^FAIL' "$OUT/test-$lay.log" | head -20 | tee -a "$S"
   tail -2 "$OUT/test-$lay.log" | tee -a "$S"
+  fi
 
   log "bench $lay up to $max MiB"
   # shellcheck disable=SC2086
