@@ -58,7 +58,6 @@
 #include "sha256.h"
 #include "zpp.h"
 
-#define QWZ_PIECE_BYTES (32ull << 20) /* run_qwz: gathered bytes per piece */
 #define QWZ_MAX_PIECES 8
 #define QWZ_EARLY_BYTES (1ull << 20) /* run_qwz: own part dequantized beside the gather */
 
@@ -626,9 +625,9 @@ static int store_after_gather(struct coll_exec *x)
  * same whatever P is): piece p's dequantize runs on lane 1 while piece
  * p + 1 travels on lane 0. The gathered buffer is piece-major: piece p
  * starts at W * p * cb(ps), rank r's part of it at r * cb(len_p), so each
- * piece is one in-place all-gather. P grows with the size (about one piece
- * per QWZ_PIECE_BYTES gathered, at most QWZ_MAX_PIECES): small calls stay
- * one piece, one launch of each kernel. */
+ * piece is one in-place all-gather. One piece by default (qwz_plan);
+ * ZPP_QWZ_PIECE_MIB makes P about one piece per that many gathered bytes,
+ * at most QWZ_MAX_PIECES. */
 struct qwz_plan {
     uint64_t shard, ps, P;
 };
@@ -671,12 +670,16 @@ static void gather_env_read(void)
 static void qwz_plan(struct coll_exec *x, uint64_t W, struct qwz_plan *q)
 {
     const struct coll_args *a = &x->args;
-    uint64_t piece_bytes = QWZ_PIECE_BYTES;
-    /* One piece on one node: over NVLink pieces measured slower, with
-     * and without MPS (bench/results/cuda-2026-11-22-h200x2-gate.txt:
-     * 256 MiB - 1 GiB, 1.13-1.21x NCCL in one piece, 0.83-1.10x in pieces). */
-    if (x->topo.nodes == 1)
-        piece_bytes = UINT64_MAX;
+    /* One piece unless ZPP_QWZ_PIECE_MIB asks for pieces. On one node
+     * pieces measured slower, with and without MPS
+     * (bench/results/cuda-2026-11-22-h200x2-gate.txt: 256 MiB - 1 GiB,
+     * 1.13-1.21x NCCL in one piece, 0.83-1.10x in 32 MiB pieces). Across
+     * nodes the dequantize a piece hides is ~1 % of its transfer, and every
+     * further all-gather pays the network's ramp again: on two simulated
+     * nodes one piece gave 1.84-2.26x NCCL (2x1) against 1.73-1.96x in
+     * 32 MiB pieces, alternated in one call; 2x2 the same within the spread
+     * (bench/results/multi-2026-11-23-h200x2-pairag.txt). */
+    uint64_t piece_bytes = UINT64_MAX;
     pthread_once(&gather_env_once, gather_env_read);
     if (gather_env.piece_bytes)
         piece_bytes = gather_env.piece_bytes;
