@@ -222,7 +222,8 @@ def table(runs: List[Run]) -> str:
     return "\n".join(lines)
 
 
-WAIT_KINDS = ["gather", "gather-miss", "hpz", "hpz-miss", "reduce", "floats", "invalidate", "inflight-cap"]
+WAIT_KINDS = ["gather", "gather-miss", "hpz", "hpz-miss", "reduce", "reduce-tail", "floats", "invalidate",
+              "inflight-cap"]
 
 
 def sorted_runs(runs: List[Run]) -> List[Run]:

@@ -1092,9 +1092,12 @@ class ZeroPP(nn.Module):
         u.got = set()
         u.bwd_active = False
 
-    def _finish_reduce(self, i: int) -> None:
+    def _finish_reduce(self, i: int, kind: str = "reduce") -> None:
+        """Waits for reduce i; kind names the wait in the profile: "reduce"
+        for a gradient slot needed during the backward, "reduce-tail" for
+        the drain at the backward's end."""
         u, h = self._reducing.pop(i)
-        res = self.comm.wait(h, "reduce")
+        res = self.comm.wait(h, kind)
         if res is not None:
             self._nonfinite += int(res.nonfinite_blocks)
         if u.gacc is None:  # the unit's first gradient since the step: 0 + it, as ever
@@ -1112,7 +1115,7 @@ class ZeroPP(nn.Module):
             if u.got:
                 self._reduce(u)
         while self._reducing:
-            self._finish_reduce(0)
+            self._finish_reduce(0, "reduce-tail")
         for u in self.units:
             self._complete(u)
             u.bwd_active = False
