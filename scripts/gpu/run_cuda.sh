@@ -41,6 +41,8 @@ fi
   date -u; uname -r; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
   nvidia-smi topo -m
   ls -l /usr/lib/x86_64-linux-gnu/libnccl.so* 2>/dev/null
+  echo "NCCL and zppd switches set (none: the defaults):"
+  env | grep -E '^(NCCL|ZPPD?)_' | sort | sed 's/^/  /'
 } >> "$OUT/summary.txt" 2>&1
 
 start() { # name socket args...

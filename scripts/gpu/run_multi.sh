@@ -68,6 +68,8 @@ log() { echo "== $(date -u +%FT%TZ) $*" | tee -a "$S"; }
        "PEER_TIMEOUT_MS=$pto BENCH_ARGS='${BENCH_ARGS:-}'"
   echo "NCCL environment (daemons, test and bench; the daemons and bench ranks of node n add NCCL_HOSTID=zpp-node<n>):"
   env | grep '^NCCL_' | sort | sed 's/^/  /'
+  echo "zppd switches set (docs/configuration.md, docs/cuda.md \"Switches\"; none: the defaults):"
+  env | grep -E '^ZPPD?_' | sort | sed 's/^/  /'
 } > "$S" 2>&1
 for b in zppd zpp-cuda-test zpp-bench zppctl; do
   [ -x "$B/$b" ] || { log "missing $B/$b: run scripts/gpu/stage.sh BUILD_DIR first"; exit 1; }

@@ -123,7 +123,7 @@ if torch.cuda.is_available(): print("nccl", ".".join(map(str, torch.cuda.nccl.ve
   echo "ZPP_LIB=$ZPP_LIB BUDGET=$BUDGET MPS=${MPS:-0} PROFILE=${PROFILE:-1} TRAIN_ARGS='${TRAIN_ARGS:-}'"
   echo "PYTORCH_CUDA_ALLOC_CONF=$PYTORCH_CUDA_ALLOC_CONF OMP_NUM_THREADS=$OMP_NUM_THREADS"
   echo "plan: $PLAN"
-  env | grep -E '^(NCCL|CUDA)_' | sort
+  env | grep -E '^(NCCL|CUDA|ZPPD?)_' | sort
   echo '```'
 } > "$S" 2>&1
 # the console names the machine too (it is kept beside the summary)
