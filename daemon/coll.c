@@ -676,8 +676,9 @@ static void qwz_plan(struct coll_exec *x, uint64_t W, struct qwz_plan *q)
      * 1.13-1.21x NCCL in one piece, 0.83-1.10x in 32 MiB pieces). Across
      * nodes the dequantize a piece hides is ~1 % of its transfer, and every
      * further all-gather pays the network's ramp again: on two simulated
-     * nodes one piece gave 1.84-2.26x NCCL (2x1) against 1.73-1.96x in
-     * 32 MiB pieces, alternated in one call; 2x2 the same within the spread
+     * nodes one piece gave 1.99x NCCL on average (1.64-2.26x, 2x1)
+     * against 1.83x (1.73-1.96x) in 32 MiB pieces, alternated in one
+     * call; 2x2 the same within the spread
      * (bench/results/multi-2026-11-23-h200x2-pairag.txt). */
     uint64_t piece_bytes = UINT64_MAX;
     pthread_once(&gather_env_once, gather_env_read);
