@@ -35,13 +35,9 @@
 
 /* The driver API through libcuda.so.1 loaded at run time: libzpp never
  * links libcuda, so host-only users need no NVIDIA driver. */
-/* The driver ABI version the loaded entry points must have: the one whose
- * prototypes this file calls. cuGetProcAddress with CUDA_VERSION (13000)
- * hands out the newest ABI of each name, and CUDA 13 gave cuCtxGetDevice a
- * second parameter (the context) under the same name; called with one
- * argument it read a stray register as the context and crashed in the
- * driver (bench/results/cuda-2026-11-22-h200x2-rejoin.txt).
- * 12.0's ABI is the cuda.h prototype of every function loaded here. */
+/* The driver ABI of the entry points loaded below: 12.0's is the cuda.h
+ * prototype of each of them (why not CUDA_VERSION: daemon/backend_cuda_int.h,
+ * ZCU_ABI). */
 #define ZCU_ABI 12000
 /* clang-format off */
 #define ZCU_FUNCS(X) \

@@ -3,9 +3,10 @@
  * endpoint that exposes them (off by default; loopback when on).
  *
  * The job layer records every finished call (metrics_call), every abort
- * (metrics_abort) and every job that ended well (metrics_job_ended); the endpoint renders these counters together with
- * gauges read from the live state (sessions, jobs, hpZ store, device
- * memory per job) at scrape time. Everything runs on the loop thread.
+ * (metrics_abort) and every job that ended well (metrics_job_ended); the
+ * endpoint renders these counters together with gauges read from the live
+ * state (sessions, jobs, hpZ store, device memory per job) at scrape
+ * time. Everything runs on the loop thread.
  */
 #ifndef ZPPD_METRICS_H
 #define ZPPD_METRICS_H
