@@ -162,14 +162,6 @@ __global__ void ZK_LB_FLAT reduce_out_kernel(const uint8_t *in, uint64_t in_stri
     }
 }
 
-int dtype_ok(int dt)
-{
-    return dt == ZK_FP32 || dt == ZK_FP16 || dt == ZK_BF16;
-}
-int aligned(const void *p)
-{
-    return ((uintptr_t)p & (ZK_ALIGN - 1)) == 0;
-}
 int geom_ok(const struct zk_qgz_geom *g)
 {
     return g && g->nodes >= 1 && g->local >= 1 && g->stages >= 1 &&
@@ -186,7 +178,6 @@ void launch_reorder(const void *x, const struct zk_qgz_geom *g, int k0, int nsta
         fq_args a = {};
         a.x = (const uint8_t *)x;
         a.out = out;
-        a.reorder = 1;
         a.nodes = g->nodes;
         a.local = g->local;
         a.k0 = k0;
@@ -232,7 +223,7 @@ int reorder(const void *x, int dtype, const struct zk_qgz_geom *g, int k0, int n
             ZK_R(ZK_BF16, 4);
     }
 #undef ZK_R
-    return (int)cudaGetLastError();
+    return launch_status();
 }
 
 } // namespace
@@ -270,14 +261,14 @@ extern "C" int zk_reduce_requant_cuda(const uint8_t *in, uint64_t in_stride, int
     if (bits == 8
             ? frq_dispatch<8>(in, in_stride, k, piece, block, pay, nb, out, d_poisoned, stream)
             : frq_dispatch<4>(in, in_stride, k, piece, block, pay, nb, out, d_poisoned, stream))
-        return (int)cudaGetLastError();
+        return launch_status();
     if (bits == 8)
         reduce_requant_kernel<8><<<grid_for(groups), sh.threads, 0, stream>>>(
             in, in_stride, k, piece, block, pay, nb, out, d_poisoned);
     else
         reduce_requant_kernel<4><<<grid_for(groups), sh.threads, 0, stream>>>(
             in, in_stride, k, piece, block, pay, nb, out, d_poisoned);
-    return (int)cudaGetLastError();
+    return launch_status();
 }
 
 extern "C" int zk_reduce_out_cuda(const uint8_t *in, uint64_t in_stride, int k, uint64_t piece,
@@ -317,5 +308,5 @@ extern "C" int zk_reduce_out_cuda(const uint8_t *in, uint64_t in_stride, int k, 
             ZK_O(ZK_BF16, 4);
     }
 #undef ZK_O
-    return (int)cudaGetLastError();
+    return launch_status();
 }

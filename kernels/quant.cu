@@ -210,18 +210,6 @@ __global__ void ZK_LB_FLAT dqx_kernel(const uint8_t *in, uint64_t pay_bytes, uin
     }
 }
 
-int dtype_ok(int dt)
-{
-    return dt == ZK_FP32 || dt == ZK_FP16 || dt == ZK_BF16;
-}
-int aligned(const void *p)
-{
-    return ((uintptr_t)p & (ZK_ALIGN - 1)) == 0;
-}
-int launch_status(void)
-{
-    return (int)cudaGetLastError();
-}
 
 template <int DT, int BITS>
 void launch_quantize(const void *x, uint64_t n, uint64_t n_valid, uint32_t block, uint8_t *out,

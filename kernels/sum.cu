@@ -106,11 +106,6 @@ void launch_out(int out_dtype, const SRC &src, int k, uint64_t count, int op, fl
         launch<DT, ZK_BF16>(src, k, count, op, divisor, y, stream);
 }
 
-int dt_ok(int dt)
-{
-    return dt == ZK_FP32 || dt == ZK_FP16 || dt == ZK_BF16;
-}
-
 template <class SRC>
 void launch_in(int dtype, int out_dtype, const SRC &src, int k, uint64_t count, int op,
                float divisor, void *y, cudaStream_t stream)
@@ -128,20 +123,20 @@ void launch_in(int dtype, int out_dtype, const SRC &src, int k, uint64_t count, 
 extern "C" int zk_sum_cuda(const void *x, uint64_t stride_elems, int k, uint64_t count, int dtype,
                            int op, float divisor, void *y, int out_dtype, cudaStream_t stream)
 {
-    if (!dt_ok(dtype) || !dt_ok(out_dtype) || k < 1 || (op != ZK_SUM && op != ZK_MEAN) ||
+    if (!dtype_ok(dtype) || !dtype_ok(out_dtype) || k < 1 || (op != ZK_SUM && op != ZK_MEAN) ||
         (count && (!x || !y)))
         return (int)cudaErrorInvalidValue;
     if (count == 0)
         return 0;
     sum_strided src = {(const uint8_t *)x, stride_elems * zk_dtype_size(dtype)};
     launch_in(dtype, out_dtype, src, k, count, op, divisor, y, stream);
-    return (int)cudaGetLastError();
+    return launch_status();
 }
 
 extern "C" int zk_sum_ptrs_cuda(const void *const *x, int k, uint64_t count, int dtype, int op,
                                 float divisor, void *y, int out_dtype, cudaStream_t stream)
 {
-    if (!dt_ok(dtype) || !dt_ok(out_dtype) || k < 1 || k > ZK_SUM_MAX_PTRS ||
+    if (!dtype_ok(dtype) || !dtype_ok(out_dtype) || k < 1 || k > ZK_SUM_MAX_PTRS ||
         (op != ZK_SUM && op != ZK_MEAN) || (count && (!x || !y)))
         return (int)cudaErrorInvalidValue;
     if (count == 0)
@@ -153,5 +148,5 @@ extern "C" int zk_sum_ptrs_cuda(const void *const *x, int k, uint64_t count, int
         src.p[c] = (const uint8_t *)x[c];
     }
     launch_in(dtype, out_dtype, src, k, count, op, divisor, y, stream);
-    return (int)cudaGetLastError();
+    return launch_status();
 }

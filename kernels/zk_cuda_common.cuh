@@ -496,6 +496,21 @@ static inline unsigned grid_for(uint64_t units)
     return (unsigned)(units < ZK_GRID_CAP ? units : ZK_GRID_CAP);
 }
 
+/* The entry points' checks (zpp_kernels_cuda.h): a dtype the kernels
+ * take, a pointer aligned to ZK_ALIGN, and the launch's own error. */
+static inline int dtype_ok(int dt)
+{
+    return dt == ZK_FP32 || dt == ZK_FP16 || dt == ZK_BF16;
+}
+static inline int aligned(const void *p)
+{
+    return ((uintptr_t)p & (ZK_ALIGN - 1)) == 0;
+}
+static inline int launch_status(void)
+{
+    return (int)cudaGetLastError();
+}
+
 } // namespace zk
 
 #endif

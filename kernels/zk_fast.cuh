@@ -85,9 +85,6 @@
 #ifndef ZK_FSUM4H
 #define ZK_FSUM4H 0 /* 1: the slot reductions (fsum) decode int4 codes two per HADD2 */
 #endif
-#ifndef ZK_RO4F
-#define ZK_RO4F 0 /* int4 reduce->fp32: 0 the slot kernel, 2 or 4 frov with that many slots */
-#endif
 #ifndef ZK_FQX_BYTES
 #define ZK_FQX_BYTES 64 /* fqx: input bytes per lane and block (slots per lane), and in flight */
 #endif
@@ -472,8 +469,8 @@ struct fq_args {
     uint8_t *out;
     /* quantize */
     uint64_t n_valid, pay_bytes, nb;
-    /* reorder (reorder != 0) */
-    int reorder, nodes, local, k0;
+    /* reorder (fqx's RO) */
+    int nodes, local, k0;
     uint64_t n, shard, piece, piece_bytes, nchunks;
     unsigned long long *d_poisoned;
 };
@@ -813,15 +810,12 @@ int fqx_dispatch(const fq_args &a, uint32_t block, uint64_t nb_per_chunk, cudaSt
 
 /* ---- fused reductions -------------------------------------------------- */
 
-/* Instruction cuts of the int4 fused reductions (knobs, off by default; SASS
- * of sm_90, k = 8, B = 256, per element: see docs/kernels.md):
- * - ZK_FSUM4H: the slot kernels (fro_kernel: int4 -> fp32, frq_kernel)
- *   decode 8 codes with codes_float4h (SHF, 4 LOP3, 4 HADD2, 8 HADD2.F32)
- *   instead of codes_float (XOR, 2 LOP3, SHF, 8 PRMT, 8 FADD): the same
- *   exact (float)q, 3 instructions fewer per 8 codes and chunk.
- * - ZK_RO4F: int4 -> fp32 through the vector kernel frov with ZK_RO4F slots
- *   (fsumv: one code and one scale load per chunk and S slots, pointer
- *   increments shared) instead of the slot kernel. */
+/* An instruction cut of the int4 fused reductions (a knob, off by default
+ * and not yet timed; SASS of sm_90, k = 8, B = 256: docs/kernels.md):
+ * ZK_FSUM4H makes the slot kernels (fro_kernel: int4 -> fp32, frq_kernel)
+ * decode 8 codes with codes_float4h (SHF, 4 LOP3, 4 HADD2, 8 HADD2.F32)
+ * instead of codes_float (XOR, 2 LOP3, SHF, 8 PRMT, 8 FADD): the same
+ * exact (float)q, 3 instructions fewer per 8 codes and chunk. */
 #if ZK_FSUM4H
 __device__ __forceinline__ void codes_float4h(uint32_t c, float (&q)[8]);
 #endif
@@ -1506,10 +1500,6 @@ int fro_dispatch(const uint8_t *in, uint64_t in_stride, int k, uint64_t pay, uin
      * (H200: 52 % of the copy against 79 %; bf16 81 % against 61 %). */
     if constexpr (BITS == 4 && ZK_RO4 > 1 && ODT != ZK_FP32) {
         frov_launch<ODT, 4, ZK_RO4>(in, in_stride, k, pay, lgb, count, mean, divisor, y, stream);
-        return 1;
-    }
-    if constexpr (BITS == 4 && ZK_RO4F > 1 && ODT == ZK_FP32) {
-        frov_launch<ODT, 4, ZK_RO4F>(in, in_stride, k, pay, lgb, count, mean, divisor, y, stream);
         return 1;
     }
     if constexpr (BITS == 8 && ZK_RO8 > 1) {

@@ -83,7 +83,9 @@ int zk_sum_cuda(const void *x, uint64_t stride_elems, int k, uint64_t count, int
  * the same bytes as zk_sum_cuda over those inputs laid out at a stride.
  * The inputs may lie in other GPUs' memory that this device can read
  * (peer access): the one-node reduce-scatter reads each member's block
- * where it lies. Any alignment; 16-byte loads where all inputs allow. */
+ * where it lies. Any alignment: each input is read with 16-byte loads
+ * where its own alignment allows. y must not overlap any input (a wider
+ * output type would overwrite input bytes other threads still read). */
 #define ZK_SUM_MAX_PTRS 16
 int zk_sum_ptrs_cuda(const void *const *x, int k, uint64_t count, int dtype, int op, float divisor,
                      void *y, int out_dtype, cudaStream_t stream);

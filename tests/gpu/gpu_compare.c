@@ -344,7 +344,7 @@ static void case_sum(int dtype, int out_dtype, uint64_t count, int k, int d)
     CK(cudaDeviceSynchronize());
     compare(what, hy, d_y, count * oes, POISON_B);
     /* zk_sum_ptrs_cuda: input c is the slice at (k - 1 - c) * stride, so
-     * the pointers run against memory order and are not 16-byte aligned;
+     * the pointers run against memory order, of mixed alignment;
      * the reference sums the same slices in that order. */
     if (k <= ZK_SUM_MAX_PTRS) {
         uint8_t *hr = malloc((uint64_t)k * stride * es);
@@ -472,6 +472,8 @@ int main(int argc, char **argv)
         for (int o = 0; o < 3; o++)
             for (size_t s = 0; s < sizeof sc / sizeof sc[0]; s++, v++)
                 case_sum(dtypes[t], dtypes[o], sc[s], 1 + v % 5, v % D_COUNT);
+    for (int t = 0; t < 3; t++) /* as many inputs as zk_sum_ptrs_cuda takes */
+        case_sum(dtypes[t], dtypes[(t + 1) % 3], 65536 + 3, ZK_SUM_MAX_PTRS, t % D_COUNT);
     report("sum (exact)", c0, f0);
 
     printf("gpu_compare: %ld byte-compares, %ld failures: %s\n", g_checks, g_fail,
