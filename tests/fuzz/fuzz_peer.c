@@ -231,8 +231,8 @@ static void check_heartbeat_reply(const Zpp__Peer__HeartbeatReply *r)
     int rc = peer_check_job_state((int)r->state, why, sizeof(why));
     if (rc)
         refused(rc, why, ZPP_EPROTO, ZPP_EPROTO);
-    else if ((int)r->state < 0 || (int)r->state > PEER_JOB_STATE_MAX)
-        abort();
+    else if ((int)r->state < 0 || (int)r->state > ZPP__PEER__JOB_STATE__JOB_STATE_IDLE)
+        abort(); /* the enum's last value, not the checker's own constant */
 }
 
 static void check_abort_request(const Zpp__Peer__AbortRequest *r)

@@ -993,6 +993,8 @@ static void test_device_error_names_node(void)
     printf("timing: device error with node 1 alive -> rank 0's call ended after %lld ms\n",
            (long long)dt);
     expect_error(0, ZPP_EABORTED, "device error", "every other node still answers", NULL);
+    /* it waited for the heartbeats (grace: 2 x 300 ms + 1 s), and no longer */
+    ASSERT_GE(dt, 1000);
     ASSERT_LE(dt, 5000);
     wait_state(&a, "mn-deverr-alive", "aborted", 1000);
     release_all(4);
