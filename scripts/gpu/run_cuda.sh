@@ -16,6 +16,7 @@
 # MPS=1 runs everything (daemons and clients) under a private CUDA MPS
 # control daemon (docs/cuda.md, "MPS"); its logs get the suffix -mps.
 set -u
+. "$(dirname "$0")/procs.sh"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export NCCL_RAS_ENABLE=0
 what=${1:-all}
@@ -56,9 +57,8 @@ start() { # name socket args...
 stop() { local p; p=$(cat "$T/$1.pid" 2>/dev/null) && kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; }
 halt() { # name: SIGTERM, SIGKILL after 10 s (then 1)
   local p; p=$(cat "$T/$1.pid" 2>/dev/null) || return 0
-  kill "$p" 2>/dev/null
-  for _ in $(seq 50); do kill -0 "$p" 2>/dev/null || return 0; sleep 0.2; done
-  log "zppd $1 did not stop in 10 s: SIGKILL"; kill -9 "$p"; return 1
+  [ -z "$(stop_pids "$p")" ] && return 0
+  log "zppd $1 did not stop in 10 s: SIGKILL"; kill -9 "$p"; wait "$p" 2>/dev/null; return 1
 }
 
 start cuda "$T/cuda.sock" -b cuda -o allow_legacy_ipc=true -o store_budget=16G \
@@ -104,6 +104,7 @@ if [ "$what" = all ] || [ "$what" = test ]; then
       rm -f "$T/admit.sock"
     else
       rc=1
+      halt admit # a zppd that started but never made its socket
     fi
   done
   grep -E "^(PASS|FAIL) admission" "$OUT/test-2x1$sfx.log" | tail -8 | tee -a "$OUT/summary.txt"

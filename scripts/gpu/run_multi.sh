@@ -274,10 +274,11 @@ failure_step() {
   log "failure: node 1's zppd started again (same arguments); a new job across both, up to 1 MiB"
   echo "=================== failure: a new job after node 1's zppd started again" \
        "(zpp-cuda-test -m 1) ===================" >> "$flog"
+  local from; from=$(( $(wc -l < "$flog") + 1 ))  # this step's lines only
   timeout 100 "$B/zpp-cuda-test" -s "$sock" -A 127.0.0.1:7399 -n 2 -G 1 "${hostarg[@]}" -m 1 \
     >> "$flog" 2>&1; r=$?
   log "failure: test after the restart exit $r"; [ $r = 0 ] || bad=1
-  grep -E '^FAIL' "$flog" | tail -5 | tee -a "$S"
+  tail -n +"$from" "$flog" | grep -E '^FAIL' | tail -5 | tee -a "$S"
   tail -2 "$flog" | tee -a "$S"
   return $bad
 }
