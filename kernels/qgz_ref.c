@@ -74,31 +74,30 @@ uint64_t zk_qgz_reorder_quantize_ref(const void *x, int dtype, const struct zk_q
     return poisoned;
 }
 
-/* acc[0..len) = sum over j of the decoded elements [first, first+len) of the
- * k chunks, in order j = 0..k-1, starting from +0. */
+/* acc[0..len) = sum over j of the codes times scales of elements [first,
+ * first+len) of the k chunks, in order j = 0..k-1, starting from +0, each
+ * step one fused multiply-add (zk_accum_f). */
 static void sum_block(const uint8_t *in, uint64_t in_stride, int k, uint64_t piece, int bits,
-                      uint32_t block, uint64_t first, uint64_t len, float *acc, float *tmp)
+                      uint32_t block, uint64_t first, uint64_t len, float *acc)
 {
     uint64_t pay = zk_payload_bytes(piece, bits);
     for (uint64_t i = 0; i < len; i++)
         acc[i] = 0.0f;
     for (int j = 0; j < k; j++) {
         const uint8_t *c = in + (uint64_t)j * in_stride;
-        zk_ref_decode(c, c + pay, bits, block, first, len, tmp);
-        for (uint64_t i = 0; i < len; i++)
-            acc[i] = zk_fadd(acc[i], tmp[i]);
+        zk_ref_accum(c, c + pay, bits, block, first, len, acc);
     }
 }
 
 uint64_t zk_reduce_requant_ref(const uint8_t *in, uint64_t in_stride, int k, uint64_t piece,
                                int bits, uint32_t block, uint8_t *out)
 {
-    float acc[ZK_BLOCK_MAX], tmp[ZK_BLOCK_MAX];
+    float acc[ZK_BLOCK_MAX];
     uint64_t poisoned = 0, pay = zk_payload_bytes(piece, bits);
     memset(out, 0, zk_chunk_bytes(piece, bits, block));
     for (uint64_t first = 0, b = 0; first < piece; first += block, b++) {
         uint64_t len = piece - first < block ? piece - first : block;
-        sum_block(in, in_stride, k, piece, bits, block, first, len, acc, tmp);
+        sum_block(in, in_stride, k, piece, bits, block, first, len, acc);
         float s;
         poisoned += (uint64_t)zk_ref_quant_block(acc, (uint32_t)len, bits, out, first, &s);
         memcpy(out + pay + b * sizeof s, &s, sizeof s);
@@ -110,12 +109,12 @@ void zk_reduce_out_ref(const uint8_t *in, uint64_t in_stride, int k, uint64_t pi
                        uint32_t block, uint64_t count, int op, float divisor, void *y,
                        int out_dtype)
 {
-    float acc[ZK_BLOCK_MAX], tmp[ZK_BLOCK_MAX];
+    float acc[ZK_BLOCK_MAX];
     if (count > piece)
         count = piece;
     for (uint64_t first = 0; first < count; first += block) {
         uint64_t len = count - first < block ? count - first : block;
-        sum_block(in, in_stride, k, piece, bits, block, first, len, acc, tmp);
+        sum_block(in, in_stride, k, piece, bits, block, first, len, acc);
         for (uint64_t i = 0; i < len; i++) {
             float v = op == ZK_MEAN ? zk_fdiv(acc[i], divisor) : acc[i];
             zk_narrow(v, y, out_dtype, first + i);

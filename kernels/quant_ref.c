@@ -83,6 +83,18 @@ void zk_ref_decode(const uint8_t *payload, const uint8_t *scales, int bits, uint
     }
 }
 
+void zk_ref_accum(const uint8_t *payload, const uint8_t *scales, int bits, uint32_t block,
+                  uint64_t first, uint64_t len, float *acc)
+{
+    for (uint64_t i = 0; i < len; i++) {
+        uint64_t e = first + i;
+        float s;
+        memcpy(&s, scales + (e / block) * sizeof s, sizeof s);
+        int q = bits == 8 ? (int)(int8_t)payload[e] : zk_nibble(payload[e / 2], (int)(e & 1));
+        acc[i] = zk_accum_f(acc[i], (float)q, s);
+    }
+}
+
 uint64_t zk_quantize_ref(const void *x, int dtype, uint64_t n, uint64_t n_valid, int bits,
                          uint32_t block, uint8_t *out)
 {

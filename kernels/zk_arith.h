@@ -3,9 +3,10 @@
  * compiled twice: by the C compiler for the reference kernels (*_ref.c, built
  * with -ffp-contract=off) and by nvcc for the CUDA kernels (*.cu, built with
  * --fmad=false). Every floating-point step goes through zk_fmul/zk_fadd/
- * zk_fdiv, which are the IEEE round-to-nearest-even operations on both
- * sides (__fmul_rn and friends on the device), so both paths produce the
- * same bits. Internal to kernels/: not part of the public contract, which is
+ * zk_fdiv/zk_fma, which are the IEEE round-to-nearest-even operations on
+ * both sides (__fmul_rn and friends on the device, fmaf in C: a correctly
+ * rounded fused multiply-add, never one the compiler chose), so both paths
+ * produce the same bits. Internal to kernels/: not part of the public contract, which is
  * zpp_kernels.h.
  */
 #ifndef ZK_ARITH_H
@@ -69,6 +70,16 @@ ZK_HD float zk_fadd(float a, float b)
     return __fadd_rn(a, b);
 #else
     return a + b;
+#endif
+}
+/* a * b + c rounded once (IEEE fusedMultiplyAdd): only where the contract
+ * (zpp_kernels.h) says so, the accumulation of the fused reductions. */
+ZK_HD float zk_fma(float a, float b, float c)
+{
+#ifdef __CUDA_ARCH__
+    return __fmaf_rn(a, b, c);
+#else
+    return fmaf(a, b, c);
 #endif
 }
 ZK_HD float zk_fdiv(float a, float b)
@@ -214,6 +225,13 @@ ZK_HD float zk_decode_f(float q, float s)
 ZK_HD float zk_decode(int q, float s)
 {
     return zk_decode_f((float)q, s);
+}
+
+/* The fused reductions' step: acc plus code q (the exact float (float)q)
+ * times scale s, rounded once. */
+ZK_HD float zk_accum_f(float acc, float q, float s)
+{
+    return zk_fma(q, s, acc);
 }
 
 /* Signed value of nibble j (0 = low) of byte b. */

@@ -264,14 +264,15 @@ template <int BITS> __device__ __forceinline__ float code_float(const raw16 &r, 
     return zk_fadd(__uint_as_float(bits), BITS == 8 ? ZK_I8_UNBIAS : ZK_I4_UNBIAS);
 }
 
-/* acc[i] += decoded code i (elements at index >= valid keep acc). */
+/* acc[i] += code i times s, one fused multiply-add (elements at index >=
+ * valid keep acc). */
 template <int BITS, int VE>
 __device__ __forceinline__ void accumulate(const raw16 &r, float s, uint64_t valid, float acc[VE])
 {
 #pragma unroll
     for (int i = 0; i < VE; i++)
         if ((uint64_t)i < valid)
-            acc[i] = zk_fadd(acc[i], zk_decode_f(code_float<BITS>(r, i), s));
+            acc[i] = zk_accum_f(acc[i], code_float<BITS>(r, i), s);
 }
 
 /* Bits of the float whose low bits hold the code of xs (= x * pre, exact)

@@ -79,6 +79,9 @@
 #ifndef ZK_VMINB
 #define ZK_VMINB 3 /* min CTAs per SM of the vector kernels (NV = 1; 3: 80 registers) */
 #endif
+#ifndef ZK_VMINB8
+#define ZK_VMINB8 4 /* the same for int8 reduce+requant (4: 64 registers, no spill) */
+#endif
 /* Variants that cut instructions per element of the int4 fused reductions
  * (all 0 = off: the default build is unchanged; see "Instruction cuts"
  * above fsum). */
@@ -880,7 +883,7 @@ __device__ __forceinline__ void fsum(const uint8_t *in, uint64_t stride, int k, 
                     smax[u] = max(smax[u], __float_as_uint(s[b][u]) & ZK_F32_ABS_MASK);
 #pragma unroll
                     for (int i = 0; i < 8; i++)
-                        acc[u][i] = __fadd_rn(acc[u][i], __fmul_rn(q[i], s[b][u]));
+                        acc[u][i] = __fmaf_rn(q[i], s[b][u], acc[u][i]);
                 }
             }
             continue;
@@ -908,7 +911,7 @@ __device__ __forceinline__ void fsum(const uint8_t *in, uint64_t stride, int k, 
                     smax[u] = max(smax[u], __float_as_uint(s[b][u]) & ZK_F32_ABS_MASK);
 #pragma unroll
                     for (int i = 0; i < 8; i++)
-                        acc[u][i] = __fadd_rn(acc[u][i], __fmul_rn(q[i], s[b][u]));
+                        acc[u][i] = __fmaf_rn(q[i], s[b][u], acc[u][i]);
                 }
             }
         }
@@ -1054,7 +1057,7 @@ __device__ __forceinline__ void vaccum(const vcodes<BITS, S> &cd, int g, float s
         codes_float<BITS>(vcodes_slot<BITS, S>(cd, g), q);
 #pragma unroll
     for (int i = 0; i < 8; i++)
-        acc[8 * g + i] = __fadd_rn(acc[8 * g + i], __fmul_rn(q[i], s));
+        acc[8 * g + i] = __fmaf_rn(q[i], s, acc[8 * g + i]);
 }
 
 /* acc[i] = sum over chunks c = 0..k-1 (in order, from +0) of decoded code i
@@ -1211,7 +1214,7 @@ __device__ __forceinline__ int fquantv(const float (&v)[NV][8 * S], uint64_t blk
 /* Reduce+requantize with vectors: team t of a warp (T lanes) takes block
  * it * (32 / T) + t; lane li its vectors li + j * T. */
 template <int BITS, int S, int T, int NV>
-__global__ void __launch_bounds__(ZK_CTA_THREADS, NV == 1 ? ZK_VMINB : 1)
+__global__ void __launch_bounds__(ZK_CTA_THREADS, NV != 1 ? 1 : BITS == 8 ? ZK_VMINB8 : ZK_VMINB)
     frv_kernel(const uint8_t *in, uint64_t in_stride, int k, uint64_t piece, uint64_t pay_bytes,
                uint64_t nb, uint8_t *out, unsigned long long *d_poisoned, uint32_t zero)
 {

@@ -19,4 +19,9 @@ int zk_ref_quant_block(const float *v, uint32_t len, int bits, uint8_t *payload,
 void zk_ref_decode(const uint8_t *payload, const uint8_t *scales, int bits, uint32_t block,
                    uint64_t first, uint64_t len, float *v);
 
+/* acc[i] = zk_accum_f(acc[i], q, s) for the code q and scale s of element
+ * first + i of a chunk (as zk_ref_decode), i < len. */
+void zk_ref_accum(const uint8_t *payload, const uint8_t *scales, int bits, uint32_t block,
+                  uint64_t first, uint64_t len, float *acc);
+
 #endif

@@ -8,9 +8,13 @@
  * --------------
  * Inputs and outputs are fp32, fp16 (IEEE binary16) or bf16, read as they are
  * (bf16 is never converted through fp16). Every element is first widened to
- * fp32 exactly; all arithmetic is fp32 with round-to-nearest-even and no
- * fused multiply-add (the CUDA side uses __fmul_rn/__fadd_rn/__fdiv_rn, the C
- * side is compiled with -ffp-contract=off). Narrowing fp32 -> fp16/bf16 is
+ * fp32 exactly; all arithmetic is fp32 with round-to-nearest-even (the CUDA
+ * side uses __fmul_rn/__fadd_rn/__fdiv_rn, the C side is compiled with
+ * -ffp-contract=off), with no fused multiply-add except one, written out on
+ * both sides: the fused reductions (zk_reduce_requant_ref,
+ * zk_reduce_out_ref) add each code times its scale to the fp32 sum as one
+ * fused multiply-add, acc = fma(q, scale, acc) (__fmaf_rn / fmaf), which
+ * rounds once where a multiply then an add would round twice. Narrowing fp32 -> fp16/bf16 is
  * round-to-nearest-even, overflow to Inf, fp16 subnormals kept.
  *
  * Block quantization
@@ -161,13 +165,14 @@ uint64_t zk_qgz_reorder_quantize_stage_ref(const void *x, int dtype, const struc
                                            int stage, uint8_t *out);
 
 /* qgZ step 2: k quantized chunks of `piece` elements each, the j-th at
- * in + j * in_stride, are decoded, summed in fp32 in order j = 0..k-1,
- * and the sum requantized into one chunk at out. Returns poisoned blocks. */
+ * in + j * in_stride, are summed in fp32 in order j = 0..k-1 from +0
+ * (per element acc = fma(q_j, scale_j, acc): above), and the sum
+ * requantized into one chunk at out. Returns poisoned blocks. */
 uint64_t zk_reduce_requant_ref(const uint8_t *in, uint64_t in_stride, int k, uint64_t piece,
                                int bits, uint32_t block, uint8_t *out);
 
-/* qgZ step 4: k quantized chunks (as above) are decoded and summed in fp32
- * (j = 0..k-1); for ZK_MEAN the sum is divided by `divisor` (fp32
+/* qgZ step 4: k quantized chunks (as above) are summed in fp32 as above
+ * (j = 0..k-1, one fused multiply-add per code); for ZK_MEAN the sum is divided by `divisor` (fp32
  * division); the first `count` elements (count <= piece) are written to y
  * in out_dtype (ZK_FP32 or ZK_BF16; ZK_FP16 also accepted). */
 void zk_reduce_out_ref(const uint8_t *in, uint64_t in_stride, int k, uint64_t piece, int bits,

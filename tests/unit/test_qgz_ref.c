@@ -293,11 +293,49 @@ static void test_pipeline_poison(void)
     free(out);
 }
 
+/* The fused reductions add each code times its scale to the sum as one
+ * fused multiply-add (zpp_kernels.h): element 0 of two int8 chunks, codes
+ * 1 and 3, scales picked so that rounding the product first gives another
+ * sum; the output must be the once-rounded one. */
+static void test_reduce_rounds_once(void)
+{
+    const uint64_t piece = 32, pb = zk_chunk_bytes(piece, 8, 32), pay = zk_payload_bytes(piece, 8);
+    uint8_t *in = calloc(2, pb);
+    ASSERT(in);
+    float s0 = 0, s1 = 0, fused = 0, twice = 0;
+    uint32_t r = 12345;
+    int found = 0;
+    for (int t = 0; t < 100000 && !found; t++) {
+        r = r * 1664525u + 1013904223u;
+        uint32_t a = 0x3F800000u | (r >> 9); /* [1, 2) */
+        r = r * 1664525u + 1013904223u;
+        uint32_t b = 0x3F800000u | (r >> 9);
+        memcpy(&s0, &a, 4);
+        memcpy(&s1, &b, 4);
+        fused = fmaf(3.0f, s1, fmaf(1.0f, s0, 0.0f));
+        volatile float p = 3.0f * s1;
+        twice = s0 + p;
+        found = memcmp(&fused, &twice, 4) != 0;
+    }
+    ASSERT(found);
+    in[0] = 1;
+    in[pb] = 3;
+    memcpy(in + pay, &s0, 4);
+    memcpy(in + pb + pay, &s1, 4);
+    float y[32];
+    zk_reduce_out_ref(in, pb, 2, piece, 8, 32, piece, ZK_SUM, 1.0f, y, ZK_FP32);
+    ASSERT(memcmp(&y[0], &fused, 4) == 0);
+    for (int e = 1; e < 32; e++)
+        ASSERT(y[e] == 0.0f);
+    free(in);
+}
+
 int main(void)
 {
     test_geometry();
     test_reorder_places_slices();
     test_pipeline_poison();
+    test_reduce_rounds_once();
     test_pipeline_property();
     printf("test_qgz_ref: ok\n");
     return 0;
