@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "frame.h"
@@ -55,6 +56,7 @@ struct zpp_conn {
     char err[ERRMSG_LEN];
     char bye[ERRMSG_LEN]; /* a req_id 0 error: the daemon's reason to close */
     zpp__ext ext;         /* the CUDA side's state (zpp_cuda.c), if attached */
+    uint64_t spin_ns;     /* a blocking wait polls this long before it sleeps */
 };
 
 /* ---- errors -------------------------------------------------------------- */
@@ -118,6 +120,14 @@ int zpp_connect(const char *socket_path, zpp_conn **out)
     if (!c) {
         errno = ENOMEM;
         return ZPP_ENOMEM;
+    }
+    c->spin_ns = 100000; /* ZPP_SPIN_US, default 100 */
+    const char *spin = getenv("ZPP_SPIN_US");
+    if (spin && spin[0]) {
+        char *end;
+        unsigned long v = strtoul(spin, &end, 10);
+        if (*end == '\0' && v <= 1000000)
+            c->spin_ns = (uint64_t)v * 1000u;
     }
     c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (c->fd < 0)
@@ -313,8 +323,19 @@ static int conn_send(zpp_conn *c, Zpp__Request *req, const int *fds, int nfds, u
 /* Reads until one whole reply frame is buffered and unpacks it.
  * Returns 1 and *out; 0 when !block and no whole frame is there yet;
  * a negative code (the connection is then dead). */
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static int recv_one(zpp_conn *c, int block, Zpp__Reply **out)
 {
+    /* A blocking wait first polls for spin_ns (ZPP_SPIN_US): a small call's
+     * reply comes within tens of microseconds, and a receiver asleep in
+     * recv pays the wake-up on top (zppd's busy_poll_us says more). */
+    uint64_t spin_end = block && c->spin_ns ? mono_ns() + c->spin_ns : 0;
     for (;;) {
         size_t off = 0, blen = 0;
         int r = c->rbuf ? zpp_frame_peek(c->rbuf + c->rpos, c->rlen - c->rpos, RECV_MAX_FRAME, &off,
@@ -354,12 +375,17 @@ static int recv_one(zpp_conn *c, int block, Zpp__Reply **out)
             c->rbuf = p;
             c->rcap = want;
         }
-        ssize_t n = recv(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen, block ? 0 : MSG_DONTWAIT);
+        int spinning = spin_end && mono_ns() < spin_end;
+        ssize_t n = recv(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen,
+                         block && !spinning ? 0 : MSG_DONTWAIT);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
-            if (!block && (errno == EAGAIN || errno == EWOULDBLOCK))
-                return 0;
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                if (!block)
+                    return 0;
+                continue; /* spinning (a blocking recv does not say EAGAIN) */
+            }
             if (errno == ECONNRESET)
                 return conn_kill(c, ZPP_ECLOSED, "connection reset by the daemon");
             char what[96];

@@ -54,6 +54,7 @@ static const struct cfg_key keys[] = {
     {"max_jobs", T_U32, F(max_jobs), 0, 1, 1000000, 1},
     {"max_world_size", T_U32, F(max_world_size), 0, 1, 1u << 20, 1},
     {"call_timeout_ms", T_U32, F(call_timeout_ms), 0, 10, 86400000, 1},
+    {"busy_poll_us", T_U32, F(busy_poll_us), 0, 0, 1000000, 1},
     {"store_budget", T_SIZE, F(store_budget), 0, 0, UINT64_MAX, 1},
     {"store_budget_per_tenant", T_SIZE, F(store_budget_per_tenant), 0, 0, UINT64_MAX, 1},
     {"hpz_share", T_SHARE, F(hpz_share), SZ(hpz_share), 0, 0, 1},
@@ -99,6 +100,7 @@ void cfg_defaults(struct zpp_config *c)
     c->max_jobs = 256;
     c->max_world_size = 4096;
     c->call_timeout_ms = 300000;
+    c->busy_poll_us = 100;
     c->store_budget = 1ull << 30;
     c->default_block = 256;
     c->default_stages = 2;

@@ -64,6 +64,7 @@ struct zpp_config {
     uint32_t peer_timeout_ms;
     uint32_t join_timeout_ms;
     uint32_t rejoin_timeout_ms; /* a rank that left between calls may rejoin */
+    uint32_t busy_poll_us;      /* the loop polls this long after a request or reply */
 };
 
 /* Fills c with the defaults. */

@@ -53,6 +53,8 @@ struct zppd {
     void *metrics; /* metrics.c */
     void *cluster; /* cluster.c: the peer service and jobs across daemons */
 
+    uint64_t busy_until; /* uv_hrtime() until which the loop polls (main.c) */
+
     uv_timer_t tick;
     uv_timer_t reaper;        /* closes the sessions queued by sess_close_later */
     int reaper_ready;
@@ -81,5 +83,13 @@ void server_stop_listening(struct zppd *d);
 
 /* main.c: called when in-flight work ends, to finish a graceful stop. */
 void zppd_maybe_exit(struct zppd *d);
+
+/* A request came in or a reply went out: the loop polls instead of
+ * sleeping for busy_poll_us from now (main.c, "Busy polling"). */
+static inline void zppd_busy(struct zppd *d)
+{
+    if (d->cfg.busy_poll_us)
+        d->busy_until = uv_hrtime() + (uint64_t)d->cfg.busy_poll_us * 1000u;
+}
 
 #endif

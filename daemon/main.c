@@ -296,6 +296,26 @@ static int pick_backend(struct zppd *d)
     return 0;
 }
 
+/* Busy polling. A client's small call is two hops across processes, and
+ * each hop whose receiver sleeps in the kernel costs the wake-up: on an
+ * H100 under MPS (bench/results/ipc-sync-2026-11-23-h100-spin.txt) a client
+ * -> daemon -> client round trip with interprocess events took 39-41 us
+ * p50 with sleeping receivers and 26-28 us with polling ones, a bare socket
+ * round trip 11 us against 4. So for busy_poll_us after each request or
+ * reply (zppd_busy) the loop polls (UV_RUN_NOWAIT, no sleep) before it
+ * sleeps in epoll again: one core kept busy while calls keep coming, none
+ * when they stop. busy_poll_us = 0 sleeps always. */
+static void run_loop(struct zppd *d)
+{
+    for (;;) {
+        if (!uv_run(d->loop, UV_RUN_ONCE))
+            return;
+        while (d->cfg.busy_poll_us && uv_hrtime() < d->busy_until)
+            if (!uv_run(d->loop, UV_RUN_NOWAIT))
+                return;
+    }
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -400,7 +420,7 @@ int main(int argc, char **argv)
     ZLOG_I("main", "zppd ready", "version=%s backend=%s socket=%s pid=%d", ZPPD_VERSION,
            d->backend_name, d->cfg.socket, (int)getpid());
     notify("READY=1");
-    uv_run(d->loop, UV_RUN_DEFAULT);
+    run_loop(d);
 
     int rc = uv_loop_close(d->loop);
     hpz_store_free(d->store);

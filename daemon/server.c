@@ -317,6 +317,7 @@ int sess_send(struct session *s, const Zpp__Reply *rep)
 {
     if (s->state != SESS_OPEN || s->close_pending)
         return ZPP_ECLOSED;
+    zppd_busy(s->d); /* a client that got its reply often asks again soon */
     uint8_t *buf;
     size_t len;
     /* Replies may exceed a client's max_frame only through the admin
@@ -504,6 +505,7 @@ static void read_input(struct session *s)
             return;
         }
         s->in_len += (size_t)n;
+        zppd_busy(d);
         process_frames(s);
     }
 }

@@ -16,6 +16,10 @@
  *   mode host  : no GPU-side wait; each side synchronises its stream on the
  *                CPU before it sends (the CPU-wait baseline)
  *   mode inproc: one process, two streams, local events (the floor)
+ *   mode sock  : the socket round trip alone, no CUDA at all
+ *
+ * -s: every receive polls (MSG_DONTWAIT in a loop) instead of sleeping in
+ * recv, on both sides: how much of a hop is waking the receiver up.
  *
  * For each mode: "lat" = client syncs its stream at the end of every
  * iteration (a blocking call); "tput" = no client sync until the end (a
@@ -28,7 +32,7 @@
  * records the dead client's event itself, (c) with a flag the daemon writes
  * itself (memop mode).
  *
- *   ipc_sync_bench [-n iters] [-k]
+ *   ipc_sync_bench [-n iters] [-k] [-s]
  */
 #include <cuda.h>
 #include <errno.h>
@@ -77,11 +81,17 @@ static void xsend(int s, const void *b, size_t n)
         exit(3);
     }
 }
+/* -s: receive by polling (MSG_DONTWAIT in a loop) instead of sleeping in
+ * recv: what a receiver saves when it never has to be woken up. */
+static int g_spin;
+
 static int xrecv(int s, void *b, size_t n)
 {
     size_t got = 0;
     while (got < n) {
-        ssize_t r = recv(s, (char *)b + got, n - got, 0);
+        ssize_t r = recv(s, (char *)b + got, n - got, g_spin ? MSG_DONTWAIT : 0);
+        if (r < 0 && g_spin && (errno == EAGAIN || errno == EWOULDBLOCK))
+            continue;
         if (r <= 0)
             return -1;
         got += (size_t)r;
@@ -232,8 +242,8 @@ static CUdeviceptr flags_import(int s)
     return flags;
 }
 
-enum { M_EVENT, M_MEMOP, M_HOST };
-static const char *mname[] = {"event", "memop", "host"};
+enum { M_EVENT, M_MEMOP, M_HOST, M_SOCK };
+static const char *mname[] = {"event", "memop", "host", "sock"};
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -244,6 +254,15 @@ static int cmp_d(const void *a, const void *b)
 /* ---- the daemon side ---------------------------------------------------- */
 static void daemon_side(int s, int mode, int iters)
 {
+    if (mode == M_SOCK) { /* the socket round trip alone: no CUDA */
+        for (int i = 1; i <= iters; i++) {
+            int it;
+            if (xrecv(s, &it, sizeof it))
+                break;
+            xsend(s, &it, sizeof it);
+        }
+        return;
+    }
     ctx_make();
     CUstream st;
     CK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
@@ -281,6 +300,25 @@ static void daemon_side(int s, int mode, int iters)
 /* ---- the client side ---------------------------------------------------- */
 static void client_side(int s, int mode, int iters, int lat, double *out)
 {
+    if (mode == M_SOCK) {
+        double *t = (double *)calloc((size_t)iters + 1, sizeof *t);
+        double t0 = now_us();
+        for (int i = 1; i <= iters; i++) {
+            double a = now_us();
+            int it;
+            xsend(s, &i, sizeof i);
+            if (xrecv(s, &it, sizeof it))
+                exit(4);
+            t[i] = now_us() - a;
+        }
+        double total = now_us() - t0;
+        qsort(t + 1, (size_t)iters, sizeof *t, cmp_d);
+        out[0] = t[1 + iters / 2];
+        out[1] = t[1 + iters * 9 / 10];
+        out[2] = total / iters;
+        free(t);
+        return;
+    }
     CUstream st;
     CK(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
     int *buf;
@@ -342,7 +380,8 @@ static void run_pair(int mode, int iters, int lat)
         _exit(0);
     }
     close(sv[1]);
-    ctx_make();
+    if (mode != M_SOCK)
+        ctx_make();
     double r[3];
     client_side(sv[0], mode, iters, lat, r);
     close(sv[0]);
@@ -493,11 +532,13 @@ static void kill_test(int mode)
 int main(int argc, char **argv)
 {
     int iters = 2000, kill_mode = 0, opt;
-    while ((opt = getopt(argc, argv, "n:k")) != -1) {
+    while ((opt = getopt(argc, argv, "n:ks")) != -1) {
         if (opt == 'n')
             iters = atoi(optarg);
         else if (opt == 'k')
             kill_mode = 1;
+        else if (opt == 's')
+            g_spin = 1;
     }
     if (kill_mode) {
         for (int m = M_EVENT; m <= M_MEMOP; m++) {
@@ -510,10 +551,11 @@ int main(int argc, char **argv)
         }
         return 0;
     }
-    printf("ipc_sync_bench: %d iterations, client -> daemon -> client, tiny kernels\n", iters);
+    printf("ipc_sync_bench: %d iterations, client -> daemon -> client, tiny kernels%s\n", iters,
+           g_spin ? ", receives by polling (-s)" : "");
     /* Each run in a fresh child: a process must not touch CUDA before fork. */
-    for (int m = M_EVENT; m <= M_HOST; m++)
-        for (int lat = 1; lat >= 0; lat--) {
+    for (int m = M_EVENT; m <= M_SOCK; m++)
+        for (int lat = 1; lat >= (m == M_SOCK ? 1 : 0); lat--) {
             fflush(stdout);
             pid_t c = fork();
             if (c == 0) {

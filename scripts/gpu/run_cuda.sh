@@ -13,6 +13,8 @@
 #   [MPS=1] scripts/gpu/run_cuda.sh [all|test|bench|kill] [MAX_MIB]
 # W=N (default 2) ranks, one per GPU (W=4 on nvidia-h200-x4; the virtual-
 # node test then runs 2 nodes x W/2).
+# ZPPD_OPTS="-o KEY=VALUE ..." adds config overrides to the cuda zppd (e.g.
+# -o busy_poll_us=0); the summary lists them with the switches.
 # MPS=1 runs everything (daemons and clients) under a private CUDA MPS
 # control daemon (docs/cuda.md, "MPS"); its logs get the suffix -mps.
 set -u
@@ -61,8 +63,9 @@ halt() { # name: SIGTERM, SIGKILL after 10 s (then 1)
   log "zppd $1 did not stop in 10 s: SIGKILL"; kill -9 "$p"; wait "$p" 2>/dev/null; return 1
 }
 
+# shellcheck disable=SC2086 # ZPPD_OPTS is a list of -o KEY=VALUE words
 start cuda "$T/cuda.sock" -b cuda -o allow_legacy_ipc=true -o store_budget=16G \
-  -o store_budget_per_tenant=16G -o max_pending_per_session=64 || exit 1
+  -o store_budget_per_tenant=16G -o max_pending_per_session=64 ${ZPPD_OPTS:-} || exit 1
 rc=0
 if [ "$what" = all ] || [ "$what" = test ]; then
   start host1 "$T/host1.sock" -b host -o host_threads=8 -o store_budget=16G -o store_budget_per_tenant=16G

@@ -241,7 +241,10 @@ int main(void)
     ASSERT_EQ(zh_daemon_stop(&g_d), 0);
     printf("test_kill: new jobs after the kills: ok\n");
 
-    ASSERT_EQ(zh_daemon_start("call_timeout_ms = 1000\n", &g_d), 0);
+    /* This daemon and these ranks never poll (busy_poll_us = 0, ZPP_SPIN_US
+     * = 0): the sleeping paths stay covered, the other tests poll. */
+    ASSERT_EQ(zh_daemon_start("call_timeout_ms = 1000\nbusy_poll_us = 0\n", &g_d), 0);
+    setenv("ZPP_SPIN_US", "0", 1);
     g_job = "timeout";
     zh_run_ranks(3, rank_timeout, NULL, 30000, codes);
     ASSERT(zh_daemon_alive(&g_d));
