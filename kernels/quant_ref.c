@@ -71,14 +71,20 @@ int zk_ref_quant_block(const float *v, uint32_t len, int bits, uint8_t *payload,
     return 0;
 }
 
+/* Code and scale of element e of a chunk laid out with block size block. */
+static int ref_code(const uint8_t *payload, const uint8_t *scales, int bits, uint32_t block,
+                    uint64_t e, float *s)
+{
+    memcpy(s, scales + (e / block) * sizeof *s, sizeof *s);
+    return bits == 8 ? (int)(int8_t)payload[e] : zk_nibble(payload[e / 2], (int)(e & 1));
+}
+
 void zk_ref_decode(const uint8_t *payload, const uint8_t *scales, int bits, uint32_t block,
                    uint64_t first, uint64_t len, float *v)
 {
     for (uint64_t i = 0; i < len; i++) {
-        uint64_t e = first + i;
         float s;
-        memcpy(&s, scales + (e / block) * sizeof s, sizeof s);
-        int q = bits == 8 ? (int)(int8_t)payload[e] : zk_nibble(payload[e / 2], (int)(e & 1));
+        int q = ref_code(payload, scales, bits, block, first + i, &s);
         v[i] = zk_decode(q, s);
     }
 }
@@ -87,10 +93,8 @@ void zk_ref_accum(const uint8_t *payload, const uint8_t *scales, int bits, uint3
                   uint64_t first, uint64_t len, float *acc)
 {
     for (uint64_t i = 0; i < len; i++) {
-        uint64_t e = first + i;
         float s;
-        memcpy(&s, scales + (e / block) * sizeof s, sizeof s);
-        int q = bits == 8 ? (int)(int8_t)payload[e] : zk_nibble(payload[e / 2], (int)(e & 1));
+        int q = ref_code(payload, scales, bits, block, first + i, &s);
         acc[i] = zk_accum_f(acc[i], (float)q, s);
     }
 }

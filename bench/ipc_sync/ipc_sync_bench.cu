@@ -298,6 +298,16 @@ static void daemon_side(int s, int mode, int iters)
 }
 
 /* ---- the client side ---------------------------------------------------- */
+/* out = p50, p90 of t[1..iters] and the mean iteration of total; frees t. */
+static void stats(double *t, int iters, double total, double *out)
+{
+    qsort(t + 1, (size_t)iters, sizeof *t, cmp_d);
+    out[0] = t[1 + iters / 2];
+    out[1] = t[1 + iters * 9 / 10];
+    out[2] = total / iters;
+    free(t);
+}
+
 static void client_side(int s, int mode, int iters, int lat, double *out)
 {
     if (mode == M_SOCK) {
@@ -311,12 +321,7 @@ static void client_side(int s, int mode, int iters, int lat, double *out)
                 exit(4);
             t[i] = now_us() - a;
         }
-        double total = now_us() - t0;
-        qsort(t + 1, (size_t)iters, sizeof *t, cmp_d);
-        out[0] = t[1 + iters / 2];
-        out[1] = t[1 + iters * 9 / 10];
-        out[2] = total / iters;
-        free(t);
+        stats(t, iters, now_us() - t0, out);
         return;
     }
     CUstream st;
@@ -357,12 +362,7 @@ static void client_side(int s, int mode, int iters, int lat, double *out)
         t[i] = now_us() - a;
     }
     CK(cuStreamSynchronize(st));
-    double total = now_us() - t0;
-    qsort(t + 1, (size_t)iters, sizeof *t, cmp_d);
-    out[0] = t[1 + iters / 2];
-    out[1] = t[1 + iters * 9 / 10];
-    out[2] = total / iters;
-    free(t);
+    stats(t, iters, now_us() - t0, out);
 }
 
 static void run_pair(int mode, int iters, int lat)
