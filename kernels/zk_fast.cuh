@@ -24,8 +24,9 @@
  *
  * Vector kernels (ZK_RQ4, ZK_RO4, ZK_RQ8, ZK_RO8 > 1). The int4 slot
  * reductions are bound by instruction issue, not memory: per code and chunk
- * PRMT, FADD (unbias), FMUL, FADD plus the unpacking, and per 4 bytes of
- * codes a lane the addressing, loads and the per-block work. frv/frov give a
+ * PRMT, FADD (unbias) and the sum's FFMA (one FMUL and one FADD before
+ * 2026-11-23) plus the unpacking, and per 4 bytes of codes a lane the
+ * addressing, loads and the per-block work. frv/frov give a
  * lane S adjacent slots per chunk (one load of S * bits bytes), decode int4
  * codes two per HADD2 (codes_float4h) and spread the per-block shuffles,
  * divisions and stores over S times the codes: the same IEEE operations in
@@ -33,7 +34,9 @@
  * variants (bench/results/kernels-2026-11-22-h200-vec.txt): int4
  * reduce+requant 40 -> 63 % of the copy, int4 reduce->bf16 61 -> 81 %, int8
  * reduce+requant 69 -> 74 %; int8 reduce->output keeps the slot kernel
- * (ZK_RO8 = 2 measured slower into fp32).
+ * (ZK_RO8 = 2 measured slower into fp32). With the sum as one FFMA per
+ * code and 4 CTAs per SM for int8 (bench/results/kernels-2026-11-23-h200-fma/):
+ * int8 reduce+requant 91 %, int4 70 %, int4 reduce->bf16 86 %.
  */
 #ifndef ZK_FAST_CUH
 #define ZK_FAST_CUH
