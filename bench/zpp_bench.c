@@ -50,6 +50,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cu_testlib.h"
@@ -381,10 +382,21 @@ static int bench_child(int rank, void *arg)
         /* Whether this run's processes share the GPU through MPS decides
          * what a zppd call costs (docs/cuda.md, "MPS"): say it. */
         CUdevice cd;
-        int mps = -1;
-        if (cuCtxGetDevice(&cd) != CUDA_SUCCESS ||
-            cuDeviceGetAttribute(&mps, CU_DEVICE_ATTRIBUTE_MPS_ENABLED, cd) != CUDA_SUCCESS)
+        int mps = -1, have = cuCtxGetDevice(&cd) == CUDA_SUCCESS;
+        if (!have || cuDeviceGetAttribute(&mps, CU_DEVICE_ATTRIBUTE_MPS_ENABLED, cd) != CUDA_SUCCESS)
             mps = -1;
+        /* and which device and when: every figure names its machine */
+        char name[128] = "?", when[32] = "?";
+        int drv = 0;
+        time_t now = time(NULL);
+        struct tm tm;
+        if (!have || cuDeviceGetName(name, (int)sizeof name, cd) != CUDA_SUCCESS)
+            snprintf(name, sizeof name, "?");
+        cuDriverGetVersion(&drv);
+        if (gmtime_r(&now, &tm))
+            strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        printf("device: %s (rank 0's GPU %d), CUDA driver API %d.%d, %s\n", name, dev, drv / 1000,
+               drv % 1000 / 10, when);
         printf("CUDA MPS on this run's GPUs: %s\n",
                mps > 0 ? "on" : mps == 0 ? "off (time-sliced)" : "unknown");
         if (ncclGetUniqueId(&id) != ncclSuccess)

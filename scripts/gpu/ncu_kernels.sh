@@ -19,6 +19,9 @@ NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$OUTDIR"
 "$NCU" --version >"$OUTDIR/ncu.log" 2>&1
+# every file of figures names its device and date
+echo "# device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1); $(date -u +%FT%TZ)" \
+    | tee -a "$OUTDIR/ncu.log" >"$OUTDIR/mix.txt"
 i=0
 for re in "$@"; do
     i=$((i + 1))
