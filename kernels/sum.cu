@@ -11,6 +11,7 @@
  * Launch contract in zpp_kernels_cuda.h.
  */
 #include "zk_cuda_common.cuh"
+#include "zk_xsync.cuh"
 
 using namespace zk;
 
@@ -32,12 +33,14 @@ struct sum_ptrs {
 
 template <int DT, int ODT, class SRC>
 __global__ void ZK_LB_FLAT sum_kernel(const __grid_constant__ SRC src, int k, uint64_t count,
-                                      int mean, float divisor, void *y)
+                                      int mean, float divisor, void *y,
+                                      const __grid_constant__ zk_xsync xs)
 {
     constexpr int es = dt_traits<DT>::size, oes = dt_traits<ODT>::size;
     constexpr int VE = ZK_VEC_BYTES / (es > oes ? es : oes);
     constexpr uint64_t tile_vecs = (uint64_t)ZK_CTA_THREADS * ZK_DQ_NV;
     uint64_t nvec = (count + VE - 1) / VE, tiles = (nvec + tile_vecs - 1) / tile_vecs;
+    xs_enter(xs);
     for (uint64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         uint64_t e[ZK_DQ_NV];
         float acc[ZK_DQ_NV][VE];
@@ -79,43 +82,47 @@ __global__ void ZK_LB_FLAT sum_kernel(const __grid_constant__ SRC src, int k, ui
             store_elems<ODT, VE>((uint8_t *)y + e[j] * oes, count - e[j], acc[j]);
         }
     }
+    xs_leave(xs);
 }
 
 template <int DT, int ODT, class SRC>
 void launch(const SRC &src, int k, uint64_t count, int op, float divisor, void *y,
-            cudaStream_t stream)
+            const zk_xsync &xs, cudaStream_t stream)
 {
     constexpr int ve =
         ZK_VEC_BYTES /
         (dt_traits<DT>::size > dt_traits<ODT>::size ? dt_traits<DT>::size : dt_traits<ODT>::size);
     uint64_t nvec = (count + ve - 1) / ve;
     uint64_t ctas = (nvec + ZK_CTA_THREADS * ZK_DQ_NV - 1) / (ZK_CTA_THREADS * ZK_DQ_NV);
-    sum_kernel<DT, ODT, SRC><<<grid_for(ctas), ZK_CTA_THREADS, 0, stream>>>(
-        src, k, count, op == ZK_MEAN, divisor, y);
+    unsigned grid = grid_for(ctas ? ctas : 1);
+    if (xs.n && grid > XS_GRID_CAP) /* the kernel loops over its tiles */
+        grid = XS_GRID_CAP;
+    sum_kernel<DT, ODT, SRC><<<grid, ZK_CTA_THREADS, 0, stream>>>(
+        src, k, count, op == ZK_MEAN, divisor, y, xs);
 }
 
 template <int DT, class SRC>
 void launch_out(int out_dtype, const SRC &src, int k, uint64_t count, int op, float divisor,
-                void *y, cudaStream_t stream)
+                void *y, const zk_xsync &xs, cudaStream_t stream)
 {
     if (out_dtype == ZK_FP32)
-        launch<DT, ZK_FP32>(src, k, count, op, divisor, y, stream);
+        launch<DT, ZK_FP32>(src, k, count, op, divisor, y, xs, stream);
     else if (out_dtype == ZK_FP16)
-        launch<DT, ZK_FP16>(src, k, count, op, divisor, y, stream);
+        launch<DT, ZK_FP16>(src, k, count, op, divisor, y, xs, stream);
     else
-        launch<DT, ZK_BF16>(src, k, count, op, divisor, y, stream);
+        launch<DT, ZK_BF16>(src, k, count, op, divisor, y, xs, stream);
 }
 
 template <class SRC>
 void launch_in(int dtype, int out_dtype, const SRC &src, int k, uint64_t count, int op,
-               float divisor, void *y, cudaStream_t stream)
+               float divisor, void *y, const zk_xsync &xs, cudaStream_t stream)
 {
     if (dtype == ZK_FP32)
-        launch_out<ZK_FP32>(out_dtype, src, k, count, op, divisor, y, stream);
+        launch_out<ZK_FP32>(out_dtype, src, k, count, op, divisor, y, xs, stream);
     else if (dtype == ZK_FP16)
-        launch_out<ZK_FP16>(out_dtype, src, k, count, op, divisor, y, stream);
+        launch_out<ZK_FP16>(out_dtype, src, k, count, op, divisor, y, xs, stream);
     else
-        launch_out<ZK_BF16>(out_dtype, src, k, count, op, divisor, y, stream);
+        launch_out<ZK_BF16>(out_dtype, src, k, count, op, divisor, y, xs, stream);
 }
 
 } // namespace
@@ -129,17 +136,20 @@ extern "C" int zk_sum_cuda(const void *x, uint64_t stride_elems, int k, uint64_t
     if (count == 0)
         return 0;
     sum_strided src = {(const uint8_t *)x, stride_elems * zk_dtype_size(dtype)};
-    launch_in(dtype, out_dtype, src, k, count, op, divisor, y, stream);
+    launch_in(dtype, out_dtype, src, k, count, op, divisor, y, zk_xsync{}, stream);
     return launch_status();
 }
 
-extern "C" int zk_sum_ptrs_cuda(const void *const *x, int k, uint64_t count, int dtype, int op,
-                                float divisor, void *y, int out_dtype, cudaStream_t stream)
+extern "C" int zk_sum_ptrs_sync_cuda(const void *const *x, int k, uint64_t count, int dtype,
+                                     int op, float divisor, void *y, int out_dtype,
+                                     const struct zk_xsync *xs, cudaStream_t stream)
 {
     if (!dtype_ok(dtype) || !dtype_ok(out_dtype) || k < 1 || k > ZK_SUM_MAX_PTRS ||
-        (op != ZK_SUM && op != ZK_MEAN) || (count && (!x || !y)))
+        (op != ZK_SUM && op != ZK_MEAN) || (count && (!x || !y)) || xs_ok(xs) ||
+        (xs && xs->n != k))
         return (int)cudaErrorInvalidValue;
-    if (count == 0)
+    /* A fenced call launches even when count == 0: the members wait for it. */
+    if (count == 0 && !xs)
         return 0;
     sum_ptrs src = {};
     for (int c = 0; c < k; c++) {
@@ -147,6 +157,12 @@ extern "C" int zk_sum_ptrs_cuda(const void *const *x, int k, uint64_t count, int
             return (int)cudaErrorInvalidValue;
         src.p[c] = (const uint8_t *)x[c];
     }
-    launch_in(dtype, out_dtype, src, k, count, op, divisor, y, stream);
+    launch_in(dtype, out_dtype, src, k, count, op, divisor, y, xs ? *xs : zk_xsync{}, stream);
     return launch_status();
+}
+
+extern "C" int zk_sum_ptrs_cuda(const void *const *x, int k, uint64_t count, int dtype, int op,
+                                float divisor, void *y, int out_dtype, cudaStream_t stream)
+{
+    return zk_sum_ptrs_sync_cuda(x, k, count, dtype, op, divisor, y, out_dtype, NULL, stream);
 }

@@ -90,6 +90,55 @@ int zk_sum_cuda(const void *x, uint64_t stride_elems, int k, uint64_t count, int
 int zk_sum_ptrs_cuda(const void *const *x, int k, uint64_t count, int dtype, int op, float divisor,
                      void *y, int out_dtype, cudaStream_t stream);
 
+/* ---- kernels that fence the GPUs of a group themselves ------------------
+ *
+ * A kernel that reads other GPUs' memory must start after those GPUs'
+ * earlier work (their inputs are written) and their owners must not reuse
+ * that memory until it has finished reading. Events recorded and waited on
+ * between the streams say so at the price of two host calls per stream
+ * and peer, before and after. A zk_xsync makes the kernels of the n
+ * members (one per GPU, the same call) say it to each other instead,
+ * through flags in the members' memory:
+ *
+ *   entering   every CTA marks "member me has arrived at gen" in every
+ *              member's block, then waits until all n members have;
+ *   leaving    the last CTA of the kernel to finish marks "member me is
+ *              done with gen" in every block, then waits until all n are.
+ *
+ * A member's kernel thus ends only after every member has stopped reading
+ * anything of it. The caller's rules: one flag block per member (device
+ * memory of its GPU, zeroed once, ZK_XSYNC_WORDS words, readable and
+ * writable by every member's GPU); every member launches its kernel with
+ * the same gen, one greater (mod 2^32) than the group's previous one; one
+ * xsync kernel at a time per flag block (one stream); members on distinct
+ * GPUs, or few enough CTAs that all members' kernels are resident at once.
+ * The waits give up when *abort (host memory mapped for the device) is
+ * nonzero, or after timeout_ns, then setting *err to 1; the output is then
+ * undefined and the caller must treat the group as failed. */
+#define ZK_XSYNC_MAX ZK_SUM_MAX_PTRS
+#define ZK_XSYNC_WORDS (2 * ZK_XSYNC_MAX + 1) /* arrived[], done[], a CTA counter */
+struct zk_xsync {
+    uint32_t *flags[ZK_XSYNC_MAX]; /* member m's flag block; flags[me] is ours */
+    int n, me;
+    uint32_t gen;
+    const volatile uint32_t *abort;
+    uint32_t *err;
+    uint64_t timeout_ns;
+};
+
+/* zk_sum_ptrs_cuda, fenced by xs when xs is not NULL (xs->n == k: input c
+ * is member c's). */
+int zk_sum_ptrs_sync_cuda(const void *const *x, int k, uint64_t count, int dtype, int op,
+                          float divisor, void *y, int out_dtype, const struct zk_xsync *xs,
+                          cudaStream_t stream);
+
+/* Copies k <= ZK_XSYNC_MAX byte ranges, src[i] to dst[i] (bytes[i] each,
+ * any alignment; 16-byte accesses where both ends allow), in one kernel,
+ * fenced by xs when xs is not NULL. The bytes of memcpy. Ranges must not
+ * overlap. */
+int zk_copy_ptrs_cuda(void *const *dst, const void *const *src, const uint64_t *bytes, int k,
+                      const struct zk_xsync *xs, cudaStream_t stream);
+
 #ifdef __cplusplus
 }
 #endif

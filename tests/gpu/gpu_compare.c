@@ -384,6 +384,228 @@ static void case_sum(int dtype, int out_dtype, uint64_t count, int k, int d)
     free(hy);
 }
 
+/* ---- fenced kernels: zk_copy_ptrs_cuda and zk_sum_ptrs_sync_cuda ------ */
+
+#define XS_BLOCK_BYTES (ZK_XSYNC_WORDS * sizeof(uint32_t))
+
+/* Reads word w of every member's flag block; 0 when all equal want. */
+static int xs_words_are(const uint8_t *d_flags, int n, int w, uint32_t want)
+{
+    for (int m = 0; m < n; m++) {
+        uint32_t v = 0;
+        CK(cudaMemcpy(&v, d_flags + (size_t)m * XS_BLOCK_BYTES + (size_t)w * 4u, 4,
+                      cudaMemcpyDeviceToHost));
+        if (v != want)
+            return 0;
+    }
+    return 1;
+}
+
+/* n members, each on a stream of its own (the daemon runs them on their
+ * own GPUs), over `rounds` rounds: every member gathers every member's
+ * block (copy: `bytes` each, at offset `off` from an aligned base, so
+ * both the 16-byte and the byte paths run) and sums its block of every
+ * member's input (count elements of dtype into fp32, member order, from
+ * `off` rounded down to the dtype's alignment, which the kernel needs). The
+ * flag words start just below 2^32 so that the launch numbers wrap. Each
+ * output is compared with memcpy's and zk_sum_ref's bytes, poisoned
+ * before each round; the CTA counters must be back at 0 and no wait may
+ * have given up. Then the ways out: with the abort word raised, a member
+ * whose partners never launch still ends, and so does one that times out,
+ * setting the error word. */
+static void case_xsync(int n, uint64_t bytes, uint64_t off, uint64_t count, int dtype, int rounds)
+{
+    size_t es = zk_dtype_size(dtype);
+    uint64_t soff = off - off % es; /* the sum's inputs keep their dtype's alignment */
+    uint64_t blk = count * es, in_bytes = off + (uint64_t)n * blk + bytes;
+    uint8_t *d_flags = NULL, *d_in[ZK_XSYNC_MAX], *d_cp[ZK_XSYNC_MAX], *d_sm[ZK_XSYNC_MAX];
+    uint8_t *h_in[ZK_XSYNC_MAX], *h_cp = malloc((uint64_t)n * bytes + 1), *h_sm = malloc(count * 4 + 16);
+    uint8_t *h_cat = malloc((uint64_t)n * blk + 1);
+    cudaStream_t st[ZK_XSYNC_MAX];
+    uint32_t *hw = NULL, *dw = NULL;
+    char what[160];
+    ASSERT(h_cp && h_sm && h_cat);
+    CK(cudaMalloc((void **)&d_flags, (size_t)n * XS_BLOCK_BYTES));
+    CK(cudaHostAlloc((void **)&hw, 2 * sizeof *hw, cudaHostAllocMapped));
+    CK(cudaHostGetDevicePointer((void **)&dw, hw, 0));
+    hw[0] = hw[1] = 0;
+    uint32_t init[ZK_XSYNC_WORDS];
+    for (int w = 0; w < ZK_XSYNC_WORDS; w++)
+        init[w] = w < 2 * ZK_XSYNC_MAX ? 0xFFFFFFFEu : 0u;
+    for (int m = 0; m < n; m++)
+        CK(cudaMemcpy(d_flags + (size_t)m * XS_BLOCK_BYTES, init, sizeof init,
+                      cudaMemcpyHostToDevice));
+    uint32_t gen = 0xFFFFFFFEu;
+    for (int m = 0; m < n; m++) {
+        h_in[m] = malloc(in_bytes);
+        ASSERT(h_in[m]);
+        fill(h_in[m], dtype, in_bytes / es, m % D_COUNT, 256);
+        CK(cudaMalloc((void **)&d_in[m], in_bytes));
+        CK(cudaMalloc((void **)&d_cp[m], (uint64_t)n * bytes + GUARD));
+        CK(cudaMalloc((void **)&d_sm[m], count * 4 + GUARD));
+        CK(cudaMemcpy(d_in[m], h_in[m], in_bytes, cudaMemcpyHostToDevice));
+        CK(cudaStreamCreateWithFlags(&st[m], cudaStreamNonBlocking));
+    }
+    struct zk_xsync xs[ZK_XSYNC_MAX];
+    for (int m = 0; m < n; m++) {
+        memset(&xs[m], 0, sizeof xs[m]);
+        xs[m].n = n;
+        xs[m].me = m;
+        for (int i = 0; i < n; i++)
+            xs[m].flags[i] = (uint32_t *)(d_flags + (size_t)i * XS_BLOCK_BYTES);
+        xs[m].abort = dw;
+        xs[m].err = dw + 1;
+        xs[m].timeout_ns = 20ull * 1000000000ull;
+    }
+    snprintf(what, sizeof what, "fenced n=%d copy %llu B +%llu, sum %s count=%llu", n,
+             (unsigned long long)bytes, (unsigned long long)off, dt_name(dtype),
+             (unsigned long long)count);
+    for (int r = 0; r < rounds; r++) {
+        int poison = r % 2 ? POISON_B : POISON_A;
+        for (int m = 0; m < n; m++) {
+            CK(cudaMemset(d_cp[m], poison, (uint64_t)n * bytes + GUARD));
+            CK(cudaMemset(d_sm[m], poison, count * 4 + GUARD));
+        }
+        CK(cudaDeviceSynchronize());
+        gen++;
+        for (int m = n - 1; m >= 0; m--) { /* the last member first: the others arrive later */
+            void *dst[ZK_XSYNC_MAX];
+            const void *src[ZK_XSYNC_MAX];
+            uint64_t len[ZK_XSYNC_MAX];
+            for (int i = 0; i < n; i++) {
+                dst[i] = d_cp[m] + (uint64_t)i * bytes;
+                src[i] = d_in[i] + off;
+                len[i] = bytes;
+            }
+            xs[m].gen = gen;
+            CK(zk_copy_ptrs_cuda(dst, src, len, n, &xs[m], st[m]));
+        }
+        gen++;
+        for (int m = 0; m < n; m++) {
+            const void *src[ZK_XSYNC_MAX];
+            for (int i = 0; i < n; i++)
+                src[i] = d_in[i] + soff + (uint64_t)m * blk;
+            xs[m].gen = gen;
+            CK(zk_sum_ptrs_sync_cuda(src, n, count, dtype, ZK_SUM, 1.0f, d_sm[m], ZK_FP32, &xs[m],
+                                     st[m]));
+        }
+        CK(cudaDeviceSynchronize());
+        for (int m = 0; m < n; m++) {
+            for (int i = 0; i < n; i++)
+                memcpy(h_cp + (uint64_t)i * bytes, h_in[i] + off, bytes);
+            if (!compare(what, h_cp, d_cp[m], (uint64_t)n * bytes, poison))
+                break;
+            for (int i = 0; i < n; i++)
+                memcpy(h_cat + (uint64_t)i * blk, h_in[i] + soff + (uint64_t)m * blk, blk);
+            zk_sum_ref(h_cat, count, n, count, dtype, ZK_SUM, 1.0f, h_sm, ZK_FP32);
+            if (!compare(what, h_sm, d_sm[m], count * 4, poison))
+                break;
+        }
+    }
+    g_checks++;
+    if (!xs_words_are(d_flags, n, 2 * ZK_XSYNC_MAX, 0) || hw[1] != 0) {
+        fprintf(stderr, "FAIL %s: a CTA counter is not back at 0, or a wait gave up (%u)\n", what,
+                hw[1]);
+        g_fail++;
+    }
+    if (n >= 2) {
+        /* member 0 alone, the abort word raised: it ends, no error */
+        hw[0] = 1;
+        xs[0].gen = ++gen;
+        CK(zk_sum_ptrs_sync_cuda((const void *const *)d_in, n, count, dtype, ZK_SUM, 1.0f,
+                                 d_sm[0], ZK_FP32, &xs[0], st[0]));
+        CK(cudaStreamSynchronize(st[0]));
+        g_checks++;
+        if (hw[1] != 0 || !xs_words_are(d_flags, n, 2 * ZK_XSYNC_MAX, 0)) {
+            fprintf(stderr, "FAIL %s: an aborted wait said it timed out, or left its counter\n",
+                    what);
+            g_fail++;
+        }
+        /* member 0 alone, a 2 ms timeout: it ends and says so */
+        hw[0] = 0;
+        xs[0].gen = ++gen;
+        xs[0].timeout_ns = 2000000ull;
+        void *dst[1] = {d_cp[0]};
+        const void *src[1] = {d_in[1]};
+        uint64_t len[1] = {bytes};
+        CK(zk_copy_ptrs_cuda(dst, src, len, 1, &xs[0], st[0]));
+        CK(cudaStreamSynchronize(st[0]));
+        g_checks++;
+        if (hw[1] != 1) {
+            fprintf(stderr, "FAIL %s: a wait past its timeout did not set the error word\n",
+                    what);
+            g_fail++;
+        }
+    }
+    /* arguments the entry points refuse */
+    struct zk_xsync bad = xs[0];
+    bad.me = n;
+    void *dst1[1] = {d_cp[0]};
+    const void *src1[1] = {d_in[0]};
+    uint64_t len1[1] = {bytes};
+    int e1 = zk_copy_ptrs_cuda(dst1, src1, len1, 1, &bad, 0);
+    int e2 = zk_copy_ptrs_cuda(dst1, src1, len1, ZK_XSYNC_MAX + 1, NULL, 0);
+    bad = xs[0];
+    int e3 = zk_sum_ptrs_sync_cuda(src1, 1, count, dtype, ZK_SUM, 1.0f, d_sm[0], ZK_FP32,
+                                   n == 1 ? NULL : &bad, 0);
+    g_checks++;
+    if (e1 != (int)cudaErrorInvalidValue || e2 != (int)cudaErrorInvalidValue ||
+        (n > 1 && e3 != (int)cudaErrorInvalidValue)) {
+        fprintf(stderr, "FAIL %s: bad zk_xsync arguments were not refused (%d %d %d)\n", what, e1,
+                e2, e3);
+        g_fail++;
+    }
+    CK(cudaDeviceSynchronize());
+    for (int m = 0; m < n; m++) {
+        cudaFree(d_in[m]);
+        cudaFree(d_cp[m]);
+        cudaFree(d_sm[m]);
+        cudaStreamDestroy(st[m]);
+        free(h_in[m]);
+    }
+    cudaFree(d_flags);
+    cudaFreeHost(hw);
+    free(h_cp);
+    free(h_sm);
+    free(h_cat);
+}
+
+/* Plain zk_copy_ptrs_cuda (no fence): ranges of every relative alignment. */
+static void case_copy(uint64_t bytes, int k)
+{
+    uint64_t span = (uint64_t)k * (bytes + 32);
+    uint8_t *h = malloc(span), *ref = malloc(span);
+    ASSERT(h && ref);
+    for (uint64_t i = 0; i < span; i++)
+        h[i] = (uint8_t)test_rand64(&g_seed);
+    ensure(&d_x, &cap_x, span);
+    ensure(&d_y, &cap_y, span);
+    CK(cudaMemcpy(d_x, h, span, cudaMemcpyHostToDevice));
+    void *dst[ZK_XSYNC_MAX];
+    const void *src[ZK_XSYNC_MAX];
+    uint64_t len[ZK_XSYNC_MAX];
+    /* range i: source at i * (bytes + 32) + i % 17, packed back to back in
+     * the output from offset 3 */
+    uint64_t at = 3;
+    memset(ref, POISON_A, span);
+    for (int i = 0; i < k; i++) {
+        uint64_t from = (uint64_t)i * (bytes + 32) + (uint64_t)(i % 17);
+        src[i] = d_x + from;
+        dst[i] = d_y + at;
+        len[i] = bytes;
+        memcpy(ref + at, h + from, bytes);
+        at += bytes;
+    }
+    char what[96];
+    snprintf(what, sizeof what, "copy_ptrs %llu B x %d", (unsigned long long)bytes, k);
+    CK(cudaMemset(d_y, POISON_A, span + GUARD));
+    CK(zk_copy_ptrs_cuda(dst, src, len, k, NULL, 0));
+    CK(cudaDeviceSynchronize());
+    compare(what, ref, d_y, at, POISON_A);
+    free(h);
+    free(ref);
+}
+
 static void report(const char *family, long before_checks, long before_fail)
 {
     printf("%-16s %6ld byte-compares  %ld failures\n", family, g_checks - before_checks,
@@ -401,6 +623,11 @@ int main(int argc, char **argv)
     if (argc > 1)
         g_seed = strtoull(argv[1], NULL, 0);
     g_quick = argc > 2 && strcmp(argv[2], "quick") == 0;
+    /* "fenced": the fenced kernels' section alone ("fenced1": its
+     * one-member cases, which also run under compute-sanitizer) */
+    int fenced_only = argc > 2 && strncmp(argv[2], "fenced", 6) == 0;
+    if (argc > 2 && strcmp(argv[2], "fenced1") == 0)
+        g_quick = 1;
     struct cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     printf("gpu_compare: %s (sm_%d%d), seed 0x%llx\n", prop.name, prop.major, prop.minor,
@@ -412,6 +639,8 @@ int main(int argc, char **argv)
     const uint64_t sizes[] = {1, 15, 16, 17, 31, 32, 33, 255, 1000, 4097, 65537, 262147};
     long c0 = g_checks, f0 = g_fail;
     int v = 0;
+    if (fenced_only)
+        goto fenced;
     for (int t = 0; t < 3; t++)
         for (int bw = 0; bw < 2; bw++)
             for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++)
@@ -475,6 +704,24 @@ int main(int argc, char **argv)
     for (int t = 0; t < 3; t++) /* as many inputs as zk_sum_ptrs_cuda takes */
         case_sum(dtypes[t], dtypes[(t + 1) % 3], 65536 + 3, ZK_SUM_MAX_PTRS, t % D_COUNT);
     report("sum (exact)", c0, f0);
+
+fenced:
+    c0 = g_checks;
+    f0 = g_fail;
+    const uint64_t cb[] = {0, 1, 15, 16, 17, 4096, 65536 + 5, 1u << 20};
+    for (size_t b = 0; b < sizeof cb / sizeof cb[0]; b++)
+        case_copy(cb[b], 1 + (int)(b * 5) % ZK_XSYNC_MAX);
+    case_xsync(1, 4096, 0, 1000, ZK_BF16, 3);
+    /* Groups need their members' kernels running side by side, which
+     * compute-sanitizer (the quick set's user) does not do: it serialises
+     * launches. */
+    if (!g_quick) {
+        case_xsync(2, 4096, 0, 2048, ZK_BF16, 5);
+        case_xsync(2, 1000, 3, 1001, ZK_FP32, 3);
+        case_xsync(3, 65536 + 48, 16, 65536 + 1, ZK_FP16, 3);
+        case_xsync(ZK_XSYNC_MAX, 1u << 14, 8, 1u << 16, ZK_BF16, 2); /* all resident at once */
+    }
+    report("fenced (xsync)", c0, f0);
 
     printf("gpu_compare: %ld byte-compares, %ld failures: %s\n", g_checks, g_fail,
            g_fail ? "FAIL" : "PASS");
