@@ -273,26 +273,43 @@ static double throughput(struct ctx *c, int k, uint64_t count, const char *key, 
     return ms / iters;
 }
 
-/* p50/p90 of the wall time of one synchronised call, and p50 of the
- * daemon's own part of it (elapsed_us on the reply), in us. */
-static int latency(struct ctx *c, int k, uint64_t count, double *p50, double *p90, double *d50)
+/* One small call's figures, in us: p50/p90 of the wall time of one
+ * synchronised call; p50 of the daemon's own part of it (elapsed_us on the
+ * reply); and the call split in two, p50 each: until the call returned
+ * (for zppd: request, reply, the stream's wait on the done event; for
+ * NCCL: the launch) and from there until the stream was done. */
+struct lat_fig {
+    double p50, p90, d50, call50, tail50;
+};
+
+static int latency(struct ctx *c, int k, uint64_t count, struct lat_fig *f)
 {
-    static double s[LAT_SAMPLES], e[LAT_SAMPLES];
+    static double s[LAT_SAMPLES], e[LAT_SAMPLES], a[LAT_SAMPLES], b[LAT_SAMPLES];
     for (int i = 0; i < LAT_WARMUP + LAT_SAMPLES; i++) {
-        double t0 = cut_now_us();
+        double t0 = cut_now_us(), t1;
         g_last_elapsed_us = 0;
-        if (one(c, k, count, NULL) || cuStreamSynchronize(c->st) != CUDA_SUCCESS)
+        if (one(c, k, count, NULL))
+            return -1;
+        t1 = cut_now_us();
+        if (cuStreamSynchronize(c->st) != CUDA_SUCCESS)
             return -1;
         if (i >= LAT_WARMUP) {
-            s[i - LAT_WARMUP] = cut_now_us() - t0;
+            double t2 = cut_now_us();
+            s[i - LAT_WARMUP] = t2 - t0;
+            a[i - LAT_WARMUP] = t1 - t0;
+            b[i - LAT_WARMUP] = t2 - t1;
             e[i - LAT_WARMUP] = (double)g_last_elapsed_us;
         }
     }
     qsort(s, LAT_SAMPLES, sizeof s[0], cmp_d);
     qsort(e, LAT_SAMPLES, sizeof e[0], cmp_d);
-    *p50 = s[LAT_SAMPLES / 2];
-    *p90 = s[LAT_SAMPLES * 9 / 10];
-    *d50 = e[LAT_SAMPLES / 2];
+    qsort(a, LAT_SAMPLES, sizeof a[0], cmp_d);
+    qsort(b, LAT_SAMPLES, sizeof b[0], cmp_d);
+    f->p50 = s[LAT_SAMPLES / 2];
+    f->p90 = s[LAT_SAMPLES * 9 / 10];
+    f->d50 = e[LAT_SAMPLES / 2];
+    f->call50 = a[LAT_SAMPLES / 2];
+    f->tail50 = b[LAT_SAMPLES / 2];
     return 0;
 }
 
@@ -457,11 +474,10 @@ static int bench_child(int rank, void *arg)
     /* small-call latency (one daemon: the daemon's own overhead) */
     struct {
         int k;
-        double p50, p90, d50;
-    } lat[] = {{B_NCCL_AG, 0, 0, 0}, {B_AG, 0, 0, 0}, {B_QWZ, 0, 0, 0}, {B_NCCL_RS, 0, 0, 0},
-               {B_RS, 0, 0, 0}};
+        struct lat_fig f;
+    } lat[] = {{B_NCCL_AG, {0}}, {B_AG, {0}}, {B_QWZ, {0}}, {B_NCCL_RS, {0}}, {B_RS, {0}}};
     for (size_t i = 0; !o->multi && i < sizeof lat / sizeof lat[0]; i++)
-        if (latency(&c, lat[i].k, 2048, &lat[i].p50, &lat[i].p90, &lat[i].d50)) {
+        if (latency(&c, lat[i].k, 2048, &lat[i].f)) {
             fprintf(stderr, "rank %d: latency %s failed: %s\n", rank, BNAME[lat[i].k],
                     zpp_last_error(c.zc));
             return 1;
@@ -469,13 +485,17 @@ static int bench_child(int rank, void *arg)
     if (rank == 0 && !o->multi) {
         printf("\nsmall calls (4 KiB tensor, each call then cuStreamSynchronize; %d samples)\n",
                LAT_SAMPLES);
-        printf("%-28s %10s %10s %14s\n", "collective", "p50_us", "p90_us", "daemon_p50_us");
+        printf("(call: until the call returned, i.e. zppd's reply and the stream's wait on its "
+               "done event, or NCCL's launch; tail: from there until the stream was done)\n");
+        printf("%-28s %10s %10s %14s %12s %12s\n", "collective", "p50_us", "p90_us",
+               "daemon_p50_us", "call_p50_us", "tail_p50_us");
         for (size_t i = 0; i < sizeof lat / sizeof lat[0]; i++)
-            printf("%-28s %10.1f %10.1f %14.1f\n", BNAME[lat[i].k], lat[i].p50, lat[i].p90,
-                   lat[i].d50);
+            printf("%-28s %10.1f %10.1f %14.1f %12.1f %12.1f\n", BNAME[lat[i].k], lat[i].f.p50,
+                   lat[i].f.p90, lat[i].f.d50, lat[i].f.call50, lat[i].f.tail50);
         printf("daemon overhead p50: all-gather %+.1f us, qwZ %+.1f us, reduce-scatter %+.1f us "
                "(zppd p50 - NCCL p50)\n",
-               lat[1].p50 - lat[0].p50, lat[2].p50 - lat[0].p50, lat[4].p50 - lat[3].p50);
+               lat[1].f.p50 - lat[0].f.p50, lat[2].f.p50 - lat[0].f.p50,
+               lat[4].f.p50 - lat[3].f.p50);
     }
     if (rank == 0) {
         printf("\nthroughput (back-to-back calls on one stream; ms per call; speedup = NCCL ms / "

@@ -194,7 +194,16 @@ struct be_ops {
      * what a peer still reads. NULL on the host backend. */
     int (*peer_ok)(struct be_call *c, int comm);
     int (*peer_fence)(struct be_call *c, int comm);
+    /* Optional, for peer_ok's groups: recv[s] + i * bytes = send[member
+     * i's slot] for every member i of slot s's `comm` group, fenced before
+     * and after like peer_fence's copies, in whatever way the backend
+     * moves small gathers fastest. BE_DECLINED: nothing was enqueued, the
+     * caller fences and copies itself. */
+    int (*peer_gather)(struct be_call *c, int comm, void *const *send, void *const *recv,
+                       size_t bytes);
 };
+
+#define BE_DECLINED 0x7e /* a backend op left the work to its caller */
 
 #define BE_PEER_COPY 1
 #define BE_PEER_LOAD 2

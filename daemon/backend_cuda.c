@@ -1036,4 +1036,5 @@ const struct be_ops be_cuda_ops = {
     .lanes_cheap = cu_lanes_cheap,
     .peer_ok = cu_peer_ok,
     .peer_fence = cu_peer_fence,
+    .peer_gather = cu_peer_gather,
 };

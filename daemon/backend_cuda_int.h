@@ -204,6 +204,8 @@ int cu_lane_mark(struct be_call *c, int s, int lane, int m);
 int cu_lanes_cheap(struct be_call *c);
 int cu_peer_ok(struct be_call *c, int comm);
 int cu_peer_fence(struct be_call *c, int comm);
+int cu_peer_gather(struct be_call *c, int comm, void *const *send, void *const *recv,
+                   size_t bytes);
 int cu_lane_wait(struct be_call *c, int s, int lane, int m);
 int cu_job_poll(void *backend, void *job, char *why, size_t why_len);
 uint64_t cu_job_memory(void *backend, void *job);

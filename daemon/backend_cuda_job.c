@@ -78,6 +78,8 @@
 #define CU_NCOMM 3
 #define CU_CALL_SEEN (-0x2b)  /* be_call.cap_scratch marker: staging rewound */
 #define CU_STAGING_ALIGN 256u /* staging allocations start on this boundary */
+#define CU_XSYNC_OFF 256u     /* a slot's zk_xsync flags, after its poison counter */
+#define CU_XSYNC_TIMEOUT_NS (60ull * 1000000000ull) /* a fenced kernel's waits give up */
 #define CU_STAGING_MIN (4u << 20)
 #define CU_FINALIZE_MS 10000
 #define CU_STUCK_MS 10000 /* a closing job's streams not drained: abort NCCL */
@@ -101,6 +103,7 @@ struct cu_slot {
     int nblocks;
     unsigned long long *d_poison;
     volatile unsigned long long *h_poison;
+    uint32_t *xflags; /* zk_xsync flag block (in d_poison's allocation, peer-mapped) */
     unsigned long long poison_seen;
 };
 
@@ -124,6 +127,13 @@ struct cu_job {
     int comms_gone; /* communicators already aborted */
     int finalizing; /* ncclCommFinalize under way (cu_jobs_tick ends it) */
     uint64_t fin_ms;
+    /* Fenced kernels (zk_xsync, "fenced kernels" below): the number of the
+     * last one, and a gate block whose word 0 tells their waits to give up
+     * (host) and word 1 says one did (device). */
+    uint32_t xgen;
+    uint32_t *xhost;
+    CUdeviceptr xdev;
+    int xbroken; /* a fenced launch failed half-way: the job has to end */
 };
 
 static uint64_t now_ms(void)
@@ -490,6 +500,8 @@ static void job_free(struct cu_backend *b, struct cu_job *j)
     free(j->slots);
     free(j->ids);
     free(j->free0);
+    if (j->xhost)
+        cu_gate_flags_put(b, j->xhost);
     free(j);
 }
 
@@ -561,11 +573,87 @@ int cu_jobs_fence(struct cu_backend *b, int device, cudaEvent_t **ev, int *nev)
     return 0;
 }
 
+/* ---- fenced kernels ---------------------------------------------------
+ *
+ * A small call between the GPUs of one node costs more in host calls than
+ * on the GPU: peer_fence's events before and after the reads are two calls
+ * per GPU and peer each, and a copy-engine copy per member is one more.
+ * The fenced kernels (zk_xsync, kernels/zk_xsync.cuh) do the reads of a
+ * whole call on one GPU in one launch and fence the members' kernels to
+ * each other through flags in their memory: a small one-node all-gather,
+ * hpZ gather or reduce-scatter is then one launch per GPU between the
+ * session's gate wait and done event. Each slot's flags sit beside its
+ * poison counter (peer-mapped like all our memory); the job numbers its
+ * fenced launches (xgen) and every member of a launch gets the same
+ * number. Calls of up to ZPPD_XSYNC_MAX_KIB KiB read per GPU (default
+ * 1024) take this path unless ZPPD_XSYNC=0; larger ones keep the events
+ * and the copy engines, which move bulk bytes at full speed without
+ * holding SMs.
+ *
+ * Whatever happens, a fenced kernel ends: its waits give up when the job
+ * aborts (xsync_abort raises word 0 of the job's gate block, which the
+ * kernels poll) or after CU_XSYNC_TIMEOUT_NS, and say so in word 1, which
+ * cu_job_poll turns into the job's failure. A launch that fails after some
+ * members' launched aborts the waits at once (their partner never comes)
+ * and fails the job the same way. */
+
+static void xsync_abort(struct cu_job *j)
+{
+    if (j->xhost)
+        ((volatile uint32_t *)j->xhost)[0] = 1u;
+}
+
+/* 1 when the calls of `comm` reading `bytes` per GPU take fenced kernels. */
+static int xsync_use(struct be_call *c, int comm, uint64_t bytes)
+{
+    static int on = -1;
+    static uint64_t max;
+    struct cu_job *j = c->priv;
+    if (on < 0) {
+        const char *v = getenv("ZPPD_XSYNC_MAX_KIB");
+        char *end = NULL;
+        unsigned long long kib = v && *v ? strtoull(v, &end, 10) : 1024;
+        max = end && *end ? 0 : (uint64_t)kib << 10;
+        on = be_env_switch("ZPPD_XSYNC", 1);
+    }
+    if (!on || bytes > max || !j || !j->ready || !j->xhost || j->xbroken ||
+        cu_peer_ok(c, comm) != BE_PEER_LOAD)
+        return 0;
+    for (int s = 0; s < j->t.nslots; s++)
+        if (j->slots[s].csize[comm] < 1 || j->slots[s].csize[comm] > ZK_XSYNC_MAX)
+            return 0;
+    return 1;
+}
+
+/* Slot s's part of fenced launch gen over `comm`. */
+static void xsync_for(const struct cu_job *j, int comm, int s, uint32_t gen, struct zk_xsync *xs)
+{
+    const struct cu_slot *sl = &j->slots[s];
+    memset(xs, 0, sizeof *xs);
+    xs->n = sl->csize[comm];
+    xs->me = sl->crank[comm];
+    xs->gen = gen;
+    for (int i = 0; i < xs->n; i++)
+        xs->flags[i] = j->slots[be_member_slot(&j->t, comm, s, i)].xflags;
+    xs->abort = (const volatile uint32_t *)(uintptr_t)j->xdev;
+    xs->err = (uint32_t *)(uintptr_t)(j->xdev + sizeof(uint32_t));
+    xs->timeout_ns = CU_XSYNC_TIMEOUT_NS;
+}
+
+/* A fenced launch failed after others of the same gen went out. */
+static int xsync_failed(struct cu_job *j, int rc)
+{
+    j->xbroken = 1;
+    xsync_abort(j);
+    return rc;
+}
+
 /* After CU_STUCK_MS without draining: NCCL kernels waiting for a peer that
  * will never come return once their communicator is aborted. */
 static void cu_job_stuck(struct cu_backend *b, void *arg)
 {
     struct cu_job *j = arg;
+    xsync_abort(j);
     if (j->comms_gone)
         return;
     j->abort = 1;
@@ -583,6 +671,8 @@ void cu_job_close(void *backend, void *job, int abort)
      * ncclCommAbort is the one way out NCCL allows while one is in
      * progress (ncclCommFinalize needs a ready communicator). */
     j->abort = abort || !j->ready;
+    if (abort) /* fenced kernels of the job stop waiting for each other */
+        xsync_abort(j);
     int nev = 0;
     cudaEvent_t *ev = calloc((size_t)j->t.nslots * 2, sizeof *ev);
     for (int s = 0; ev && s < j->t.nslots; s++) {
@@ -811,6 +901,8 @@ static int job_open_common(struct cu_backend *b, const struct be_topo *t, const 
      * it only once its streams have drained. */
     j->next = b->jobs;
     b->jobs = j;
+    if (cu_gate_flags_get(b, &j->xhost, &j->xdev)) /* no fenced kernels for this job */
+        j->xhost = NULL;
     for (int s = 0; s < t->nslots; s++) {
         struct cu_slot *sl = &j->slots[s];
         cudaError_t e;
@@ -837,8 +929,9 @@ static int job_open_common(struct cu_backend *b, const struct be_topo *t, const 
             snprintf(why, why_len, "cannot allocate device memory for the counters");
             goto fail;
         }
-        if ((e = cudaMemsetAsync(sl->d_poison, 0, sizeof *sl->d_poison, sl->stream)) !=
-            cudaSuccess) {
+        sl->xflags = (uint32_t *)((uint8_t *)sl->d_poison + CU_XSYNC_OFF);
+        if ((e = cudaMemsetAsync(sl->d_poison, 0, CU_XSYNC_OFF + ZK_XSYNC_WORDS * sizeof(uint32_t),
+                                 sl->stream)) != cudaSuccess) {
             rc = cu_rt_fail(e, "clearing a counter", why, why_len);
             goto fail;
         }
@@ -984,6 +1077,18 @@ int cu_job_poll(void *backend, void *job, char *why, size_t why_len)
         }
         snprintf(why, why_len, "%s", j->form_why);
         return j->form_rc;
+    }
+    if (j->xbroken) {
+        snprintf(why, why_len, "a kernel launch on one of the job's GPUs failed while the others "
+                               "waited for it");
+        return ZPP_EBACKEND;
+    }
+    if (j->xhost && ((volatile uint32_t *)j->xhost)[1]) {
+        snprintf(why, why_len,
+                 "a kernel on one of the job's GPUs waited %llu s for the job's other GPUs and "
+                 "gave up",
+                 (unsigned long long)(CU_XSYNC_TIMEOUT_NS / 1000000000ull));
+        return ZPP_EBACKEND;
     }
     for (int s = 0; s < j->t.nslots; s++) {
         struct cu_slot *sl = &j->slots[s];
@@ -1368,20 +1473,28 @@ static int sum_peer_load(struct be_call *c, int comm, void *const *in, void *con
 {
     struct cu_job *j = c->priv;
     const struct be_topo *t = &j->t;
-    int rc = cu_peer_fence(c, comm);
+    uint32_t gen = 0;
+    if (xsync_use(c, comm, (uint64_t)j->slots[0].csize[comm] * shard * zk_dtype_size(dtype)))
+        gen = ++j->xgen;
+    int rc = gen ? 0 : cu_peer_fence(c, comm);
     for (int s = 0; !rc && s < t->nslots; s++) {
         struct cu_slot *sl;
+        struct zk_xsync xs;
         if ((rc = slot_use(c, s, &sl)))
             break;
         int me = sl->crank[comm], n = sl->csize[comm];
         const void *src[ZK_SUM_MAX_PTRS];
         for (int p = 0; p < n; p++)
             src[p] = (const uint8_t *)in[be_member_slot(t, comm, s, p)] + (size_t)me * seg;
+        if (gen)
+            xsync_for(j, comm, s, gen, &xs);
         rc = rt_check(c,
-                      zk_sum_ptrs_cuda(src, n, shard, dtype, op, (float)n, recv[s], out_dtype,
-                                       cur(sl)),
+                      zk_sum_ptrs_sync_cuda(src, n, shard, dtype, op, (float)n, recv[s], out_dtype,
+                                            gen ? &xs : NULL, cur(sl)),
                       "zk_sum_ptrs_cuda");
     }
+    if (gen) /* the kernels fenced themselves */
+        return rc ? xsync_failed(j, rc) : 0;
     int rc2 = cu_peer_fence(c, comm);
     return rc ? rc : rc2;
 }
@@ -1564,6 +1677,42 @@ int cu_peer_fence(struct be_call *c, int comm)
             if (rc)
                 return rc;
         }
+    }
+    return 0;
+}
+
+/* be_ops.peer_gather: small gathers as one fenced copy kernel per GPU
+ * (see "fenced kernels"); larger ones are left to the caller's fenced
+ * copy-engine copies. */
+int cu_peer_gather(struct be_call *c, int comm, void *const *send, void *const *recv,
+                   size_t bytes)
+{
+    struct cu_job *j = c->priv;
+    int rc = comm_ok(c, comm);
+    if (rc)
+        return rc;
+    if (!xsync_use(c, comm, (uint64_t)bytes * (uint64_t)j->slots[0].csize[comm]))
+        return BE_DECLINED;
+    const struct be_topo *t = &j->t;
+    uint32_t gen = ++j->xgen;
+    for (int s = 0; s < t->nslots; s++) {
+        struct cu_slot *sl;
+        struct zk_xsync xs;
+        void *dst[ZK_XSYNC_MAX];
+        const void *src[ZK_XSYNC_MAX];
+        uint64_t len[ZK_XSYNC_MAX];
+        if ((rc = slot_use(c, s, &sl)))
+            return xsync_failed(j, rc);
+        int n = sl->csize[comm];
+        for (int i = 0; i < n; i++) {
+            dst[i] = (uint8_t *)recv[s] + (size_t)i * bytes;
+            src[i] = send[be_member_slot(t, comm, s, i)];
+            len[i] = bytes;
+        }
+        xsync_for(j, comm, s, gen, &xs);
+        rc = rt_check(c, zk_copy_ptrs_cuda(dst, src, len, n, &xs, cur(sl)), "zk_copy_ptrs_cuda");
+        if (rc)
+            return xsync_failed(j, rc);
     }
     return 0;
 }

@@ -525,6 +525,25 @@ static int host_peer_fence(struct be_call *c, int comm)
     return 0;
 }
 
+/* The cuda backend's one-kernel gather, in copies: with ZPPD_PEER=load the
+ * tests run coll.c's gathered branch, with copy the fenced copies. */
+static int host_peer_gather(struct be_call *c, int comm, void *const *send, void *const *recv,
+                            size_t bytes)
+{
+    if (host_peer_ok(c, comm) != BE_PEER_LOAD)
+        return BE_DECLINED;
+    const struct be_topo *t = &c->topo;
+    int members = comm == BE_COMM_GLOBAL ? t->world : t->local;
+    for (int s = 0; s < t->nslots; s++)
+        for (int i = 0; i < members; i++) {
+            int rc = host_copy(c, s, (uint8_t *)recv[s] + (size_t)i * bytes,
+                               send[be_member_slot(t, comm, s, i)], bytes);
+            if (rc)
+                return rc;
+        }
+    return 0;
+}
+
 const struct be_ops be_host_ops = {
     .name = "host",
     .scratch = host_scratch,
@@ -546,4 +565,5 @@ const struct be_ops be_host_ops = {
     .job_open_ids = host_job_open_ids,
     .peer_ok = host_peer_ok,
     .peer_fence = host_peer_fence,
+    .peer_gather = host_peer_gather,
 };

@@ -1007,6 +1007,15 @@ static int run_gather(struct coll_exec *x, void **send, void **recv, int comm, u
         else
             COLL_CHECK(x, ops->scratch(&x->call, s, (size_t)(per * members * esize), &recv[s]));
     }
+    int gathered = 0;
+    if (pm && ops->peer_gather) { /* small gathers: one fenced kernel per GPU */
+        int g = ops->peer_gather(&x->call, comm, send, recv, (size_t)(per * esize));
+        if (g != BE_DECLINED) {
+            pm = 0; /* the backend fenced (or cleaned up) itself */
+            COLL_CHECK(x, g);
+            gathered = 1;
+        }
+    }
     if (pm) { /* copy from the peers' memory (their store slices or inputs) */
         COLL_CHECK(x, ops->peer_fence(&x->call, comm));
         for (int s = 0; s < x->topo.nslots; s++)
@@ -1015,7 +1024,7 @@ static int run_gather(struct coll_exec *x, void **send, void **recv, int comm, u
                                         send[peer_slot(x, comm, s, i)], (size_t)(per * esize)));
         pm = 0;
         COLL_CHECK(x, ops->peer_fence(&x->call, comm));
-    } else {
+    } else if (!gathered) {
         COLL_CHECK(x, ops->allgather(&x->call, comm, send, recv, (size_t)(per * esize)));
     }
     if (!direct)
