@@ -31,7 +31,9 @@ struct sum_ptrs {
     __device__ const uint8_t *at(int c) const { return p[c]; }
 };
 
-template <int DT, int ODT, class SRC>
+/* XS: fenced by xs (zk_xsync.cuh); compiled out of the unfenced kernels,
+ * which keep their registers. */
+template <int DT, int ODT, class SRC, bool XS>
 __global__ void ZK_LB_FLAT sum_kernel(const __grid_constant__ SRC src, int k, uint64_t count,
                                       int mean, float divisor, void *y,
                                       const __grid_constant__ zk_xsync xs)
@@ -40,7 +42,8 @@ __global__ void ZK_LB_FLAT sum_kernel(const __grid_constant__ SRC src, int k, ui
     constexpr int VE = ZK_VEC_BYTES / (es > oes ? es : oes);
     constexpr uint64_t tile_vecs = (uint64_t)ZK_CTA_THREADS * ZK_DQ_NV;
     uint64_t nvec = (count + VE - 1) / VE, tiles = (nvec + tile_vecs - 1) / tile_vecs;
-    xs_enter(xs);
+    if (XS)
+        xs_enter(xs);
     for (uint64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         uint64_t e[ZK_DQ_NV];
         float acc[ZK_DQ_NV][VE];
@@ -82,7 +85,8 @@ __global__ void ZK_LB_FLAT sum_kernel(const __grid_constant__ SRC src, int k, ui
             store_elems<ODT, VE>((uint8_t *)y + e[j] * oes, count - e[j], acc[j]);
         }
     }
-    xs_leave(xs);
+    if (XS)
+        xs_leave(xs);
 }
 
 template <int DT, int ODT, class SRC>
@@ -97,8 +101,12 @@ void launch(const SRC &src, int k, uint64_t count, int op, float divisor, void *
     unsigned grid = grid_for(ctas ? ctas : 1);
     if (xs.n && grid > XS_GRID_CAP) /* the kernel loops over its tiles */
         grid = XS_GRID_CAP;
-    sum_kernel<DT, ODT, SRC><<<grid, ZK_CTA_THREADS, 0, stream>>>(
-        src, k, count, op == ZK_MEAN, divisor, y, xs);
+    if (xs.n)
+        sum_kernel<DT, ODT, SRC, true><<<grid, ZK_CTA_THREADS, 0, stream>>>(
+            src, k, count, op == ZK_MEAN, divisor, y, xs);
+    else
+        sum_kernel<DT, ODT, SRC, false><<<grid, ZK_CTA_THREADS, 0, stream>>>(
+            src, k, count, op == ZK_MEAN, divisor, y, xs);
 }
 
 template <int DT, class SRC>
