@@ -127,7 +127,8 @@ if torch.cuda.is_available(): print("nccl", ".".join(map(str, torch.cuda.nccl.ve
   echo '```'
 } > "$S" 2>&1
 # the console names the machine too (it is kept beside the summary)
-log "device: $(smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sort | uniq -c | paste -sd';')"
+DEVICE_LINE="device: $(smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sort | uniq -c | paste -sd';' | sed 's/^ *//'), $(date -u +%FT%TZ)"
+log "$DEVICE_LINE"
 
 # ---- checks before anything starts --------------------------------------
 # Without the daemon or a CUDA libzpp the zppd runs are skipped (and
@@ -283,19 +284,18 @@ est_ms() { # MODE TPR -> ms per step
   echo "$v"
 }
 
-smi_peak() { # SAMPLES -> peak MiB per GPU above idle, "a,b"
+smi_peak() { # SAMPLES ("index, MiB" lines) -> peak MiB per GPU above idle, "a,b"
   "$PY" - "$1" "$IDLE" <<'EOF'
 import sys
 idle = [float(x) for x in sys.argv[2].split(",") if x]
 peak = list(idle)
 for line in open(sys.argv[1]):
-    v = [x.strip() for x in line.split(",")]
     try:
-        v = [float(x) for x in v]
+        gpu, mib = (float(x) for x in line.split(","))
     except ValueError:
-        continue
-    if len(v) == len(peak):
-        peak = [max(a, b) for a, b in zip(peak, v)]
+        continue  # the header, a partial last line
+    if 0 <= int(gpu) < len(peak):
+        peak[int(gpu)] = max(peak[int(gpu)], mib)
 print(",".join(f"{p - i:.0f}" for p, i in zip(peak, idle)))
 EOF
 }
@@ -356,7 +356,9 @@ for item in $PLAN; do
     start_daemons "$out" || { rc=1; stop_daemons "$out"; SKIPPED+=("$tag (daemons did not start)"); continue; }
   fi
   log "run $tag: $steps steps, estimate ${need} s (${ms} ms/step), hard limit ${cap} s"
-  smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 500 > "$out/smi.csv" 2>/dev/null &
+  # one line per GPU and sample: "index, memory.used"
+  echo "# $DEVICE_LINE; run $tag; nvidia-smi --query-gpu=index,memory.used -lms 500" > "$out/smi.csv"
+  smi --query-gpu=index,memory.used --format=csv,noheader,nounits -lms 500 >> "$out/smi.csv" 2>/dev/null &
   SMI=$!
   # The training loop stops itself 10 s before run_end (all ranks at one
   # step, JSON written). The watch below is the guard against a hang: no
@@ -373,7 +375,8 @@ for item in $PLAN; do
   watch_run "$tag" "$out/rank0.csv" $(( run_end + 15 ))
   wait "$TP"; r=$?; TP=
   kill "$SMI" 2>/dev/null; wait "$SMI" 2>/dev/null; SMI=
-  smi_peak "$out/smi.csv" > "$out/gpumem.csv"
+  { echo "# $DEVICE_LINE; run $tag; peak memory.used per GPU above idle ($IDLE MiB), MiB, from smi.csv"
+    smi_peak "$out/smi.csv"; } > "$out/gpumem.csv"
   [ "${m#zppd-}" != "$m" ] && stop_daemons "$out"
   wall=$(( $(now) - t0 ))
   log "run $tag exit $r, ${wall} s"
