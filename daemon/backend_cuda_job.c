@@ -607,22 +607,22 @@ static void xsync_abort(struct cu_job *j)
 static int xsync_use(struct be_call *c, int comm, uint64_t bytes)
 {
     static int on = -1;
-    static uint64_t max;
+    static uint64_t max = 1024u << 10;
     struct cu_job *j = c->priv;
     if (on < 0) {
         const char *v = getenv("ZPPD_XSYNC_MAX_KIB");
         char *end = NULL;
-        unsigned long long kib = v && *v ? strtoull(v, &end, 10) : 1024;
-        max = end && *end ? 0 : (uint64_t)kib << 10;
+        unsigned long long kib = v && *v ? strtoull(v, &end, 10) : 0;
+        if (v && *v && (*end || kib > (1ull << 30)))
+            ZLOG_W("cuda", "ZPPD_XSYNC_MAX_KIB is not a number of KiB up to 2^30: using 1024",
+                   "value=%s", v);
+        else if (v && *v)
+            max = (uint64_t)kib << 10;
         on = be_env_switch("ZPPD_XSYNC", 1);
     }
-    if (!on || bytes > max || !j || !j->ready || !j->xhost || j->xbroken ||
-        cu_peer_ok(c, comm) != BE_PEER_LOAD)
-        return 0;
-    for (int s = 0; s < j->t.nslots; s++)
-        if (j->slots[s].csize[comm] < 1 || j->slots[s].csize[comm] > ZK_XSYNC_MAX)
-            return 0;
-    return 1;
+    /* peer_ok's groups are one node's GPUs, all of one size */
+    return on && bytes <= max && j && j->ready && j->xhost && !j->xbroken &&
+           j->slots[0].csize[comm] <= ZK_XSYNC_MAX && cu_peer_ok(c, comm) == BE_PEER_LOAD;
 }
 
 /* Slot s's part of fenced launch gen over `comm`. */

@@ -1,9 +1,10 @@
 /*
  * zpp_kernels_cuda.h — the launch contract of the CUDA kernels (quant.cu,
- * qgz.cu). Each function is the `_cuda` twin of the `_ref` function of the
- * same name in zpp_kernels.h: same arguments, same arithmetic, the same
- * bytes out (tests/gpu/ compares them byte for byte). The daemon's cuda
- * backend calls the kernels through this header alone.
+ * qgz.cu, sum.cu, copy.cu). Each arithmetic function is the `_cuda` twin
+ * of the `_ref` function of the same name in zpp_kernels.h: same
+ * arguments, same arithmetic, the same bytes out (tests/gpu/ compares them
+ * byte for byte); the gather (zk_copy_ptrs_cuda) gives memcpy's bytes. The
+ * daemon's cuda backend calls the kernels through this header alone.
  *
  * Launch contract
  * ---------------
