@@ -134,6 +134,29 @@ void zk_dequantize_ref(const uint8_t *in, uint64_t n, uint64_t n_out, int bits, 
     }
 }
 
+uint64_t zk_qdq_ref(const void *x, int dtype, uint64_t n_valid, int bits, uint32_t block, void *y)
+{
+    float v[ZK_BLOCK_MAX];
+    int qmax = zk_qmax(bits);
+    uint64_t poisoned = 0;
+    for (uint64_t first = 0; first < n_valid; first += block) {
+        uint32_t len = (uint32_t)(n_valid - first < block ? n_valid - first : block);
+        uint32_t maxbits = 0;
+        for (uint32_t i = 0; i < len; i++) {
+            v[i] = zk_widen(x, dtype, first + i);
+            uint32_t a = zk_f2u(v[i]) & ZK_F32_ABS_MASK;
+            maxbits = a > maxbits ? a : maxbits;
+        }
+        struct zk_bparams p = zk_block_params(maxbits, qmax);
+        poisoned += (uint64_t)p.poisoned;
+        for (uint32_t i = 0; i < len; i++) {
+            int q = p.poisoned ? 0 : zk_encode(v[i], &p, qmax); /* a poisoned block's codes */
+            zk_narrow(zk_decode(q, p.scale), y, dtype, first + i);
+        }
+    }
+    return poisoned;
+}
+
 void zk_sum_ref(const void *x, uint64_t stride_elems, int k, uint64_t count, int dtype, int op,
                 float divisor, void *y, int out_dtype)
 {

@@ -108,21 +108,24 @@ static __device__ __forceinline__ void xs_enter(const zk_xsync &xs)
 }
 
 /* At a kernel's end, every CTA (every thread reaches it): the last CTA
- * waits until every member is done reading. */
-static __device__ __forceinline__ void xs_leave(const zk_xsync &xs)
+ * waits until every member is done reading. true in thread 0 of the last
+ * CTA, which comes after everything the kernel's other CTAs did before
+ * their xs_leave. */
+static __device__ __forceinline__ bool xs_leave(const zk_xsync &xs)
 {
     if (!xs.n)
-        return;
+        return false;
     __syncthreads(); /* this CTA's loads have all returned */
     if (threadIdx.x != 0)
-        return;
+        return false;
     uint32_t *count = xs.flags[xs.me] + XS_COUNT;
     __threadfence();
     if (atomicAdd(count, 1u) != gridDim.x - 1)
-        return;
+        return false;
     *count = 0u; /* the next xsync kernel on this block runs after this one */
     xs_mark(xs, XS_DONE);
     xs_wait(xs, XS_DONE);
+    return true;
 }
 
 /* The host side's checks of a zk_xsync (NULL: none): 0 or

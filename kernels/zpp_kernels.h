@@ -155,6 +155,16 @@ uint64_t zk_quantize_ref(const void *x, int dtype, uint64_t n, uint64_t n_valid,
 void zk_dequantize_ref(const uint8_t *in, uint64_t n, uint64_t n_out, int bits, uint32_t block,
                        void *y, int dtype);
 
+/* Quantize then dequantize in one pass, no chunk in between: y (n_valid
+ * elements of dtype, the same dtype as x) gets the bytes of
+ * zk_dequantize_ref(chunk, n, n_valid, ...) of chunk =
+ * zk_quantize_ref(x, dtype, n, n_valid, ...) for any n >= n_valid (the
+ * padding elements are 0 and change no block's absmax). What a one-node
+ * qwZ's output is when every GPU reads the others' inputs (the small
+ * fenced qwZ, docs/cuda.md). Returns the number of poisoned blocks, as
+ * zk_quantize_ref does. */
+uint64_t zk_qdq_ref(const void *x, int dtype, uint64_t n_valid, int bits, uint32_t block, void *y);
+
 /* qgZ step 0: reads the full gradient x (g->n elements of dtype) and writes
  * the reordered, quantized pieces of all S stages into out
  * (S * W * g->piece_bytes bytes). Returns poisoned blocks. */

@@ -1,6 +1,6 @@
 /*
  * zpp_kernels_cuda.h — the launch contract of the CUDA kernels (quant.cu,
- * qgz.cu, sum.cu, copy.cu). Each arithmetic function is the `_cuda` twin
+ * qgz.cu, sum.cu, copy.cu, qdq.cu). Each arithmetic function is the `_cuda` twin
  * of the `_ref` function of the same name in zpp_kernels.h: same
  * arguments, same arithmetic, the same bytes out (tests/gpu/ compares them
  * byte for byte); the gather (zk_copy_ptrs_cuda) gives memcpy's bytes. The
@@ -139,6 +139,21 @@ int zk_sum_ptrs_sync_cuda(const void *const *x, int k, uint64_t count, int dtype
  * overlap. */
 int zk_copy_ptrs_cuda(void *const *dst, const void *const *src, const uint64_t *bytes, int k,
                       const struct zk_xsync *xs, cudaStream_t stream);
+
+/* zk_qdq_ref on the device for k <= ZK_XSYNC_MAX ranges in one kernel:
+ * y[i] gets zk_qdq_ref(x[i], dtype, n[i], bits, block) (the same dtype in
+ * and out; element pointers with their dtype's alignment), fenced by xs
+ * when xs is not NULL. The poisoned blocks of range `mine` (none when mine
+ * is out of range) are added to d_poisoned[0] (device memory); with
+ * h_poisoned (host memory mapped for the device; fenced launches only)
+ * the kernel's last CTA then copies d_poisoned[0] there when it differs
+ * from d_poisoned[1], the value it copied last (kept there; start it at
+ * 0 with *h_poisoned), so the host sees the count without a copy of its
+ * own. Ranges must not overlap. */
+int zk_qdq_ptrs_cuda(const void *const *x, const uint64_t *n, void *const *y, int k, int dtype,
+                     int bits, uint32_t block, int mine, unsigned long long *d_poisoned,
+                     unsigned long long *h_poisoned, const struct zk_xsync *xs,
+                     cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -570,6 +570,141 @@ static void case_xsync(int n, uint64_t bytes, uint64_t off, uint64_t count, int 
     free(h_cat);
 }
 
+/* zk_qdq_ptrs_cuda, the small one-node qwZ: n members on streams of their
+ * own, each computing every member's range (count elements of member i,
+ * the last one shorter: a tail) from the members' inputs, fenced, over
+ * `rounds` rounds with fresh poison; against zk_qdq_ref byte for byte.
+ * Inputs cycle through the distributions (NaN and Inf among them); each
+ * member counts the poisoned blocks of its own range, and the last CTA's
+ * mirror in host memory must equal the device counter. Then the unfenced
+ * launch of one member, and the refusals. */
+static void case_qdq(int n, uint64_t count, int dtype, int bits, uint32_t block, int rounds)
+{
+    size_t es = zk_dtype_size(dtype);
+    uint64_t cnt[ZK_XSYNC_MAX], total = 0;
+    uint8_t *d_flags = NULL, *d_in[ZK_XSYNC_MAX], *d_out[ZK_XSYNC_MAX], *h_in[ZK_XSYNC_MAX];
+    unsigned long long *d_cnt = NULL, *h_cnt = NULL, ref_poison[ZK_XSYNC_MAX];
+    cudaStream_t st[ZK_XSYNC_MAX];
+    uint32_t *hw = NULL, *dw = NULL;
+    char what[160];
+    for (int m = 0; m < n; m++) {
+        cnt[m] = m == n - 1 && count > 1 ? count - count / 3 : count;
+        total += cnt[m];
+    }
+    uint8_t *ref = malloc(total * es + 1);
+    ASSERT(ref);
+    CK(cudaMalloc((void **)&d_flags, (size_t)n * XS_BLOCK_BYTES));
+    CK(cudaMemset(d_flags, 0, (size_t)n * XS_BLOCK_BYTES));
+    CK(cudaMalloc((void **)&d_cnt, 2 * (size_t)n * sizeof *d_cnt)); /* counter, last mirrored */
+    CK(cudaMemset(d_cnt, 0, 2 * (size_t)n * sizeof *d_cnt));
+    CK(cudaHostAlloc((void **)&h_cnt, (size_t)n * sizeof *h_cnt, cudaHostAllocMapped));
+    CK(cudaHostAlloc((void **)&hw, 2 * sizeof *hw, cudaHostAllocMapped));
+    CK(cudaHostGetDevicePointer((void **)&dw, hw, 0));
+    hw[0] = hw[1] = 0;
+    uint64_t at = 0;
+    for (int m = 0; m < n; m++) {
+        h_cnt[m] = 0;
+        h_in[m] = malloc(cnt[m] * es + 1);
+        ASSERT(h_in[m]);
+        fill(h_in[m], dtype, cnt[m], (m + (int)count) % D_COUNT, block);
+        ref_poison[m] = zk_qdq_ref(h_in[m], dtype, cnt[m], bits, block, ref + at);
+        at += cnt[m] * es;
+        CK(cudaMalloc((void **)&d_in[m], cnt[m] * es + 16));
+        CK(cudaMalloc((void **)&d_out[m], total * es + GUARD));
+        CK(cudaMemcpy(d_in[m], h_in[m], cnt[m] * es, cudaMemcpyHostToDevice));
+        CK(cudaStreamCreateWithFlags(&st[m], cudaStreamNonBlocking));
+    }
+    struct zk_xsync xs[ZK_XSYNC_MAX];
+    for (int m = 0; m < n; m++) {
+        memset(&xs[m], 0, sizeof xs[m]);
+        xs[m].n = n;
+        xs[m].me = m;
+        for (int i = 0; i < n; i++)
+            xs[m].flags[i] = (uint32_t *)(d_flags + (size_t)i * XS_BLOCK_BYTES);
+        xs[m].abort = dw;
+        xs[m].err = dw + 1;
+        xs[m].timeout_ns = 20ull * 1000000000ull;
+    }
+    snprintf(what, sizeof what, "qdq n=%d count=%llu %s int%d B=%u", n, (unsigned long long)count,
+             dt_name(dtype), bits, block);
+    uint32_t gen = 0;
+    for (int r = 0; r < rounds; r++) {
+        int poison = r % 2 ? POISON_B : POISON_A;
+        for (int m = 0; m < n; m++)
+            CK(cudaMemset(d_out[m], poison, total * es + GUARD));
+        CK(cudaDeviceSynchronize());
+        gen++;
+        for (int m = n - 1; m >= 0; m--) {
+            const void *src[ZK_XSYNC_MAX];
+            void *dst[ZK_XSYNC_MAX];
+            uint64_t off = 0;
+            for (int i = 0; i < n; i++) {
+                src[i] = d_in[i];
+                dst[i] = d_out[m] + off;
+                off += cnt[i] * es;
+            }
+            xs[m].gen = gen;
+            CK(zk_qdq_ptrs_cuda(src, cnt, dst, n, dtype, bits, block, m, d_cnt + 2 * m, h_cnt + m,
+                                &xs[m], st[m]));
+        }
+        CK(cudaDeviceSynchronize());
+        for (int m = 0; m < n; m++)
+            if (!compare(what, ref, d_out[m], total * es, poison))
+                break;
+    }
+    g_checks++;
+    for (int m = 0; m < n; m++) {
+        unsigned long long dc = 0;
+        CK(cudaMemcpy(&dc, d_cnt + 2 * m, sizeof dc, cudaMemcpyDeviceToHost));
+        if (dc != ref_poison[m] * (unsigned long long)rounds || h_cnt[m] != dc || hw[1] != 0) {
+            fprintf(stderr,
+                    "FAIL %s: member %d counted %llu poisoned blocks (mirror %llu), want %llu; "
+                    "error word %u\n",
+                    what, m, dc, h_cnt[m], ref_poison[m] * (unsigned long long)rounds, hw[1]);
+            g_fail++;
+            break;
+        }
+    }
+    /* unfenced, member 0 alone, no counting (mine out of range) */
+    {
+        const void *src[ZK_XSYNC_MAX];
+        void *dst[ZK_XSYNC_MAX];
+        uint64_t off = 0;
+        for (int i = 0; i < n; i++) {
+            src[i] = d_in[i];
+            dst[i] = d_out[0] + off;
+            off += cnt[i] * es;
+        }
+        CK(cudaMemset(d_out[0], POISON_A, total * es + GUARD));
+        CK(zk_qdq_ptrs_cuda(src, cnt, dst, n, dtype, bits, block, -1, d_cnt, NULL, NULL, 0));
+        CK(cudaDeviceSynchronize());
+        compare(what, ref, d_out[0], total * es, POISON_A);
+        int e1 = zk_qdq_ptrs_cuda(src, cnt, dst, n, dtype, bits, block + 1, 0, NULL, NULL, NULL, 0);
+        int e2 = zk_qdq_ptrs_cuda(src, cnt, dst, n, dtype, bits, block, 0, d_cnt, h_cnt, NULL, 0);
+        int e3 = zk_qdq_ptrs_cuda(src, cnt, dst, ZK_XSYNC_MAX + 1, dtype, bits, block, 0, NULL,
+                                  NULL, NULL, 0);
+        g_checks++;
+        if (e1 != (int)cudaErrorInvalidValue || e2 != (int)cudaErrorInvalidValue ||
+            e3 != (int)cudaErrorInvalidValue) {
+            fprintf(stderr, "FAIL %s: bad arguments were not refused (%d %d %d)\n", what, e1, e2,
+                    e3);
+            g_fail++;
+        }
+    }
+    CK(cudaDeviceSynchronize());
+    for (int m = 0; m < n; m++) {
+        cudaFree(d_in[m]);
+        cudaFree(d_out[m]);
+        cudaStreamDestroy(st[m]);
+        free(h_in[m]);
+    }
+    cudaFree(d_flags);
+    cudaFree(d_cnt);
+    cudaFreeHost(h_cnt);
+    cudaFreeHost(hw);
+    free(ref);
+}
+
 /* Plain zk_copy_ptrs_cuda (no fence): ranges of every relative alignment. */
 static void case_copy(uint64_t bytes, int k)
 {
@@ -712,6 +847,8 @@ fenced:
     for (size_t b = 0; b < sizeof cb / sizeof cb[0]; b++)
         case_copy(cb[b], 1 + (int)(b * 5) % ZK_XSYNC_MAX);
     case_xsync(1, 4096, 0, 1000, ZK_BF16, 3);
+    case_qdq(1, 1000, ZK_BF16, 8, 256, 2);
+    case_qdq(1, 333, ZK_FP32, 4, 96, 2);
     /* Groups need their members' kernels running side by side, which
      * compute-sanitizer (the quick set's user) does not do: it serialises
      * launches. */
@@ -720,8 +857,19 @@ fenced:
         case_xsync(2, 1000, 3, 1001, ZK_FP32, 3);
         case_xsync(3, 65536 + 48, 16, 65536 + 1, ZK_FP16, 3);
         case_xsync(ZK_XSYNC_MAX, 1u << 14, 8, 1u << 16, ZK_BF16, 2); /* all resident at once */
+        /* qdq: every dtype and bit width, block sizes of the slot and team
+         * kernels, tails, blocks larger than a warp's registers */
+        const int qdt[3] = {ZK_BF16, ZK_FP16, ZK_FP32};
+        const uint32_t xqb[] = {32, 256, 96, 2048, 8192};
+        const uint64_t xqn[] = {2048, 1, 1001, 65536 + 7, 262144};
+        int qi = 0;
+        for (int t = 0; t < 3; t++)
+            for (int w = 0; w < 2; w++)
+                for (size_t b = 0; b < sizeof xqb / sizeof xqb[0]; b++, qi++)
+                    case_qdq(1 + qi % 3, xqn[qi % 5], qdt[t], w ? 4 : 8, xqb[b], 2);
+        case_qdq(ZK_XSYNC_MAX, 4096 + 5, ZK_BF16, 8, 256, 2);
     }
-    report("fenced (xsync)", c0, f0);
+    report("fenced (xsync)", c0, f0); /* copy, sum and qdq */
 
     printf("gpu_compare: %ld byte-compares, %ld failures: %s\n", g_checks, g_fail,
            g_fail ? "FAIL" : "PASS");

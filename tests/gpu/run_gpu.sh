@@ -48,8 +48,9 @@ build_variant() {
     "$NVCC" $NVFLAGS $extra -c "$ROOT/kernels/qgz.cu" -o "$d/qgz.o" &&
     "$NVCC" $NVFLAGS $extra -c "$ROOT/kernels/sum.cu" -o "$d/sum.o" &&
     "$NVCC" $NVFLAGS $extra -c "$ROOT/kernels/copy.cu" -o "$d/copy.o" &&
-    "$NVCC" $ARCH "$BUILD/gpu_compare.o" "$d/quant.o" "$d/qgz.o" "$d/sum.o" "$d/copy.o" "$BUILD/quant_ref.o" "$BUILD/qgz_ref.o" -lm -o "$d/gpu_compare" &&
-    "$NVCC" $ARCH "$BUILD/kernel_bench.o" "$d/quant.o" "$d/qgz.o" "$d/sum.o" "$d/copy.o" "$BUILD/quant_ref.o" "$BUILD/qgz_ref.o" -lm -o "$d/kernel_bench"
+    "$NVCC" $NVFLAGS $extra -c "$ROOT/kernels/qdq.cu" -o "$d/qdq.o" &&
+    "$NVCC" $ARCH "$BUILD/gpu_compare.o" "$d/quant.o" "$d/qgz.o" "$d/sum.o" "$d/copy.o" "$d/qdq.o" "$BUILD/quant_ref.o" "$BUILD/qgz_ref.o" -lm -o "$d/gpu_compare" &&
+    "$NVCC" $ARCH "$BUILD/kernel_bench.o" "$d/quant.o" "$d/qgz.o" "$d/sum.o" "$d/copy.o" "$d/qdq.o" "$BUILD/quant_ref.o" "$BUILD/qgz_ref.o" -lm -o "$d/kernel_bench"
 }
 
 (

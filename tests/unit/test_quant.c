@@ -447,6 +447,47 @@ static void test_accuracy_gaussian(void)
     free(c);
 }
 
+/* zk_qdq_ref gives the bytes of quantize then dequantize, for every
+ * dtype, bit width and block size, tails and n_valid < n, with exact
+ * zeros, subnormal blocks, NaN and Inf in the data; and the same count of
+ * poisoned blocks. */
+static void test_qdq_equals_quantize_dequantize(void)
+{
+    uint64_t seed = 11;
+    const int dts[3] = {ZK_FP32, ZK_FP16, ZK_BF16};
+    const uint64_t sizes[] = {1, 31, 32, 33, 257, 1000, 4097};
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+        for (int t = 0; t < 3; t++)
+            for (int w = 0; w < BITS_COUNT; w++)
+                for (size_t bi = 0; bi < NBLOCKS; bi++) {
+                    int dt = dts[t], bits = k_bits[w];
+                    uint32_t block = k_blocks[bi];
+                    uint64_t nv = sizes[si], n = nv + (si % 3) * 40; /* n >= n_valid */
+                    size_t es = zk_dtype_size(dt);
+                    uint8_t *x = malloc(nv * es), *c = malloc(zk_chunk_bytes(n, bits, block));
+                    uint8_t *y1 = malloc(nv * es), *y2 = malloc(nv * es);
+                    ASSERT(x && c && y1 && y2);
+                    for (uint64_t i = 0; i < nv; i++) {
+                        float v = (float)gauss(&seed) * (si % 2 ? 1e-30f : 3.0f);
+                        uint64_t r = test_rand64(&seed) % 64;
+                        v = r == 0 ? 0.0f : r == 1 ? NAN : r == 2 ? -INFINITY : v;
+                        if (dt == ZK_FP32)
+                            memcpy(x + i * 4, &v, 4);
+                        else
+                            zk_narrow(v, x, dt, i);
+                    }
+                    uint64_t p1 = zk_quantize_ref(x, dt, n, nv, bits, block, c);
+                    zk_dequantize_ref(c, n, nv, bits, block, y1, dt);
+                    uint64_t p2 = zk_qdq_ref(x, dt, nv, bits, block, y2);
+                    ASSERT_EQ(p1, p2);
+                    ASSERT_EQ(memcmp(y1, y2, nv * es), 0);
+                    free(x);
+                    free(c);
+                    free(y1);
+                    free(y2);
+                }
+}
+
 int main(void)
 {
     test_narrow_known_patterns();
@@ -462,6 +503,7 @@ int main(void)
     test_bf16_read_directly();
     test_sum_ref_exact_and_mean();
     test_accuracy_gaussian();
+    test_qdq_equals_quantize_dequantize();
     printf("test_quant: ok\n");
     return 0;
 }
