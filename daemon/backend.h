@@ -95,6 +95,11 @@ struct be_ops {
     int (*buf_import)(void *backend, const struct be_import *desc, void **handle, uint8_t **ptr,
                       char *why, size_t why_len);
     void (*buf_release)(void *backend, void *handle);
+    /* Optional: 0 when only the buffer's own GPU can read it (a legacy IPC
+     * import: its mapping is not made for the peers), 1 when the node's
+     * other GPUs can too. Absent: 1. The calls then read no such input
+     * from a peer (be_call.in_private). */
+    int (*buf_shared)(void *backend, void *handle);
     /* Opens a session's event pools: the client's ready events (n handles
      * of 64 bytes) and as many daemon done events, whose handles go to
      * done_out[i] (64 bytes each). *state is released with events_close. */
@@ -201,6 +206,16 @@ struct be_ops {
      * caller fences and copies itself. */
     int (*peer_gather)(struct be_call *c, int comm, void *const *send, void *const *recv,
                        size_t bytes);
+    /* Optional, for peer_ok's groups (BE_PEER_LOAD): a one-piece qwZ in
+     * one step. out[s] + i * shard elements gets zk_qdq_ref(in[member i's
+     * slot], dtype, clamp(count, i * shard, shard), bits, block): the
+     * bytes of quantize, gather and dequantize. Each slot's own member's
+     * poisoned blocks are added to *poisoned (the cuda backend's counters
+     * report them a call late, as its quantize does). Fenced before and
+     * after like peer_gather. BE_DECLINED: nothing was enqueued. */
+    int (*peer_qwz)(struct be_call *c, int comm, void *const *in, void *const *out,
+                    uint64_t shard, uint64_t count, int dtype, int bits, uint32_t block,
+                    uint64_t *poisoned);
 };
 
 #define BE_DECLINED 0x7e /* a backend op left the work to its caller */
@@ -282,6 +297,10 @@ struct be_call {
     void **scratch;
     int nscratch, cap_scratch;
     char err[256]; /* a backend's message for its last failure */
+    /* Set by the caller: some slot's input is readable by its own GPU
+     * only (be_ops.buf_shared), so no peer may read the inputs where they
+     * lie; the outputs and daemon memory are not affected. */
+    int in_private;
 };
 
 /* Frees the call's scratch (host backend); accepts a zeroed call. */

@@ -485,6 +485,11 @@ void *be_cuda_open(int allow_legacy_ipc, char *why, size_t why_len)
         be_cuda_close(b);
         return NULL;
     }
+    if (cu_launchers_start(b)) {
+        snprintf(why, why_len, "out of memory");
+        be_cuda_close(b);
+        return NULL;
+    }
     return b;
 }
 
@@ -504,6 +509,7 @@ void be_cuda_close(void *backend)
         free(g->ev);
         free(g);
     }
+    cu_launchers_stop(b);
     cu_gate_stop(b);
     if (b->counters)
         cudaFreeHost(b->counters);
@@ -739,6 +745,16 @@ static void cuda_buf_release(void *backend, void *handle)
     cu_defer(im->b, im->device, import_free, im);
 }
 
+/* VMM imports are granted to the peers (grant_access); a legacy IPC
+ * import, opened with lazy peer access, faulted when a peer GPU's kernel
+ * read it under MPS (2026-11-23, the fused qwZ on two H200s). */
+static int cuda_buf_shared(void *backend, void *handle)
+{
+    const struct cu_import *im = handle;
+    (void)backend;
+    return im && !im->leg;
+}
+
 static int cuda_buf_import(void *backend, const struct be_import *d, void **handle, uint8_t **ptr,
                            char *why, size_t why_len)
 {
@@ -907,17 +923,22 @@ static int cuda_call_wait(struct be_call *c, int s, void *events, int slot_ev)
         snprintf(c->err, sizeof c->err, "slot %d: no stream or no such event %d", s, slot_ev);
         return ZPP_EINVAL;
     }
+    cu_call_done_note(c, s, ev->done[slot_ev]);
     /* the job stream waits for flag slot_ev to reach v (cyclic >=); the
      * gate raises it once the client's ready event has completed */
     uint32_t v = ++ev->gen[slot_ev];
     int rc = 0;
-    /* Most ready events have completed by the time the call arrives (the
-     * client's stream had nothing left before the record): raise the flag
-     * here and spare the gate thread a round. */
-    if (ZCU(cuEventQuery)(ev->ready[slot_ev]) == CUDA_SUCCESS)
+    /* Many ready events have completed by the time the call arrives (the
+     * client's stream had nothing left before the record): then the
+     * stream has nothing to wait for. The flag is raised all the same (a
+     * later wait on it compares against v) and the gate thread is spared
+     * a round; the wait itself, a driver call and a look at host memory
+     * by the GPU's front end, is left out. */
+    if (ZCU(cuEventQuery)(ev->ready[slot_ev]) == CUDA_SUCCESS) {
         gate_flag_raise(&ev->flags[slot_ev], v);
-    else
-        rc = cu_gate_arm(b, b->devs[dev].ctx, ev->ready[slot_ev], &ev->flags[slot_ev], v, ev);
+        return 0;
+    }
+    rc = cu_gate_arm(b, b->devs[dev].ctx, ev->ready[slot_ev], &ev->flags[slot_ev], v, ev);
     if (rc) {
         snprintf(c->err, sizeof c->err, "cannot arm the gate for the client's ready event");
         return rc;
@@ -938,6 +959,8 @@ static int cuda_call_record(struct be_call *c, int s, void *events, int slot_ev)
         snprintf(c->err, sizeof c->err, "slot %d: no stream or no such event %d", s, slot_ev);
         return ZPP_EINVAL;
     }
+    if (cu_call_done_early(c, s, ev->done[slot_ev]))
+        return 0; /* a fenced launch's thread recorded it (backend_cuda_launch.c) */
     CUresult r = ZCU(cuEventRecord)(ev->done[slot_ev], st);
     if (r != CUDA_SUCCESS)
         return cu_drv_fail(r, "cuEventRecord", c->err, sizeof c->err);
@@ -1017,6 +1040,7 @@ const struct be_ops be_cuda_ops = {
     .enqueue_only = 1,
     .device_of_uuid = cuda_device_of_uuid,
     .buf_import = cuda_buf_import,
+    .buf_shared = cuda_buf_shared,
     .buf_release = cuda_buf_release,
     .events_open = cuda_events_open,
     .events_close = cuda_events_close,
@@ -1037,4 +1061,5 @@ const struct be_ops be_cuda_ops = {
     .peer_ok = cu_peer_ok,
     .peer_fence = cu_peer_fence,
     .peer_gather = cu_peer_gather,
+    .peer_qwz = cu_peer_qwz,
 };

@@ -132,6 +132,7 @@ struct cu_backend {
     int peer_mode;            /* BE_PEER_COPY, BE_PEER_LOAD, or 0: off (ZPPD_PEER) */
     int peer_broken;          /* a grant failed: no call uses peer access any more */
     struct cu_reaper *reaper; /* backend_cuda_job.c: communicators end there */
+    struct cu_launchers *launch; /* backend_cuda_launch.c, or NULL */
 };
 
 /* backend_cuda_gate.c: job streams wait on host flags that a thread raises
@@ -150,6 +151,22 @@ int cu_gate_arm(struct cu_backend *b, CUcontext ctx, CUevent ev, uint32_t *flag,
                 const void *owner);
 /* Disarms owner's entries (before its events are destroyed). */
 void cu_gate_drop(struct cu_backend *b, const void *owner);
+
+/* backend_cuda_launch.c: a launcher thread per GPU runs one GPU's part of
+ * a small fenced call while the others run theirs (ZPPD_LAUNCHERS). A
+ * task is embedded first in the caller's own struct; fn gets it back. */
+#define CU_MAX_TASKS 64
+struct cu_task {
+    int device;
+    int (*fn)(struct cu_task *t); /* runs with `device` current; its result lands in rc */
+    int rc;
+};
+struct cu_launchers;
+int cu_launchers_start(struct cu_backend *b);
+void cu_launchers_stop(struct cu_backend *b);
+/* Runs the n tasks at once, each on its GPU's launcher (the first on the
+ * calling thread), and returns when all have returned. */
+void cu_run_tasks(struct cu_backend *b, struct cu_task *const *t, int n);
 
 /* Daemon-owned device memory (staging, store, counters): cuMemCreate +
  * map, so that freeing it (cuMemUnmap) never synchronises the device: a
@@ -206,6 +223,13 @@ int cu_peer_ok(struct be_call *c, int comm);
 int cu_peer_fence(struct be_call *c, int comm);
 int cu_peer_gather(struct be_call *c, int comm, void *const *send, void *const *recv,
                    size_t bytes);
+/* call_wait notes slot s's done event of call c; call_record asks whether
+ * a fenced launch recorded it already, after the slot's last work of the
+ * call (1: nothing to record). */
+void cu_call_done_note(struct be_call *c, int s, CUevent done);
+int cu_call_done_early(struct be_call *c, int s, CUevent done);
+int cu_peer_qwz(struct be_call *c, int comm, void *const *in, void *const *out, uint64_t shard,
+                uint64_t count, int dtype, int bits, uint32_t block, uint64_t *poisoned);
 int cu_lane_wait(struct be_call *c, int s, int lane, int m);
 int cu_job_poll(void *backend, void *job, char *why, size_t why_len);
 uint64_t cu_job_memory(void *backend, void *job);

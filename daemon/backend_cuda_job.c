@@ -101,10 +101,18 @@ struct cu_slot {
     int crank[CU_NCOMM], csize[CU_NCOMM];
     struct cu_block *blocks;
     int nblocks;
-    unsigned long long *d_poison;
+    unsigned long long *d_poison; /* [0] the counter, [1] zk_qdq_ptrs_cuda's last mirror of it */
     volatile unsigned long long *h_poison;
     uint32_t *xflags; /* zk_xsync flag block (in d_poison's allocation, peer-mapped) */
     unsigned long long poison_seen;
+    /* The call's done event, between call_wait and call_record (done_call
+     * is the call's be_call), and whether a fenced launch recorded it
+     * already: early, when nothing was enqueued since (enq == early_enq;
+     * enq counts the enqueues through cur() and the lane marks). */
+    CUevent done;
+    const struct be_call *done_call;
+    unsigned enq, early_enq;
+    int early;
 };
 
 struct cu_job {
@@ -207,10 +215,34 @@ struct cu_backend *cu_call_backend(struct be_call *c, int s)
     return j ? j->b : NULL;
 }
 
-/* The stream of the slot's current lane. */
-static cudaStream_t cur(const struct cu_slot *sl)
+/* The stream of the slot's current lane, for work about to be enqueued. */
+static cudaStream_t cur(struct cu_slot *sl)
 {
+    sl->enq++;
     return sl->lane && sl->side ? sl->side : sl->stream;
+}
+
+void cu_call_done_note(struct be_call *c, int s, CUevent done)
+{
+    struct cu_job *j = call_job(c, s);
+    if (!j)
+        return;
+    j->slots[s].done = done;
+    j->slots[s].done_call = c;
+    j->slots[s].early = 0;
+}
+
+int cu_call_done_early(struct be_call *c, int s, CUevent done)
+{
+    struct cu_job *j = call_job(c, s);
+    if (!j)
+        return 0;
+    struct cu_slot *sl = &j->slots[s];
+    int early = sl->early && sl->done == done && sl->done_call == c && sl->enq == sl->early_enq;
+    sl->done = NULL;
+    sl->done_call = NULL;
+    sl->early = 0;
+    return early;
 }
 
 /* Makes slot s current; 0 and *sl, or a code with c->err. */
@@ -646,6 +678,85 @@ static int xsync_failed(struct cu_job *j, int rc)
     j->xbroken = 1;
     xsync_abort(j);
     return rc;
+}
+
+/* One GPU's part of a fenced launch, run by cu_run_tasks (on that GPU's
+ * launcher thread): the kernel and, when the slot's lane 0 has the call's
+ * done event waiting (call_wait noted it), its record right after, so
+ * that call_record has nothing left to do for the slot unless more work
+ * was enqueued since. */
+enum { XT_COPY, XT_SUM, XT_QDQ };
+struct xs_task {
+    struct cu_task t; /* first: cu_run_tasks hands it back */
+    int kind;
+    cudaStream_t st;
+    CUevent done;
+    CUresult rec;
+    struct zk_xsync xs;
+    int k; /* ranges (copy, qdq) or inputs (sum) */
+    const void *src[ZK_XSYNC_MAX];
+    void *dst[ZK_XSYNC_MAX]; /* sum: dst[0] */
+    uint64_t len[ZK_XSYNC_MAX]; /* copy: bytes; qdq: elements; sum: len[0] elements */
+    int dtype, out_dtype, op, bits, mine;
+    uint32_t block;
+    unsigned long long *d_poison, *h_poison;
+};
+
+static int xs_task_run(struct cu_task *t)
+{
+    struct xs_task *x = (struct xs_task *)t;
+    int e;
+    if (x->kind == XT_COPY)
+        e = zk_copy_ptrs_cuda(x->dst, x->src, x->len, x->k, &x->xs, x->st);
+    else if (x->kind == XT_SUM)
+        e = zk_sum_ptrs_sync_cuda(x->src, x->k, x->len[0], x->dtype, x->op, (float)x->k, x->dst[0],
+                                  x->out_dtype, &x->xs, x->st);
+    else
+        e = zk_qdq_ptrs_cuda(x->src, x->len, x->dst, x->k, x->dtype, x->bits, x->block, x->mine,
+                             x->d_poison, x->h_poison, &x->xs, x->st);
+    x->rec = CUDA_SUCCESS;
+    if (e == cudaSuccess && x->done)
+        x->rec = ZCU(cuEventRecord)(x->done, (CUstream)x->st);
+    return e;
+}
+
+/* Fills the common part of slot s's task of fenced launch gen; the
+ * caller fills the kernel's arguments. */
+static void xs_task_init(struct be_call *c, struct cu_job *j, int comm, int s, uint32_t gen,
+                         int kind, struct xs_task *x)
+{
+    struct cu_slot *sl = &j->slots[s];
+    memset(x, 0, sizeof *x);
+    x->t.device = sl->device;
+    x->t.fn = xs_task_run;
+    x->kind = kind;
+    x->st = cur(sl);
+    /* the done event goes on lane 0, after the call's last work there */
+    x->done = !sl->lane && sl->done && sl->done_call == c ? sl->done : NULL;
+    xsync_for(j, comm, s, gen, &x->xs);
+}
+
+/* Runs the slots' tasks of one fenced launch, every GPU's at once; 0, or
+ * the first failure's code with c->err (the launch is broken). */
+static int xs_run(struct be_call *c, struct cu_job *j, struct xs_task *x, int n, const char *what)
+{
+    struct cu_task *pt[CU_MAX_TASKS] = {0};
+    int rc = 0;
+    if (n > CU_MAX_TASKS)
+        return xsync_failed(j, ZPP_EINVAL);
+    for (int s = 0; s < n; s++)
+        pt[s] = &x[s].t;
+    cu_run_tasks(j->b, pt, n);
+    for (int s = 0; s < n; s++) {
+        struct cu_slot *sl = &j->slots[s];
+        if (!rc && x[s].t.rc)
+            rc = rt_check(c, x[s].t.rc, what);
+        if (x[s].done && !x[s].t.rc && x[s].rec == CUDA_SUCCESS) {
+            sl->early = 1;
+            sl->early_enq = sl->enq;
+        }
+    }
+    return rc ? xsync_failed(j, rc) : 0;
 }
 
 /* After CU_STUCK_MS without draining: NCCL kernels waiting for a peer that
@@ -1188,13 +1299,18 @@ int cu_scratch(struct be_call *c, int s, size_t bytes, void **out)
 
 /* After a quantizing kernel: copies the slot's counter to pinned memory
  * and reports what earlier calls counted (see the top of the file). */
-static int poison_after(struct be_call *c, struct cu_slot *sl, uint64_t *poisoned)
+static void poison_report(struct cu_slot *sl, uint64_t *poisoned)
 {
     unsigned long long seen = *sl->h_poison;
     if (poisoned && seen > sl->poison_seen)
         *poisoned += seen - sl->poison_seen;
     if (seen > sl->poison_seen)
         sl->poison_seen = seen;
+}
+
+static int poison_after(struct be_call *c, struct cu_slot *sl, uint64_t *poisoned)
+{
+    poison_report(sl, poisoned);
     return rt_check(c,
                     cudaMemcpyAsync((void *)sl->h_poison, sl->d_poison, sizeof *sl->h_poison,
                                     cudaMemcpyDeviceToHost, cur(sl)),
@@ -1473,28 +1589,45 @@ static int sum_peer_load(struct be_call *c, int comm, void *const *in, void *con
 {
     struct cu_job *j = c->priv;
     const struct be_topo *t = &j->t;
-    uint32_t gen = 0;
-    if (xsync_use(c, comm, (uint64_t)j->slots[0].csize[comm] * shard * zk_dtype_size(dtype)))
-        gen = ++j->xgen;
-    int rc = gen ? 0 : cu_peer_fence(c, comm);
-    for (int s = 0; !rc && s < t->nslots; s++) {
+    if (xsync_use(c, comm, (uint64_t)j->slots[0].csize[comm] * shard * zk_dtype_size(dtype))) {
+        /* one fenced kernel per GPU, all GPUs' launched at once */
+        uint32_t gen = ++j->xgen;
+        struct xs_task *x = calloc((size_t)t->nslots, sizeof *x);
+        if (!x) {
+            snprintf(c->err, sizeof c->err, "out of memory");
+            return xsync_failed(j, ZPP_ENOMEM);
+        }
+        for (int s = 0; s < t->nslots; s++) {
+            struct cu_slot *sl = &j->slots[s];
+            int me = sl->crank[comm], n = sl->csize[comm];
+            xs_task_init(c, j, comm, s, gen, XT_SUM, &x[s]);
+            for (int p = 0; p < n; p++)
+                x[s].src[p] = (const uint8_t *)in[be_member_slot(t, comm, s, p)] + (size_t)me * seg;
+            x[s].k = n;
+            x[s].len[0] = shard;
+            x[s].dst[0] = recv[s];
+            x[s].dtype = dtype;
+            x[s].out_dtype = out_dtype;
+            x[s].op = op;
+        }
+        int rc = xs_run(c, j, x, t->nslots, "zk_sum_ptrs_sync_cuda");
+        free(x);
+        return rc;
+    }
+    int rc = cu_peer_fence(c, comm);
+    for (int s = 0; s < t->nslots && !rc; s++) {
         struct cu_slot *sl;
-        struct zk_xsync xs;
         if ((rc = slot_use(c, s, &sl)))
             break;
         int me = sl->crank[comm], n = sl->csize[comm];
         const void *src[ZK_SUM_MAX_PTRS];
         for (int p = 0; p < n; p++)
             src[p] = (const uint8_t *)in[be_member_slot(t, comm, s, p)] + (size_t)me * seg;
-        if (gen)
-            xsync_for(j, comm, s, gen, &xs);
         rc = rt_check(c,
                       zk_sum_ptrs_sync_cuda(src, n, shard, dtype, op, (float)n, recv[s], out_dtype,
-                                            gen ? &xs : NULL, cur(sl)),
+                                            NULL, cur(sl)),
                       "zk_sum_ptrs_cuda");
     }
-    if (gen) /* the kernels fenced themselves */
-        return rc ? xsync_failed(j, rc) : 0;
     int rc2 = cu_peer_fence(c, comm);
     return rc ? rc : rc2;
 }
@@ -1523,10 +1656,13 @@ int cu_reduce_scatter(struct be_call *c, int comm, void *const *send, void *cons
         snprintf(c->err, sizeof c->err, "out of memory");
         goto exit;
     }
-    /* Pad the input to n * shard elements where count falls short. */
+    /* Pad the input to n * shard elements where count falls short; copy
+     * it where the peers may read it when it is private (be_call.in_private)
+     * and they would (peer_a2a). */
+    int pa = peer_a2a(c, comm);
     for (int s = 0; s < ns; s++) {
         in[s] = send[s];
-        if (count == shard * (uint64_t)n)
+        if (count == shard * (uint64_t)n && !(pa && c->in_private))
             continue;
         if ((rc = cu_scratch(c, s, full, &in[s])) ||
             (rc = cu_copy(c, s, in[s], send[s], (size_t)count * esize)) ||
@@ -1534,7 +1670,6 @@ int cu_reduce_scatter(struct be_call *c, int comm, void *const *send, void *cons
                           full - (size_t)count * esize)))
             goto exit;
     }
-    int pa = peer_a2a(c, comm);
     if (op == ZPP_SUM && dtype == out_dtype && !pa) {
         ncclGroupStart();
         for (int s = 0; s < ns; s++) {
@@ -1603,6 +1738,7 @@ static int lane_mark_op(struct be_call *c, int s, int lane, int m, int wait)
         return ZPP_EINVAL;
     }
     cudaStream_t st = lane ? sl->side : sl->stream;
+    sl->enq++;
     if (wait)
         return rt_check(c, cudaStreamWaitEvent(st, sl->mark[m], 0), "cudaStreamWaitEvent (lane)");
     return rt_check(c, cudaEventRecord(sl->mark[m], st), "cudaEventRecord (lane mark)");
@@ -1695,24 +1831,74 @@ int cu_peer_gather(struct be_call *c, int comm, void *const *send, void *const *
         return BE_DECLINED;
     const struct be_topo *t = &j->t;
     uint32_t gen = ++j->xgen;
-    for (int s = 0; s < t->nslots; s++) {
-        struct cu_slot *sl;
-        struct zk_xsync xs;
-        void *dst[ZK_XSYNC_MAX];
-        const void *src[ZK_XSYNC_MAX];
-        uint64_t len[ZK_XSYNC_MAX];
-        if ((rc = slot_use(c, s, &sl)))
-            return xsync_failed(j, rc);
-        int n = sl->csize[comm];
-        for (int i = 0; i < n; i++) {
-            dst[i] = (uint8_t *)recv[s] + (size_t)i * bytes;
-            src[i] = send[be_member_slot(t, comm, s, i)];
-            len[i] = bytes;
-        }
-        xsync_for(j, comm, s, gen, &xs);
-        rc = rt_check(c, zk_copy_ptrs_cuda(dst, src, len, n, &xs, cur(sl)), "zk_copy_ptrs_cuda");
-        if (rc)
-            return xsync_failed(j, rc);
+    struct xs_task *x = calloc((size_t)t->nslots, sizeof *x);
+    if (!x) {
+        snprintf(c->err, sizeof c->err, "out of memory");
+        return xsync_failed(j, ZPP_ENOMEM);
     }
-    return 0;
+    for (int s = 0; s < t->nslots; s++) {
+        int n = j->slots[s].csize[comm];
+        xs_task_init(c, j, comm, s, gen, XT_COPY, &x[s]);
+        for (int i = 0; i < n; i++) {
+            x[s].dst[i] = (uint8_t *)recv[s] + (size_t)i * bytes;
+            x[s].src[i] = send[be_member_slot(t, comm, s, i)];
+            x[s].len[i] = bytes;
+        }
+        x[s].k = n;
+    }
+    rc = xs_run(c, j, x, t->nslots, "zk_copy_ptrs_cuda");
+    free(x);
+    return rc;
+}
+
+/* be_ops.peer_qwz: a small one-node qwZ as one fenced kernel per GPU
+ * (zk_qdq_ptrs_cuda): each GPU quantizes and dequantizes every member's
+ * shard where it lies, so no codes are staged or gathered. The kernel
+ * copies the slot's poisoned-block counter to its pinned mirror itself,
+ * which spares poison_after's copy. */
+int cu_peer_qwz(struct be_call *c, int comm, void *const *in, void *const *out, uint64_t shard,
+                uint64_t count, int dtype, int bits, uint32_t block, uint64_t *poisoned)
+{
+    struct cu_job *j = c->priv;
+    int rc = comm_ok(c, comm);
+    size_t es = zk_dtype_size(dtype);
+    if (rc)
+        return rc;
+    if (!es || !zk_params_ok(bits, block) || shard > SIZE_MAX / es / ZK_XSYNC_MAX) {
+        snprintf(c->err, sizeof c->err, "cuda backend: bad qwZ parameters");
+        return ZPP_EINVAL;
+    }
+    if (c->in_private || /* the peers would read the inputs where they lie */
+        !xsync_use(c, comm, (uint64_t)shard * es * (uint64_t)j->slots[0].csize[comm]))
+        return BE_DECLINED;
+    const struct be_topo *t = &j->t;
+    uint32_t gen = ++j->xgen;
+    struct xs_task *x = calloc((size_t)t->nslots, sizeof *x);
+    if (!x) {
+        snprintf(c->err, sizeof c->err, "out of memory");
+        return xsync_failed(j, ZPP_ENOMEM);
+    }
+    for (int s = 0; s < t->nslots; s++) {
+        struct cu_slot *sl = &j->slots[s];
+        int k = sl->csize[comm];
+        xs_task_init(c, j, comm, s, gen, XT_QDQ, &x[s]);
+        for (int i = 0; i < k; i++) {
+            uint64_t lo = (uint64_t)i * shard;
+            x[s].src[i] = in[be_member_slot(t, comm, s, i)];
+            x[s].dst[i] = (uint8_t *)out[s] + lo * es;
+            x[s].len[i] = lo >= count ? 0 : count - lo < shard ? count - lo : shard;
+        }
+        x[s].k = k;
+        x[s].dtype = dtype;
+        x[s].bits = bits;
+        x[s].block = block;
+        x[s].mine = sl->crank[comm];
+        x[s].d_poison = sl->d_poison;
+        x[s].h_poison = (unsigned long long *)sl->h_poison;
+    }
+    rc = xs_run(c, j, x, t->nslots, "zk_qdq_ptrs_cuda");
+    free(x);
+    for (int s = 0; !rc && s < t->nslots; s++)
+        poison_report(&j->slots[s], poisoned);
+    return rc;
 }

@@ -544,6 +544,45 @@ static int host_peer_gather(struct be_call *c, int comm, void *const *send, void
     return 0;
 }
 
+/* Test hook: with ZPPD_TEST_PRIVATE_INPUTS=1 every buffer counts as
+ * readable by its own rank only, as a legacy IPC import is on the cuda
+ * backend, so the tests run coll.c's and the calls' private-input
+ * branches (be_call.in_private). */
+static int host_buf_shared(void *backend, void *handle)
+{
+    static int priv = -1;
+    (void)backend;
+    (void)handle;
+    if (priv < 0)
+        priv = be_env_switch("ZPPD_TEST_PRIVATE_INPUTS", 0);
+    return !priv;
+}
+
+/* The cuda backend's one-kernel qwZ, in the reference: with
+ * ZPPD_PEER=load the tests run coll.c's branch for it. */
+static int host_peer_qwz(struct be_call *c, int comm, void *const *in, void *const *out,
+                         uint64_t shard, uint64_t count, int dtype, int bits, uint32_t block,
+                         uint64_t *poisoned)
+{
+    size_t es = zk_dtype_size(dtype);
+    if (host_peer_ok(c, comm) != BE_PEER_LOAD || c->in_private)
+        return BE_DECLINED;
+    if (!es || !zk_params_ok(bits, block))
+        return ZPP_EINVAL;
+    const struct be_topo *t = &c->topo;
+    int members = comm == BE_COMM_GLOBAL ? t->world : t->local;
+    for (int s = 0; s < t->nslots; s++)
+        for (int i = 0; i < members; i++) {
+            uint64_t lo = (uint64_t)i * shard;
+            uint64_t n = lo >= count ? 0 : count - lo < shard ? count - lo : shard;
+            int from = be_member_slot(t, comm, s, i);
+            uint64_t p = zk_qdq_ref(in[from], dtype, n, bits, block, (uint8_t *)out[s] + lo * es);
+            if (from == s && poisoned)
+                *poisoned += p;
+        }
+    return 0;
+}
+
 const struct be_ops be_host_ops = {
     .name = "host",
     .scratch = host_scratch,
@@ -566,4 +605,6 @@ const struct be_ops be_host_ops = {
     .peer_ok = host_peer_ok,
     .peer_fence = host_peer_fence,
     .peer_gather = host_peer_gather,
+    .peer_qwz = host_peer_qwz,
+    .buf_shared = host_buf_shared,
 };

@@ -818,6 +818,23 @@ static int run_qwz(struct coll_exec *x, void **send, void **recv)
     qwz_plan(x, W, &q);
     if (x->topo.nodes > 1 && x->topo.local > 1 && gather_env.hier) /* read by qwz_plan */
         return run_qwz_hier(x, &q);
+    /* One piece whose members read each other's memory: the backend may
+     * quantize and dequantize every member's shard where it lies, in one
+     * step (be_ops.peer_qwz: one fenced kernel per GPU for small calls),
+     * the bytes of the steps below. */
+    if (q.P == 1 && ops->peer_qwz && !c->in_private &&
+        peer_mode(x, BE_COMM_GLOBAL) == BE_PEER_LOAD) {
+        for (int s = 0; s < x->topo.nslots; s++) {
+            send[s] = x->slots[s].in;
+            recv[s] = x->slots[s].out;
+        }
+        int g = ops->peer_qwz(c, BE_COMM_GLOBAL, send, recv, q.shard, a->count, a->dtype, a->bits,
+                              a->block, &poisoned);
+        if (g != BE_DECLINED) {
+            x->result.nonfinite_blocks += poisoned;
+            return g ? coll_fail_at(x, g, __FILE__, __LINE__) : store_after_gather(x);
+        }
+    }
     uint64_t cbf = zk_chunk_bytes(q.ps, a->bits, a->block);
     uint64_t last = q.shard - (q.P - 1) * q.ps;
     uint64_t total = W * ((q.P - 1) * cbf + zk_chunk_bytes(last, a->bits, a->block));
@@ -993,10 +1010,11 @@ exit:
  * gather (send = the store's slices over INTRA): straight into the output
  * when the blocks tile it exactly, else through scratch. */
 static int run_gather(struct coll_exec *x, void **send, void **recv, int comm, uint64_t per,
-                      int members)
+                      int members, int send_is_input)
 {
     int rc = 0;
-    int pm = peer_mode(x, comm);
+    /* the peers read send where it lies: not a private input */
+    int pm = send_is_input && x->call.in_private ? 0 : peer_mode(x, comm);
     const struct be_ops *ops = x->call.ops;
     size_t esize = zk_dtype_size(x->args.dtype);
     uint64_t count = x->args.count;
@@ -1058,7 +1076,8 @@ int coll_run(struct coll_exec *x)
     case ZPP_OP_HPZ_GATHER:
         for (int s = 0; s < ns; s++)
             send[s] = hpz_entry_buf(x->store_ref, s);
-        rc = run_gather(x, send, recv, BE_COMM_INTRA, hpz_entry_slice(x->store_ref), x->topo.local);
+        rc = run_gather(x, send, recv, BE_COMM_INTRA, hpz_entry_slice(x->store_ref), x->topo.local,
+                        0);
         break;
     case ZPP_OP_ALLGATHER:
         for (int s = 0; s < ns; s++)
@@ -1067,7 +1086,8 @@ int coll_run(struct coll_exec *x)
         if (x->topo.nodes > 1 && x->topo.local > 1 && gather_env.ag_hier)
             rc = run_allgather_hier(x);
         else
-            rc = run_gather(x, send, recv, BE_COMM_GLOBAL, (a->count + W - 1) / W, x->topo.world);
+            rc = run_gather(x, send, recv, BE_COMM_GLOBAL, (a->count + W - 1) / W, x->topo.world,
+                            1);
         if (rc == 0)
             rc = store_after_gather(x);
         break;

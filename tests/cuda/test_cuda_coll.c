@@ -585,8 +585,12 @@ static int coll_child(int rank, void *arg)
                 else
                     cut_fill(hin_p, dt, seed, (uint32_t)rank + 1, 0, count);
             }
-            int use_legacy = o->legacy && tc->op == ZPP_OP_QWZ_ALLGATHER && dt == ZPP_BF16 &&
-                             tc->bits == 8 && count == SMALL_MAX;
+            /* Every bf16 input of the smallest count and of SMALL_MAX comes
+             * from the legacy buffer: the GPUs must not read it from a
+             * peer (the daemon's small fenced calls and peer paths take
+             * it in place otherwise; be_ops.buf_shared). */
+            int use_legacy = o->legacy && in_n && dt == ZPP_BF16 && in_n * es <= (1u << 20) &&
+                             (count == SMALL_MAX || count == COUNTS[0]);
             if (in_n)
                 CK("HtoD", cuMemcpyHtoD(use_legacy ? legacy + 65536 : gin.ptr + goff_in, hin_p,
                                         in_n * es) != CUDA_SUCCESS);
