@@ -13,6 +13,8 @@
 #   [MPS=1] scripts/gpu/run_cuda.sh [all|test|bench|kill] [MAX_MIB]
 # W=N (default 2) ranks, one per GPU (W=4 on nvidia-h200-x4; the virtual-
 # node test then runs 2 nodes x W/2).
+# ZPP_BIN=DIR takes zppd, zpp-cuda-test and zpp-bench from DIR instead of
+# .carry/cu/bin (an older tree's build, for an A/B in one call).
 # ZPPD_OPTS="-o KEY=VALUE ..." adds config overrides to the cuda zppd (e.g.
 # -o busy_poll_us=0); the summary lists them with the switches.
 # MPS=1 runs everything (daemons and clients) under a private CUDA MPS
@@ -28,7 +30,7 @@ OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 C=$PWD/.carry/cu
 export LD_LIBRARY_PATH=$C/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-B=$C/bin
+B=${ZPP_BIN:-$C/bin} # ZPP_BIN: binaries of another tree (A/B), same libraries
 T=$(mktemp -d)
 log() { echo "== $(date -u +%FT%TZ) $*" | tee -a "$OUT/summary.txt"; }
 sfx=
@@ -41,6 +43,7 @@ fi
 
 {
   echo "#### run_cuda.sh $* (MPS=${MPS:-0})"
+  echo "binaries: $B"
   date -u; uname -r; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
   nvidia-smi topo -m
   ls -l /usr/lib/x86_64-linux-gnu/libnccl.so* 2>/dev/null
