@@ -26,8 +26,8 @@
  * completed (zpp_cuda.c), which implies the gate saw the earlier record. A
  * client that breaks the rule only releases its own call early.
  *
- * Cost. call_wait raises the flag itself when the event has already
- * completed, the common case. Otherwise the thread polls its armed events
+ * Cost. call_wait raises the flag itself, and makes the stream wait for
+ * nothing, when the event has already completed. Otherwise the thread polls its armed events
  * back to back for GATE_SPIN_NS after the last progress (an event
  * completes microseconds after the client's work, so the collective starts
  * about as soon as with a GPU-side wait), then every GATE_NAP_NS; with
