@@ -736,6 +736,17 @@ static void xs_task_init(struct be_call *c, struct cu_job *j, int comm, int s, u
     xsync_for(j, comm, s, gen, &x->xs);
 }
 
+/* The tasks of the job's next fenced launch (*gen), one per slot; NULL
+ * with c->err when out of memory. */
+static struct xs_task *xs_tasks_new(struct be_call *c, struct cu_job *j, uint32_t *gen)
+{
+    struct xs_task *x = calloc((size_t)j->t.nslots, sizeof *x);
+    if (!x)
+        snprintf(c->err, sizeof c->err, "out of memory");
+    *gen = ++j->xgen;
+    return x;
+}
+
 /* Runs the slots' tasks of one fenced launch, every GPU's at once; 0, or
  * the first failure's code with c->err (the launch is broken). */
 static int xs_run(struct be_call *c, struct cu_job *j, struct xs_task *x, int n, const char *what)
@@ -1591,12 +1602,10 @@ static int sum_peer_load(struct be_call *c, int comm, void *const *in, void *con
     const struct be_topo *t = &j->t;
     if (xsync_use(c, comm, (uint64_t)j->slots[0].csize[comm] * shard * zk_dtype_size(dtype))) {
         /* one fenced kernel per GPU, all GPUs' launched at once */
-        uint32_t gen = ++j->xgen;
-        struct xs_task *x = calloc((size_t)t->nslots, sizeof *x);
-        if (!x) {
-            snprintf(c->err, sizeof c->err, "out of memory");
+        uint32_t gen;
+        struct xs_task *x = xs_tasks_new(c, j, &gen);
+        if (!x)
             return xsync_failed(j, ZPP_ENOMEM);
-        }
         for (int s = 0; s < t->nslots; s++) {
             struct cu_slot *sl = &j->slots[s];
             int me = sl->crank[comm], n = sl->csize[comm];
@@ -1830,12 +1839,10 @@ int cu_peer_gather(struct be_call *c, int comm, void *const *send, void *const *
     if (!xsync_use(c, comm, (uint64_t)bytes * (uint64_t)j->slots[0].csize[comm]))
         return BE_DECLINED;
     const struct be_topo *t = &j->t;
-    uint32_t gen = ++j->xgen;
-    struct xs_task *x = calloc((size_t)t->nslots, sizeof *x);
-    if (!x) {
-        snprintf(c->err, sizeof c->err, "out of memory");
+    uint32_t gen;
+    struct xs_task *x = xs_tasks_new(c, j, &gen);
+    if (!x)
         return xsync_failed(j, ZPP_ENOMEM);
-    }
     for (int s = 0; s < t->nslots; s++) {
         int n = j->slots[s].csize[comm];
         xs_task_init(c, j, comm, s, gen, XT_COPY, &x[s]);
@@ -1872,12 +1879,10 @@ int cu_peer_qwz(struct be_call *c, int comm, void *const *in, void *const *out, 
         !xsync_use(c, comm, (uint64_t)shard * es * (uint64_t)j->slots[0].csize[comm]))
         return BE_DECLINED;
     const struct be_topo *t = &j->t;
-    uint32_t gen = ++j->xgen;
-    struct xs_task *x = calloc((size_t)t->nslots, sizeof *x);
-    if (!x) {
-        snprintf(c->err, sizeof c->err, "out of memory");
+    uint32_t gen;
+    struct xs_task *x = xs_tasks_new(c, j, &gen);
+    if (!x)
         return xsync_failed(j, ZPP_ENOMEM);
-    }
     for (int s = 0; s < t->nslots; s++) {
         struct cu_slot *sl = &j->slots[s];
         int k = sl->csize[comm];

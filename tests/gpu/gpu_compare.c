@@ -401,6 +401,22 @@ static int xs_words_are(const uint8_t *d_flags, int n, int w, uint32_t want)
     return 1;
 }
 
+/* The zk_xsync of each of n members whose flag blocks lie back to back at
+ * d_flags, with the abort and error words at dw (mapped host memory). */
+static void xs_group(struct zk_xsync *xs, int n, uint8_t *d_flags, uint32_t *dw)
+{
+    for (int m = 0; m < n; m++) {
+        memset(&xs[m], 0, sizeof xs[m]);
+        xs[m].n = n;
+        xs[m].me = m;
+        for (int i = 0; i < n; i++)
+            xs[m].flags[i] = (uint32_t *)(d_flags + (size_t)i * XS_BLOCK_BYTES);
+        xs[m].abort = dw;
+        xs[m].err = dw + 1;
+        xs[m].timeout_ns = 20ull * 1000000000ull;
+    }
+}
+
 /* n members, each on a stream of its own (the daemon runs them on their
  * own GPUs), over `rounds` rounds: every member gathers every member's
  * block (copy: `bytes` each, at offset `off` from an aligned base, so
@@ -447,16 +463,7 @@ static void case_xsync(int n, uint64_t bytes, uint64_t off, uint64_t count, int 
         CK(cudaStreamCreateWithFlags(&st[m], cudaStreamNonBlocking));
     }
     struct zk_xsync xs[ZK_XSYNC_MAX];
-    for (int m = 0; m < n; m++) {
-        memset(&xs[m], 0, sizeof xs[m]);
-        xs[m].n = n;
-        xs[m].me = m;
-        for (int i = 0; i < n; i++)
-            xs[m].flags[i] = (uint32_t *)(d_flags + (size_t)i * XS_BLOCK_BYTES);
-        xs[m].abort = dw;
-        xs[m].err = dw + 1;
-        xs[m].timeout_ns = 20ull * 1000000000ull;
-    }
+    xs_group(xs, n, d_flags, dw);
     snprintf(what, sizeof what, "fenced n=%d copy %llu B +%llu, sum %s count=%llu", n,
              (unsigned long long)bytes, (unsigned long long)off, dt_name(dtype),
              (unsigned long long)count);
@@ -615,16 +622,7 @@ static void case_qdq(int n, uint64_t count, int dtype, int bits, uint32_t block,
         CK(cudaStreamCreateWithFlags(&st[m], cudaStreamNonBlocking));
     }
     struct zk_xsync xs[ZK_XSYNC_MAX];
-    for (int m = 0; m < n; m++) {
-        memset(&xs[m], 0, sizeof xs[m]);
-        xs[m].n = n;
-        xs[m].me = m;
-        for (int i = 0; i < n; i++)
-            xs[m].flags[i] = (uint32_t *)(d_flags + (size_t)i * XS_BLOCK_BYTES);
-        xs[m].abort = dw;
-        xs[m].err = dw + 1;
-        xs[m].timeout_ns = 20ull * 1000000000ull;
-    }
+    xs_group(xs, n, d_flags, dw);
     snprintf(what, sizeof what, "qdq n=%d count=%llu %s int%d B=%u", n, (unsigned long long)count,
              dt_name(dtype), bits, block);
     uint32_t gen = 0;
