@@ -95,10 +95,11 @@ struct be_ops {
     int (*buf_import)(void *backend, const struct be_import *desc, void **handle, uint8_t **ptr,
                       char *why, size_t why_len);
     void (*buf_release)(void *backend, void *handle);
-    /* Optional: 0 when only the buffer's own GPU can read it (a legacy IPC
-     * import: its mapping is not made for the peers), 1 when the node's
-     * other GPUs can too. Absent: 1. The calls then read no such input
-     * from a peer (be_call.in_private). */
+    /* Optional, asked once per registration (handle NULL for a
+     * shared-memory buffer): 0 when only the buffer's own GPU can read it
+     * (a legacy IPC import: its mapping is not made for the peers), 1 when
+     * the node's other GPUs can too. Absent: 1. A call with such an input
+     * reads no input from a peer (be_call.in_private). */
     int (*buf_shared)(void *backend, void *handle);
     /* Opens a session's event pools: the client's ready events (n handles
      * of 64 bytes) and as many daemon done events, whose handles go to
@@ -203,7 +204,8 @@ struct be_ops {
      * i's slot] for every member i of slot s's `comm` group, fenced before
      * and after like peer_fence's copies, in whatever way the backend
      * moves small gathers fastest. BE_DECLINED: nothing was enqueued, the
-     * caller fences and copies itself. */
+     * caller fences and copies itself. Never called with private inputs
+     * (be_call.in_private) as send. */
     int (*peer_gather)(struct be_call *c, int comm, void *const *send, void *const *recv,
                        size_t bytes);
     /* Optional, for peer_ok's groups (BE_PEER_LOAD): a one-piece qwZ in
@@ -212,7 +214,8 @@ struct be_ops {
      * bytes of quantize, gather and dequantize. Each slot's own member's
      * poisoned blocks are added to *poisoned (the cuda backend's counters
      * report them a call late, as its quantize does). Fenced before and
-     * after like peer_gather. BE_DECLINED: nothing was enqueued. */
+     * after like peer_gather. BE_DECLINED: nothing was enqueued. Never
+     * called for a call with private inputs. */
     int (*peer_qwz)(struct be_call *c, int comm, void *const *in, void *const *out,
                     uint64_t shard, uint64_t count, int dtype, int bits, uint32_t block,
                     uint64_t *poisoned);

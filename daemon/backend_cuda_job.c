@@ -1875,8 +1875,7 @@ int cu_peer_qwz(struct be_call *c, int comm, void *const *in, void *const *out, 
         snprintf(c->err, sizeof c->err, "cuda backend: bad qwZ parameters");
         return ZPP_EINVAL;
     }
-    if (c->in_private || /* the peers would read the inputs where they lie */
-        !xsync_use(c, comm, (uint64_t)shard * es * (uint64_t)j->slots[0].csize[comm]))
+    if (!xsync_use(c, comm, (uint64_t)shard * es * (uint64_t)j->slots[0].csize[comm]))
         return BE_DECLINED;
     const struct be_topo *t = &j->t;
     uint32_t gen;

@@ -525,11 +525,22 @@ static int host_peer_fence(struct be_call *c, int comm)
     return 0;
 }
 
+static int private_read(struct be_call *c)
+{
+    snprintf(c->err, sizeof c->err, "host backend: a private input went to a peer path");
+    return ZPP_EBACKEND;
+}
+
 /* The cuda backend's one-kernel gather, in copies: with ZPPD_PEER=load the
  * tests run coll.c's gathered branch, with copy the fenced copies. */
 static int host_peer_gather(struct be_call *c, int comm, void *const *send, void *const *recv,
                             size_t bytes)
 {
+    /* Here only the plain all-gather gathers over GLOBAL, from the inputs:
+     * a private one handed to a peer path is coll.c's mistake, and the
+     * private-input tests (ZPPD_TEST_PRIVATE_INPUTS) must see it. */
+    if (c->in_private && comm == BE_COMM_GLOBAL)
+        return private_read(c);
     if (host_peer_ok(c, comm) != BE_PEER_LOAD)
         return BE_DECLINED;
     const struct be_topo *t = &c->topo;
@@ -565,7 +576,9 @@ static int host_peer_qwz(struct be_call *c, int comm, void *const *in, void *con
                          uint64_t *poisoned)
 {
     size_t es = zk_dtype_size(dtype);
-    if (host_peer_ok(c, comm) != BE_PEER_LOAD || c->in_private)
+    if (c->in_private)
+        return private_read(c);
+    if (host_peer_ok(c, comm) != BE_PEER_LOAD)
         return BE_DECLINED;
     if (!es || !zk_params_ok(bits, block))
         return ZPP_EINVAL;

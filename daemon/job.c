@@ -1034,11 +1034,8 @@ static void call_start(struct job *j, struct call *c)
     x->call.ops = d->be;
     x->call.topo = x->topo;
     x->call.priv = j->be_job;
-    for (uint32_t s = 0; s < j->nlocal && d->be->buf_shared; s++) {
-        const struct call_sub *sub = &c->subs[j->lo + s];
-        if (sub->in && !d->be->buf_shared(d->be_state, sub->in->handle))
-            x->call.in_private = 1;
-    }
+    for (uint32_t s = 0; s < j->nlocal; s++)
+        x->call.in_private |= c->subs[j->lo + s].in && c->subs[j->lo + s].in->private_;
     c->t_start_us = zppd_now_us();
     int rc = coll_prepare(x);
     if (rc) {

@@ -204,6 +204,7 @@ static void do_register(struct session *s, uint64_t req_id, const Zpp__RegisterB
         sess_send_error(s, req_id, rc, "RegisterBuffer refused: %s", why);
         return;
     }
+    b->private_ = d->be->buf_shared && !d->be->buf_shared(d->be_state, b->handle);
     b->id = s->next_buf_id++; /* ids only grow: the array stays sorted */
     b->refs = 1;
     s->bufs[s->nbufs++] = b;

@@ -43,6 +43,7 @@ struct buffer {
     size_t map_len;
     uint8_t *ptr;   /* start of the registered region */
     uint64_t len;
+    int private_; /* only its own GPU may read it (be_ops.buf_shared) */
 };
 
 struct outbuf {
