@@ -141,6 +141,7 @@ struct cu_job {
     uint32_t xgen;
     uint32_t *xhost;
     CUdeviceptr xdev;
+    struct xs_task *xtasks; /* one per slot, reused by every fenced launch */
     int xbroken; /* a fenced launch failed half-way: the job has to end */
 };
 
@@ -534,6 +535,7 @@ static void job_free(struct cu_backend *b, struct cu_job *j)
     free(j->free0);
     if (j->xhost)
         cu_gate_flags_put(b, j->xhost);
+    free(j->xtasks);
     free(j);
 }
 
@@ -654,7 +656,8 @@ static int xsync_use(struct be_call *c, int comm, uint64_t bytes)
     }
     /* peer_ok's groups are one node's GPUs, all of one size */
     return on && bytes <= max && j && j->ready && j->xhost && !j->xbroken &&
-           j->slots[0].csize[comm] <= ZK_XSYNC_MAX && cu_peer_ok(c, comm) == BE_PEER_LOAD;
+           j->slots[0].csize[comm] <= ZK_XSYNC_MAX && j->t.nslots <= CU_MAX_TASKS &&
+           cu_peer_ok(c, comm) == BE_PEER_LOAD;
 }
 
 /* Slot s's part of fenced launch gen over `comm`. */
@@ -736,25 +739,13 @@ static void xs_task_init(struct be_call *c, struct cu_job *j, int comm, int s, u
     xsync_for(j, comm, s, gen, &x->xs);
 }
 
-/* The tasks of the job's next fenced launch (*gen), one per slot; NULL
- * with c->err when out of memory. */
-static struct xs_task *xs_tasks_new(struct be_call *c, struct cu_job *j, uint32_t *gen)
-{
-    struct xs_task *x = calloc((size_t)j->t.nslots, sizeof *x);
-    if (!x)
-        snprintf(c->err, sizeof c->err, "out of memory");
-    *gen = ++j->xgen;
-    return x;
-}
-
 /* Runs the slots' tasks of one fenced launch, every GPU's at once; 0, or
  * the first failure's code with c->err (the launch is broken). */
-static int xs_run(struct be_call *c, struct cu_job *j, struct xs_task *x, int n, const char *what)
+static int xs_run(struct be_call *c, struct cu_job *j, const char *what)
 {
-    struct cu_task *pt[CU_MAX_TASKS] = {0};
-    int rc = 0;
-    if (n > CU_MAX_TASKS)
-        return xsync_failed(j, ZPP_EINVAL);
+    struct cu_task *pt[CU_MAX_TASKS] = {0}; /* xsync_use: n <= CU_MAX_TASKS */
+    struct xs_task *x = j->xtasks;
+    int rc = 0, n = j->t.nslots;
     for (int s = 0; s < n; s++)
         pt[s] = &x[s].t;
     cu_run_tasks(j->b, pt, n);
@@ -1023,8 +1014,13 @@ static int job_open_common(struct cu_backend *b, const struct be_topo *t, const 
      * it only once its streams have drained. */
     j->next = b->jobs;
     b->jobs = j;
-    if (cu_gate_flags_get(b, &j->xhost, &j->xdev)) /* no fenced kernels for this job */
+    /* no gate block or no task array: no fenced kernels for this job */
+    if (cu_gate_flags_get(b, &j->xhost, &j->xdev))
         j->xhost = NULL;
+    else if (!(j->xtasks = calloc((size_t)t->nslots, sizeof *j->xtasks))) {
+        cu_gate_flags_put(b, j->xhost);
+        j->xhost = NULL;
+    }
     for (int s = 0; s < t->nslots; s++) {
         struct cu_slot *sl = &j->slots[s];
         cudaError_t e;
@@ -1602,10 +1598,8 @@ static int sum_peer_load(struct be_call *c, int comm, void *const *in, void *con
     const struct be_topo *t = &j->t;
     if (xsync_use(c, comm, (uint64_t)j->slots[0].csize[comm] * shard * zk_dtype_size(dtype))) {
         /* one fenced kernel per GPU, all GPUs' launched at once */
-        uint32_t gen;
-        struct xs_task *x = xs_tasks_new(c, j, &gen);
-        if (!x)
-            return xsync_failed(j, ZPP_ENOMEM);
+        uint32_t gen = ++j->xgen;
+        struct xs_task *x = j->xtasks;
         for (int s = 0; s < t->nslots; s++) {
             struct cu_slot *sl = &j->slots[s];
             int me = sl->crank[comm], n = sl->csize[comm];
@@ -1619,9 +1613,7 @@ static int sum_peer_load(struct be_call *c, int comm, void *const *in, void *con
             x[s].out_dtype = out_dtype;
             x[s].op = op;
         }
-        int rc = xs_run(c, j, x, t->nslots, "zk_sum_ptrs_sync_cuda");
-        free(x);
-        return rc;
+        return xs_run(c, j, "zk_sum_ptrs_sync_cuda");
     }
     int rc = cu_peer_fence(c, comm);
     for (int s = 0; s < t->nslots && !rc; s++) {
@@ -1839,10 +1831,8 @@ int cu_peer_gather(struct be_call *c, int comm, void *const *send, void *const *
     if (!xsync_use(c, comm, (uint64_t)bytes * (uint64_t)j->slots[0].csize[comm]))
         return BE_DECLINED;
     const struct be_topo *t = &j->t;
-    uint32_t gen;
-    struct xs_task *x = xs_tasks_new(c, j, &gen);
-    if (!x)
-        return xsync_failed(j, ZPP_ENOMEM);
+    uint32_t gen = ++j->xgen;
+    struct xs_task *x = j->xtasks;
     for (int s = 0; s < t->nslots; s++) {
         int n = j->slots[s].csize[comm];
         xs_task_init(c, j, comm, s, gen, XT_COPY, &x[s]);
@@ -1853,9 +1843,7 @@ int cu_peer_gather(struct be_call *c, int comm, void *const *send, void *const *
         }
         x[s].k = n;
     }
-    rc = xs_run(c, j, x, t->nslots, "zk_copy_ptrs_cuda");
-    free(x);
-    return rc;
+    return xs_run(c, j, "zk_copy_ptrs_cuda");
 }
 
 /* be_ops.peer_qwz: a small one-node qwZ as one fenced kernel per GPU
@@ -1878,10 +1866,8 @@ int cu_peer_qwz(struct be_call *c, int comm, void *const *in, void *const *out, 
     if (!xsync_use(c, comm, (uint64_t)shard * es * (uint64_t)j->slots[0].csize[comm]))
         return BE_DECLINED;
     const struct be_topo *t = &j->t;
-    uint32_t gen;
-    struct xs_task *x = xs_tasks_new(c, j, &gen);
-    if (!x)
-        return xsync_failed(j, ZPP_ENOMEM);
+    uint32_t gen = ++j->xgen;
+    struct xs_task *x = j->xtasks;
     for (int s = 0; s < t->nslots; s++) {
         struct cu_slot *sl = &j->slots[s];
         int k = sl->csize[comm];
@@ -1900,8 +1886,7 @@ int cu_peer_qwz(struct be_call *c, int comm, void *const *in, void *const *out, 
         x[s].d_poison = sl->d_poison;
         x[s].h_poison = (unsigned long long *)sl->h_poison;
     }
-    rc = xs_run(c, j, x, t->nslots, "zk_qdq_ptrs_cuda");
-    free(x);
+    rc = xs_run(c, j, "zk_qdq_ptrs_cuda");
     for (int s = 0; !rc && s < t->nslots; s++)
         poison_report(&j->slots[s], poisoned);
     return rc;
