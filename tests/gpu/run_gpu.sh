@@ -4,7 +4,9 @@
 # configure of the whole tree: the daemon's libuv/protobuf-c are not needed),
 # runs the byte-compare (tests/gpu/gpu_compare.c), then the benchmark
 # (bench/kernels/kernel_bench.c) and, where torch is importable, the
-# plain-PyTorch-ops comparison (bench/kernels/torch_quant.py).
+# plain-PyTorch-ops comparison (bench/kernels/torch_quant.py). It also
+# builds $ZK_BUILD/default/fenced_bench (bench/kernels/fenced_bench.c, the
+# small fenced kernels on two GPUs), which it does not run.
 #
 # Usage: tests/gpu/run_gpu.sh [OUTDIR]   (default $OUT or ./gpu-out)
 # Environment:
@@ -50,7 +52,8 @@ build_variant() {
     "$NVCC" $NVFLAGS $extra -c "$ROOT/kernels/copy.cu" -o "$d/copy.o" &&
     "$NVCC" $NVFLAGS $extra -c "$ROOT/kernels/qdq.cu" -o "$d/qdq.o" &&
     "$NVCC" $ARCH "$BUILD/gpu_compare.o" "$d/quant.o" "$d/qgz.o" "$d/sum.o" "$d/copy.o" "$d/qdq.o" "$BUILD/quant_ref.o" "$BUILD/qgz_ref.o" -lm -o "$d/gpu_compare" &&
-    "$NVCC" $ARCH "$BUILD/kernel_bench.o" "$d/quant.o" "$d/qgz.o" "$d/sum.o" "$d/copy.o" "$d/qdq.o" "$BUILD/quant_ref.o" "$BUILD/qgz_ref.o" -lm -o "$d/kernel_bench"
+    "$NVCC" $ARCH "$BUILD/kernel_bench.o" "$d/quant.o" "$d/qgz.o" "$d/sum.o" "$d/copy.o" "$d/qdq.o" "$BUILD/quant_ref.o" "$BUILD/qgz_ref.o" -lm -o "$d/kernel_bench" &&
+    "$NVCC" $ARCH "$BUILD/fenced_bench.o" "$d/sum.o" "$d/copy.o" "$d/qdq.o" -o "$d/fenced_bench"
 }
 
 (
@@ -61,7 +64,8 @@ build_variant() {
     gcc $CFLAGS -ffp-contract=off -fno-fast-math -c "$ROOT/kernels/quant_ref.c" -o "$BUILD/quant_ref.o" &&
     gcc $CFLAGS -ffp-contract=off -fno-fast-math -c "$ROOT/kernels/qgz_ref.c" -o "$BUILD/qgz_ref.o" &&
     gcc $CFLAGS -c "$ROOT/tests/gpu/gpu_compare.c" -o "$BUILD/gpu_compare.o" &&
-    gcc $CFLAGS -c "$ROOT/bench/kernels/kernel_bench.c" -o "$BUILD/kernel_bench.o" || exit 1
+    gcc $CFLAGS -c "$ROOT/bench/kernels/kernel_bench.c" -o "$BUILD/kernel_bench.o" &&
+    gcc $CFLAGS -c "$ROOT/bench/kernels/fenced_bench.c" -o "$BUILD/fenced_bench.o" || exit 1
     # variants build in the background while the default builds
     IFS=';' read -ra vlist <<<"$VARIANTS"
     for v in "${vlist[@]}"; do
