@@ -26,17 +26,8 @@
 #include <cuda_runtime_api.h>
 
 #include "zpp_kernels.h"
+#include "tests/gpu/cuda_check.h"
 #include "zpp_kernels_cuda.h"
-
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        int e_ = (int)(call);                                                                      \
-        if (e_ != 0) {                                                                             \
-            fprintf(stderr, "%s:%d: %s -> %d (%s)\n", __FILE__, __LINE__, #call, e_,               \
-                    cudaGetErrorString((cudaError_t)e_));                                          \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 #define M 2 /* members */
 #define WARMUP 200

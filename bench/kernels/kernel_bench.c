@@ -21,6 +21,7 @@
 #include <cuda_runtime_api.h>
 
 #include "zpp_kernels.h"
+#include "tests/gpu/cuda_check.h"
 #include "zpp_kernels_cuda.h"
 
 #define BENCH_WARMUP 5
@@ -29,16 +30,6 @@
 #define MIB (1024.0 * 1024.0)
 #define DEFAULT_MIB 256
 #define QGZ_K 8 /* peers summed by the fused reductions (G or N) */
-
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        int e_ = (int)(call);                                                                      \
-        if (e_ != 0) {                                                                             \
-            fprintf(stderr, "%s:%d: %s -> %d (%s)\n", __FILE__, __LINE__, #call, e_,               \
-                    cudaGetErrorString((cudaError_t)e_));                                          \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static cudaEvent_t ev0, ev1;
 static double g_copy_tbs;

@@ -21,22 +21,13 @@
 
 #include "../test.h"
 #include "zpp_kernels.h"
+#include "tests/gpu/cuda_check.h"
 #include "zpp_kernels_cuda.h"
 
 #define GUARD 64 /* bytes checked after every output */
 #define POISON_A 0xA5
 #define POISON_B 0x5A
 #define ELEM_OFFSET_UNALIGNED 1 /* elements: moves x off 16-byte alignment */
-
-#define CK(call)                                                                                   \
-    do {                                                                                           \
-        int e_ = (int)(call);                                                                      \
-        if (e_ != 0) {                                                                             \
-            fprintf(stderr, "%s:%d: %s -> %d (%s)\n", __FILE__, __LINE__, #call, e_,               \
-                    cudaGetErrorString((cudaError_t)e_));                                          \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 enum dist { D_NORMAL, D_UNIFORM, D_HEAVY, D_ZEROS, D_SPECIAL, D_TINY, D_WIDE, D_COUNT };
 static const char *dist_name[D_COUNT] = {"normal",  "uniform", "heavy", "zeros",
