@@ -309,6 +309,13 @@ struct be_call {
 /* Frees the call's scratch (host backend); accepts a zeroed call. */
 void be_call_end(struct be_call *c);
 
+/* min(max(total - start, 0), len): how many of `len` elements starting at
+ * `start` lie below `total` (a member's part of a tensor of `total`). */
+static inline uint64_t be_clamp(uint64_t total, uint64_t start, uint64_t len)
+{
+    return start >= total ? 0 : (total - start < len ? total - start : len);
+}
+
 /* The slot's rank, node and local index. */
 static inline int be_rank(const struct be_topo *t, int s)
 {

@@ -1876,7 +1876,7 @@ int cu_peer_qwz(struct be_call *c, int comm, void *const *in, void *const *out, 
             uint64_t lo = (uint64_t)i * shard;
             x[s].src[i] = in[be_member_slot(t, comm, s, i)];
             x[s].dst[i] = (uint8_t *)out[s] + lo * es;
-            x[s].len[i] = lo >= count ? 0 : count - lo < shard ? count - lo : shard;
+            x[s].len[i] = be_clamp(count, lo, shard);
         }
         x[s].k = k;
         x[s].dtype = dtype;

@@ -544,7 +544,7 @@ static int host_peer_gather(struct be_call *c, int comm, void *const *send, void
     if (host_peer_ok(c, comm) != BE_PEER_LOAD)
         return BE_DECLINED;
     const struct be_topo *t = &c->topo;
-    int members = comm == BE_COMM_GLOBAL ? t->world : t->local;
+    int members = comm_size(t, comm);
     for (int s = 0; s < t->nslots; s++)
         for (int i = 0; i < members; i++) {
             int rc = host_copy(c, s, (uint8_t *)recv[s] + (size_t)i * bytes,
@@ -583,11 +583,11 @@ static int host_peer_qwz(struct be_call *c, int comm, void *const *in, void *con
     if (!es || !zk_params_ok(bits, block))
         return ZPP_EINVAL;
     const struct be_topo *t = &c->topo;
-    int members = comm == BE_COMM_GLOBAL ? t->world : t->local;
+    int members = comm_size(t, comm);
     for (int s = 0; s < t->nslots; s++)
         for (int i = 0; i < members; i++) {
             uint64_t lo = (uint64_t)i * shard;
-            uint64_t n = lo >= count ? 0 : count - lo < shard ? count - lo : shard;
+            uint64_t n = be_clamp(count, lo, shard);
             int from = be_member_slot(t, comm, s, i);
             uint64_t p = zk_qdq_ref(in[from], dtype, n, bits, block, (uint8_t *)out[s] + lo * es);
             if (from == s && poisoned)

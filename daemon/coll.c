@@ -520,7 +520,7 @@ static int keep_slices(struct coll_exec *x, struct hpz_entry *e)
     size_t esize = zk_dtype_size(x->args.dtype);
     for (int s = 0; s < x->topo.nslots; s++) {
         uint64_t lo = (uint64_t)be_rank(&x->topo, s) % G * slice;
-        uint64_t n = coll_clamp(count, lo, slice);
+        uint64_t n = be_clamp(count, lo, slice);
         uint8_t *buf = hpz_entry_buf(e, s);
         COLL_CHECK(x, ops->copy(&x->call, s, buf, (uint8_t *)x->slots[s].out + lo * esize,
                                 (size_t)(n * esize)));
@@ -576,7 +576,7 @@ static int verify_content(struct coll_exec *x)
         sha256_init(&h);
         for (int s = s0; s < s0 + G; s++) {
             uint64_t lo = (uint64_t)(be_rank(&x->topo, s) % G) * slice;
-            uint64_t n = coll_clamp(count, lo, slice);
+            uint64_t n = be_clamp(count, lo, slice);
             const uint8_t *src = x->store_kind == COLL_STORE_PUBLISH
                                      ? (const uint8_t *)hpz_entry_buf(e, s)
                                      : (const uint8_t *)x->slots[s].out + lo * esize;
@@ -736,7 +736,7 @@ static int run_qwz_hier(struct coll_exec *x, const struct qwz_plan *q)
         for (uint64_t p = 0; p < q->P; p++) {
             uint64_t len = p + 1 < q->P ? q->ps : last, lo = r * q->shard + p * q->ps;
             COLL_CHECK(x, ops->quantize(c, s, (const uint8_t *)x->slots[s].in + p * q->ps * esize,
-                                        a->dtype, len, coll_clamp(a->count, lo, len), a->bits,
+                                        a->dtype, len, be_clamp(a->count, lo, len), a->bits,
                                         a->block, (uint8_t *)S[s] + p * cbf, &poisoned));
         }
     }
@@ -767,7 +767,7 @@ static int run_qwz_hier(struct coll_exec *x, const struct qwz_plan *q)
             for (int i = 0; i < G; i++)
                 for (int n = 0; n < N; n++) {
                     uint64_t m = (uint64_t)n * (uint64_t)G + (uint64_t)i;
-                    uint64_t lo = m * q->shard + p * q->ps, cnt = coll_clamp(a->count, lo, len);
+                    uint64_t lo = m * q->shard + p * q->ps, cnt = be_clamp(a->count, lo, len);
                     const uint8_t *src =
                         pm ? (const uint8_t *)E[peer_slot(x, BE_COMM_INTRA, s, i)] + p * N * cbf +
                                  (uint64_t)n * cb
@@ -865,7 +865,7 @@ static int run_qwz(struct coll_exec *x, void **send, void **recv)
             uint8_t *dst = (uint8_t *)recv[s] + W * p * cbf + r * cb;
             uint64_t lo = r * q.shard + p * q.ps;
             COLL_CHECK(x, ops->quantize(c, s, (const uint8_t *)x->slots[s].in + p * q.ps * esize,
-                                        a->dtype, len, coll_clamp(a->count, lo, len), a->bits,
+                                        a->dtype, len, be_clamp(a->count, lo, len), a->bits,
                                         a->block, dst, &poisoned));
         }
     }
@@ -876,7 +876,7 @@ static int run_qwz(struct coll_exec *x, void **send, void **recv)
             uint64_t r = (uint64_t)be_rank(&x->topo, s);
             rp[s] = (uint8_t *)recv[s] + W * p * cbf;
             sp[s] = (uint8_t *)rp[s] + r * cb; /* in place, as NCCL allows */
-            uint64_t lo = r * q.shard + p * q.ps, n = coll_clamp(a->count, lo, len);
+            uint64_t lo = r * q.shard + p * q.ps, n = be_clamp(a->count, lo, len);
             if (early && n) { /* own part: after its quantize, beside the gather */
                 COLL_CHECK(x, coll_lane_follow(x, s, 1, 0));
                 COLL_CHECK(x, coll_lane_use(x, s, 1));
@@ -907,7 +907,7 @@ static int run_qwz(struct coll_exec *x, void **send, void **recv)
             uint64_t r = (uint64_t)be_rank(&x->topo, s);
             for (uint64_t m = 0; m < W; m++) {
                 uint64_t lo = m * q.shard + p * q.ps;
-                uint64_t n = coll_clamp(a->count, lo, len);
+                uint64_t n = be_clamp(a->count, lo, len);
                 /* BE_PEER_LOAD: straight from member m's staging */
                 const uint8_t *src =
                     (const uint8_t *)
@@ -986,7 +986,7 @@ static int run_allgather_hier(struct coll_exec *x)
         for (int i = 0; i < G; i++)
             for (int n = 0; n < N; n++) {
                 uint64_t lo = ((uint64_t)n * (uint64_t)G + (uint64_t)i) * shard;
-                uint64_t cnt = coll_clamp(x->args.count, lo, shard);
+                uint64_t cnt = be_clamp(x->args.count, lo, shard);
                 const uint8_t *src =
                     pm ? (const uint8_t *)E[peer_slot(x, BE_COMM_INTRA, s, i)] + (size_t)n * part
                        : (const uint8_t *)F[s] + (size_t)(i * N + n) * part;

@@ -26,13 +26,6 @@ int coll_fail_at(struct coll_exec *x, int rc, const char *file, int line);
         }                                                                                          \
     } while (0)
 
-/* min(max(total - start, 0), len): how many of `len` elements starting at
- * `start` lie below `total`. */
-static inline uint64_t coll_clamp(uint64_t total, uint64_t start, uint64_t len)
-{
-    return start >= total ? 0 : (total - start < len ? total - start : len);
-}
-
 /* Lanes (backend.h): with a backend that has them, a call's steps can run
  * on two streams per slot. Marks 0 and 1 belong to the algorithm; 2 and 3
  * to coll_lane_follow. Without lanes (host backend) these do nothing and

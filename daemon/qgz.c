@@ -125,7 +125,7 @@ int qgz_run(struct coll_exec *x)
 
     for (int k = 0; k < p.stages_run; k++) {
         uint64_t first = (uint64_t)k * g->piece;
-        uint64_t cnt = coll_clamp(g->shard, first, g->piece);
+        uint64_t cnt = be_clamp(g->shard, first, g->piece);
         int hb = lanes ? k % 2 : 0;
         for (int s = 0; s < ns; s++) {
             Ak[s] = (uint8_t *)A[s] + (G == 1 ? (uint64_t)hb * W * pb : 0);
