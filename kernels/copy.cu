@@ -92,8 +92,7 @@ extern "C" int zk_copy_ptrs_cuda(void *const *dst, const void *const *src, const
         return 0;
     uint64_t per_cta = (uint64_t)CP_THREADS * CP_UNROLL * 16u;
     uint64_t ctas = (total + per_cta - 1) / per_cta;
-    unsigned cap = xs ? XS_GRID_CAP : CP_GRID_CAP;
-    unsigned grid = ctas < 1 ? 1u : ctas > cap ? cap : (unsigned)ctas;
+    unsigned grid = xs_grid(ctas, CP_GRID_CAP, xs);
     copy_kernel<<<grid, CP_THREADS, 0, stream>>>(cs, xs ? *xs : zk_xsync{});
     return launch_status();
 }

@@ -139,8 +139,7 @@ extern "C" int zk_qdq_ptrs_cuda(const void *const *x, const uint64_t *n, void *c
     if (!blocks && !xs)
         return 0;
     uint64_t ctas = (blocks + QDQ_WARPS - 1) / QDQ_WARPS;
-    unsigned cap = xs ? XS_GRID_CAP : QDQ_GRID_CAP;
-    unsigned grid = ctas < 1 ? 1u : ctas > cap ? cap : (unsigned)ctas;
+    unsigned grid = xs_grid(ctas, QDQ_GRID_CAP, xs);
     zk_xsync none = {};
     const zk_xsync &s = xs ? *xs : none;
     if (dtype == ZK_FP32)

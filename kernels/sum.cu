@@ -98,9 +98,7 @@ void launch(const SRC &src, int k, uint64_t count, int op, float divisor, void *
         (dt_traits<DT>::size > dt_traits<ODT>::size ? dt_traits<DT>::size : dt_traits<ODT>::size);
     uint64_t nvec = (count + ve - 1) / ve;
     uint64_t ctas = (nvec + ZK_CTA_THREADS * ZK_DQ_NV - 1) / (ZK_CTA_THREADS * ZK_DQ_NV);
-    unsigned grid = grid_for(ctas ? ctas : 1);
-    if (xs.n && grid > XS_GRID_CAP) /* the kernel loops over its tiles */
-        grid = XS_GRID_CAP;
+    unsigned grid = xs_grid(ctas, ZK_GRID_CAP, xs.n); /* the kernel loops over its tiles */
     if (xs.n)
         sum_kernel<DT, ODT, SRC, true><<<grid, ZK_CTA_THREADS, 0, stream>>>(
             src, k, count, op == ZK_MEAN, divisor, y, xs);

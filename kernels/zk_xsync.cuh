@@ -128,6 +128,15 @@ static __device__ __forceinline__ bool xs_leave(const zk_xsync &xs)
     return true;
 }
 
+/* The grid of a kernel that wants `ctas` CTAs (at least 1), at most `cap`
+ * and, when it is fenced, at most XS_GRID_CAP: its loops take the rest. */
+static inline unsigned xs_grid(uint64_t ctas, unsigned cap, bool fenced)
+{
+    if (fenced && cap > XS_GRID_CAP)
+        cap = XS_GRID_CAP;
+    return ctas < 1 ? 1u : ctas > cap ? cap : (unsigned)ctas;
+}
+
 /* The host side's checks of a zk_xsync (NULL: none): 0 or
  * cudaErrorInvalidValue. */
 static inline int xs_ok(const zk_xsync *xs)
