@@ -85,12 +85,6 @@
 #ifndef ZK_VMINB8
 #define ZK_VMINB8 4 /* the same for int8 reduce+requant (4: 64 registers, no spill) */
 #endif
-/* Variants that cut instructions per element of the int4 fused reductions
- * (all 0 = off: the default build is unchanged; see "Instruction cuts"
- * above fsum). */
-#ifndef ZK_FSUM4H
-#define ZK_FSUM4H 0 /* 1: the slot reductions (fsum) decode int4 codes two per HADD2 */
-#endif
 #ifndef ZK_FQX_BYTES
 #define ZK_FQX_BYTES 64 /* fqx: input bytes per lane and block (slots per lane), and in flight */
 #endif
@@ -816,28 +810,6 @@ int fqx_dispatch(const fq_args &a, uint32_t block, uint64_t nb_per_chunk, cudaSt
 
 /* ---- fused reductions -------------------------------------------------- */
 
-/* An instruction cut of the int4 fused reductions (a knob, off by default
- * and not yet timed; SASS of sm_90, k = 8, B = 256: docs/kernels.md):
- * ZK_FSUM4H makes the slot kernels (fro_kernel: int4 -> fp32, frq_kernel)
- * decode 8 codes with codes_float4h (SHF, 4 LOP3, 4 HADD2, 8 HADD2.F32)
- * instead of codes_float (XOR, 2 LOP3, SHF, 8 PRMT, 8 FADD): the same
- * exact (float)q, 3 instructions fewer per 8 codes and chunk. */
-#if ZK_FSUM4H
-__device__ __forceinline__ void codes_float4h(uint32_t c, float (&q)[8]);
-#endif
-/* (float)q of the 8 codes of a slot, exactly, for fsum. */
-template <int BITS>
-__device__ __forceinline__ void fsum_codes(const slot_codes<BITS> &c, float (&q)[8])
-{
-#if ZK_FSUM4H
-    if constexpr (BITS == 4) {
-        codes_float4h(c.w[0], q);
-        return;
-    }
-#endif
-    codes_float<BITS>(c, q);
-}
-
 /* acc[i] = sum over chunks c = 0..k-1 (in order, from +0) of decoded code i
  * of the slot at element e (codes at in + c*stride + e*BITS/8, scale index
  * sb). Issues ZK_KB chunks' loads before any use. *smax gets the max of
@@ -882,7 +854,7 @@ __device__ __forceinline__ void fsum(const uint8_t *in, uint64_t stride, int k, 
 #pragma unroll
                 for (int u = 0; u < U; u++) {
                     float q[8];
-                    fsum_codes<BITS>(cd[b][u], q);
+                    codes_float<BITS>(cd[b][u], q);
                     smax[u] = max(smax[u], __float_as_uint(s[b][u]) & ZK_F32_ABS_MASK);
 #pragma unroll
                     for (int i = 0; i < 8; i++)
@@ -910,7 +882,7 @@ __device__ __forceinline__ void fsum(const uint8_t *in, uint64_t stride, int k, 
             for (int u = 0; u < U; u++) {
                 if ((whole || c0 + b < k) && ld[u]) {
                     float q[8];
-                    fsum_codes<BITS>(cd[b][u], q);
+                    codes_float<BITS>(cd[b][u], q);
                     smax[u] = max(smax[u], __float_as_uint(s[b][u]) & ZK_F32_ABS_MASK);
 #pragma unroll
                     for (int i = 0; i < 8; i++)
