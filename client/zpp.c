@@ -320,9 +320,6 @@ static int conn_send(zpp_conn *c, Zpp__Request *req, const int *fds, int nfds, u
 
 /* ---- receiving ------------------------------------------------------------ */
 
-/* Reads until one whole reply frame is buffered and unpacks it.
- * Returns 1 and *out; 0 when !block and no whole frame is there yet;
- * a negative code (the connection is then dead). */
 static uint64_t mono_ns(void)
 {
     struct timespec ts;
@@ -330,6 +327,9 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Reads until one whole reply frame is buffered and unpacks it.
+ * Returns 1 and *out; 0 when !block and no whole frame is there yet;
+ * a negative code (the connection is then dead). */
 static int recv_one(zpp_conn *c, int block, Zpp__Reply **out)
 {
     /* A blocking wait first polls for spin_ns (ZPP_SPIN_US): a small call's
