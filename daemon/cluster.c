@@ -50,11 +50,27 @@ struct orphan {
     struct orphan *next;
 };
 
+/* A job this daemon ended well (every node was idle), remembered for
+ * peer_timeout_ms: a heartbeat from a member that has not yet heard this
+ * node go idle (its heartbeat crossed ours, or ours was not sent because
+ * one was in flight) is answered ENDED, not UNKNOWN, which would read as
+ * "this zppd restarted" and abort the job there. */
+#define CL_ENDED 64
+struct cl_ended {
+    uint64_t at_ms; /* 0: empty */
+    uint32_t uid;
+    char label[PEER_MAX_LABEL + 1];
+    char job_id[PEER_MAX_JOB_ID + 1];
+};
+
 struct cl_state {
     struct peer *peer;
     char addr[PEER_MAX_ADDRESS + 1];
     struct orphan *orphans;
     uint64_t last_tick_ms; /* cluster_tick's previous run */
+    struct cl_ended ended[CL_ENDED]; /* a ring, the oldest overwritten */
+    unsigned ended_next;
+    int no_idle_notice; /* test hook: ZPPD_TEST_NO_IDLE_NOTICE */
 };
 
 /* An RPC's way back to its job. */
@@ -430,6 +446,38 @@ void cluster_form(struct job *j)
 
 /* ---- heartbeats and aborts ------------------------------------------------- */
 
+static void ended_note(struct job *j)
+{
+    struct cl_state *st = cls(j->d);
+    if (!st)
+        return;
+    struct cl_ended *e = &st->ended[st->ended_next++ % CL_ENDED];
+    e->at_ms = zppd_now_ms();
+    e->uid = j->uid;
+    snprintf(e->label, sizeof e->label, "%s", j->label);
+    snprintf(e->job_id, sizeof e->job_id, "%s", j->id);
+}
+
+static int ended_recently(const struct zppd *d, uint32_t uid, const char *label, const char *id)
+{
+    const struct cl_state *st = cls(d);
+    uint64_t now = zppd_now_ms();
+    for (unsigned i = 0; st && i < CL_ENDED; i++) {
+        const struct cl_ended *e = &st->ended[i];
+        if (e->at_ms && now - e->at_ms <= d->cfg.peer_timeout_ms && e->uid == uid &&
+            !strcmp(e->label, label) && !strcmp(e->job_id, id))
+            return 1;
+    }
+    return 0;
+}
+
+/* Ends j here, well: every node was idle. May free j. */
+static void end_idle(struct job *j)
+{
+    ended_note(j);
+    job_end_idle(j);
+}
+
 /* Ends j here when this node and every other one are idle (the others'
  * last heartbeat, request or reply, said so). May free j. */
 static void try_end_idle(struct job *j)
@@ -440,7 +488,7 @@ static void try_end_idle(struct job *j)
     for (uint32_t n = 0; n < c->nodes; n++)
         if (n != j->node && !c->m[n].idle)
             return;
-    job_end_idle(j);
+    end_idle(j);
 }
 
 static void on_hb_reply(void *arg, int code, const char *msg, int state)
@@ -459,6 +507,18 @@ static void on_hb_reply(void *arg, int code, const char *msg, int state)
     }
     if (j->state == JOB_ABORTED || code)
         return;
+    if (state == ZPP__PEER__JOB_STATE__JOB_STATE_ENDED) {
+        /* n saw every node idle, this one included, and ended its part */
+        m->last_ok_ms = zppd_now_ms();
+        if (job_node_idle(j))
+            end_idle(j);
+        else
+            job_abort(j, MET_ABORT_PEER,
+                      "node %u (%s) ended the job when every node was idle, "
+                      "but a rank of this node came back",
+                      n, m->addr);
+        return;
+    }
     if (state == ZPP__PEER__JOB_STATE__JOB_STATE_UNKNOWN && m->idle && job_node_idle(j)) {
         /* it was idle and ended its part: every node was */
         m->last_ok_ms = zppd_now_ms();
@@ -487,7 +547,11 @@ static int on_heartbeat(void *ctx, const Zpp__Peer__HeartbeatRequest *req,
                                 req->tenant && req->tenant->label ? req->tenant->label : "",
                                 req->job_id);
     if (!j) {
-        *state = ZPP__PEER__JOB_STATE__JOB_STATE_UNKNOWN;
+        *state = ended_recently(d, req->tenant ? req->tenant->uid : 0,
+                                req->tenant && req->tenant->label ? req->tenant->label : "",
+                                req->job_id)
+                     ? ZPP__PEER__JOB_STATE__JOB_STATE_ENDED
+                     : ZPP__PEER__JOB_STATE__JOB_STATE_UNKNOWN;
         return 0;
     }
     *state = j->state == JOB_ABORTED   ? ZPP__PEER__JOB_STATE__JOB_STATE_ABORTED
@@ -580,7 +644,13 @@ void cluster_probe(struct job *j)
 
 void cluster_idle(struct job *j)
 {
-    cluster_probe(j);
+    /* The notice is a heartbeat, and skipped while one to that node is in
+     * flight: the others may learn it only from their own heartbeats,
+     * after this node has ended the job (the ENDED answer). The test hook
+     * makes that the rule (tests/integration/test_multinode.c, 15). */
+    struct cl_state *st = cls(j->d);
+    if (!st || !st->no_idle_notice)
+        cluster_probe(j);
     try_end_idle(j);
 }
 
@@ -700,6 +770,8 @@ int cluster_start(struct zppd *d)
     if (!st)
         return ZPP_ENOMEM;
     d->cluster = st;
+    const char *hook = getenv("ZPPD_TEST_NO_IDLE_NOTICE");
+    st->no_idle_notice = hook && !strcmp(hook, "1");
     if (!d->cfg.peer_listen[0]) {
         ZLOG_I("cluster", "peer service off (peer_listen empty): single-node jobs only", NULL);
         return 0;

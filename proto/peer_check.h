@@ -97,7 +97,7 @@ int peer_check_reply(int32_t code, const char *message, char *why, size_t len);
 
 /* The JobState of a Heartbeat reply: a value the enum defines (0 ..
  * PEER_JOB_STATE_MAX). ZPP_EPROTO. */
-#define PEER_JOB_STATE_MAX ZPP__PEER__JOB_STATE__JOB_STATE_IDLE
+#define PEER_JOB_STATE_MAX ZPP__PEER__JOB_STATE__JOB_STATE_ENDED
 int peer_check_job_state(int state, char *why, size_t len);
 
 #ifdef __cplusplus

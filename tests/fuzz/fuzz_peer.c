@@ -231,7 +231,7 @@ static void check_heartbeat_reply(const Zpp__Peer__HeartbeatReply *r)
     int rc = peer_check_job_state((int)r->state, why, sizeof(why));
     if (rc)
         refused(rc, why, ZPP_EPROTO, ZPP_EPROTO);
-    else if ((int)r->state < 0 || (int)r->state > ZPP__PEER__JOB_STATE__JOB_STATE_IDLE)
+    else if ((int)r->state < 0 || (int)r->state > ZPP__PEER__JOB_STATE__JOB_STATE_ENDED)
         abort(); /* the enum's last value, not the checker's own constant */
 }
 

@@ -1061,6 +1061,49 @@ static void test_all_nodes_leave(void)
     stop(&b);
 }
 
+/* ---- 16. the last node to go idle ends the job before the others hear it -- */
+
+/* Node 0 goes idle last, sees node 1 idle and ends its part at once. Its
+ * idle notice is a heartbeat, skipped when one to node 1 is already in
+ * flight; the hook makes it always skipped. Node 1 then hears of it only
+ * in the answer to its own next heartbeat: ENDED, and it ends its part
+ * well too (an UNKNOWN answer would abort it as "no longer knows the
+ * job"). */
+static void test_last_idle_node_ends_first(void)
+{
+    reset_shared();
+    zh_daemon a, b;
+    char aa[128], ab[128];
+    const char *conf = FAST "rejoin_timeout_ms = 20000\n";
+    ASSERT_EQ(setenv("ZPPD_TEST_NO_IDLE_NOTICE", "1", 1), 0); /* a only */
+    start(conf, &a, aa, sizeof aa);
+    ASSERT_EQ(unsetenv("ZPPD_TEST_NO_IDLE_NOTICE"), 0);
+    start(conf, &b, ab, sizeof ab);
+    const char *job = "mn-ended-first";
+    form_2(&a, &b, job, 4, aa, "nnnn");
+    leave(2);
+    leave(3);
+    sleep_ms(900);
+    char s2[32];
+    job_state(&b, job, s2, sizeof s2);
+    ASSERT_STR_EQ(s2, "idle");
+    int64_t t0 = zh_now_ms();
+    leave(0);
+    leave(1);
+    wait_state(&a, job, "", 5000);
+    wait_state(&b, job, "", 5000);
+    printf("timing: node 0 ended first -> node 1 ended well %lld ms after its ranks left "
+           "(heartbeat 300 ms)\n", (long long)(zh_now_ms() - t0));
+    const zh_daemon *both[2] = {&a, &b};
+    for (int i = 0; i < 2; i++) {
+        ASSERT(zh_daemon_log_contains(both[i], "every rank of every node left"));
+        ASSERT(zh_daemon_log_contains(both[i], "backend=graceful"));
+        ASSERT(!zh_daemon_log_contains(both[i], "job aborted"));
+    }
+    stop(&a);
+    stop(&b);
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1082,6 +1125,7 @@ int main(int argc, char **argv)
         {"a job ends well across daemons", test_clean_end},
         {"a device error names the dead node", test_device_error_names_node},
         {"every node's ranks leave: the job ends well", test_all_nodes_leave},
+        {"the last idle node ends the job first", test_last_idle_node_ends_first},
     };
     int n = (int)(sizeof all / sizeof all[0]);
     int only = argc > 1 ? atoi(argv[1]) : 0;

@@ -299,11 +299,11 @@ static void test_reply_head_refuses_unknown_code_and_long_message(void)
 static void test_job_state_refuses_values_outside_the_enum(void)
 {
     char why[64] = "";
-    for (int s = 0; s <= ZPP__PEER__JOB_STATE__JOB_STATE_IDLE; s++)
+    for (int s = 0; s <= ZPP__PEER__JOB_STATE__JOB_STATE_ENDED; s++)
         ASSERT_EQ(peer_check_job_state(s, why, sizeof(why)), 0);
     ASSERT_EQ(peer_check_job_state(-1, why, sizeof(why)), ZPP_EPROTO);
     ASSERT_CONTAINS(why, "bad job state -1");
-    ASSERT_EQ(peer_check_job_state(ZPP__PEER__JOB_STATE__JOB_STATE_IDLE + 1, why, sizeof(why)),
+    ASSERT_EQ(peer_check_job_state(ZPP__PEER__JOB_STATE__JOB_STATE_ENDED + 1, why, sizeof(why)),
               ZPP_EPROTO);
 }
 
