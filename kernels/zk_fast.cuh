@@ -37,6 +37,15 @@
  * (ZK_RO8 = 2 measured slower into fp32). With the sum as one FFMA per
  * code and 4 CTAs per SM for int8 (bench/results/kernels-2026-11-23-h200-fma/):
  * int8 reduce+requant 91 %, int4 70 %, int4 reduce->bf16 86 %.
+ *
+ * L2 prefetch (ZK_VPF). The int4 vector kernels issue a batch of ZK_VKB
+ * chunks' loads, then its arithmetic; the next batch's lines are
+ * prefetched into L2 as the batch's loads go out, so its loads wait for L2,
+ * not HBM, and hold no registers meanwhile. On an H100 int4
+ * reduce+requant went 86 -> 93 % of the copy and int4 reduce->bf16 94 ->
+ * 95 %; on an H200 1-2 % faster, int8 reduce+requant 5 % slower (so int4
+ * only); a looping grid with the next iteration prefetched was slower on
+ * both (bench/results/kernels-2026-11-23-s12/).
  */
 #ifndef ZK_FAST_CUH
 #define ZK_FAST_CUH
@@ -78,6 +87,9 @@
 #endif
 #ifndef ZK_VHOLD
 #define ZK_VHOLD 1 /* int4 vector kernels: all of a batch's loads ahead of its arithmetic */
+#endif
+#ifndef ZK_VPF
+#define ZK_VPF 1 /* int4 vector kernels: batches whose lines are prefetched into L2 ahead (0: off) */
 #endif
 #ifndef ZK_VMINB
 #define ZK_VMINB 3 /* min CTAs per SM of the vector kernels (NV = 1; 3: 80 registers) */
@@ -1035,6 +1047,12 @@ __device__ __forceinline__ void vaccum(const vcodes<BITS, S> &cd, int g, float s
         acc[8 * g + i] = __fmaf_rn(q[i], s, acc[8 * g + i]);
 }
 
+/* A hint: the 128-byte line of global address p towards L2. */
+__device__ __forceinline__ void l2_prefetch(const void *p)
+{
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+
 /* acc[i] = sum over chunks c = 0..k-1 (in order, from +0) of decoded code i
  * of the vector at element e (codes at in + c*stride + e*BITS/8, all in the
  * block of scale index sb). Issues ZK_VKB chunks' loads before any use.
@@ -1067,6 +1085,16 @@ __device__ __forceinline__ void fsumv(const uint8_t *in, uint64_t stride, int k,
                 s[b] = __ldg((const float *)(ps + b * stride));
             pc += ZK_VKB * stride;
             ps += ZK_VKB * stride;
+            if (ZK_VPF && BITS == 4) {
+                /* the next batch's codes and scales towards L2 while this
+                 * one's loads and arithmetic run: no registers held (int8
+                 * measured slower with it on an H200) */
+                const int c1 = c0 + ZK_VKB, c2 = min(k, c1 + ZK_VPF * ZK_VKB);
+                for (int c = c1; c < c2; c++) {
+                    l2_prefetch(pc + (uint64_t)(c - c1) * stride);
+                    l2_prefetch(ps + (uint64_t)(c - c1) * stride);
+                }
+            }
             if (ZK_VHOLD && BITS == 4) {
                 /* every scale (so every product) depends on every load:
                  * ptxas would otherwise issue only the first few loads and
