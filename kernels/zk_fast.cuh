@@ -86,7 +86,8 @@
 #define ZK_VDEC 2 /* int4 decode, vector kernels: 2 codes_float4h; 1 codes_float (190 regs) */
 #endif
 #ifndef ZK_VHOLD
-#define ZK_VHOLD 1 /* int4 vector kernels: all of a batch's loads ahead of its arithmetic */
+#define ZK_VHOLD 0 /* int4 vector kernels: 1 holds all of a batch's loads ahead of its
+                    * arithmetic (faster before ZK_VPF, 1-2 % slower with it) */
 #endif
 #ifndef ZK_VPF
 #define ZK_VPF 1 /* int4 vector kernels: batches whose lines are prefetched into L2 ahead (0: off) */
