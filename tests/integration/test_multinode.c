@@ -1017,6 +1017,38 @@ static void test_device_error_names_node(void)
 
 /* ---- 15. every node's ranks leave: the job ends well everywhere -------- */
 
+/* The ranks of a formed 2 x 2 job leave between calls, node 1's first (it
+ * goes idle while node 0 runs on, so nothing ends yet), then node 0's;
+ * returns the ms from node 0's leaving until the job is gone from both
+ * daemons, and checks that both ended it well: finalized, not aborted. */
+static int64_t leave_node1_then_node0(zh_daemon *a, zh_daemon *b, const char *job)
+{
+    leave(2);
+    leave(3);
+    sleep_ms(900); /* three heartbeat periods */
+    char s1[32], s2[32];
+    job_state(a, job, s1, sizeof s1);
+    job_state(b, job, s2, sizeof s2);
+    ASSERT_STR_EQ(s1, "running");
+    ASSERT_STR_EQ(s2, "idle");
+    int64_t t0 = zh_now_ms();
+    leave(0);
+    leave(1);
+    wait_state(a, job, "", 5000);
+    wait_state(b, job, "", 5000);
+    int64_t took = zh_now_ms() - t0;
+    char reason[128];
+    snprintf(reason, sizeof reason, "job=%s uid=0 reason", job);
+    const zh_daemon *both[2] = {a, b};
+    for (int i = 0; i < 2; i++) {
+        ASSERT(zh_daemon_log_contains(both[i], "every rank of every node left"));
+        ASSERT(zh_daemon_log_contains(both[i], "backend=graceful"));
+        ASSERT(!zh_daemon_log_contains(both[i], "job aborted"));
+        ASSERT(!zh_daemon_log_contains(both[i], reason));
+    }
+    return took;
+}
+
 static void test_all_nodes_leave(void)
 {
     reset_shared();
@@ -1027,31 +1059,10 @@ static void test_all_nodes_leave(void)
     start(conf, &b, ab, sizeof ab);
     const char *job = "mn-all-leave";
     form_2(&a, &b, job, 4, aa, "nnnn");
-    /* Node 1 first: it is idle, node 0 is not, so nothing ends yet. */
-    leave(2);
-    leave(3);
-    sleep_ms(900); /* three heartbeat periods */
-    char s1[32], s2[32];
-    job_state(&a, job, s1, sizeof s1);
-    job_state(&b, job, s2, sizeof s2);
-    ASSERT_STR_EQ(s1, "running");
-    ASSERT_STR_EQ(s2, "idle");
-    int64_t t0 = zh_now_ms();
-    leave(0);
-    leave(1);
-    wait_state(&a, job, "", 5000);
-    wait_state(&b, job, "", 5000);
-    int64_t took = zh_now_ms() - t0;
+    int64_t took = leave_node1_then_node0(&a, &b, job);
     printf("timing: every node's ranks left -> the job gone from both nodes after %lld ms "
            "(heartbeat 300 ms, rejoin_timeout_ms 20000)\n", (long long)took);
     ASSERT_LE(took, 5000);
-    const zh_daemon *both[2] = {&a, &b};
-    for (int i = 0; i < 2; i++) {
-        ASSERT(zh_daemon_log_contains(both[i], "every rank of every node left"));
-        ASSERT(zh_daemon_log_contains(both[i], "backend=graceful"));
-        ASSERT(!zh_daemon_log_contains(both[i], "job aborted"));
-        ASSERT(!zh_daemon_log_contains(both[i], "job=mn-all-leave uid=0 reason"));
-    }
     /* The same job id forms again across both daemons. */
     reset_shared();
     form_2(&a, &b, job, 2, aa, "nn");
@@ -1081,25 +1092,9 @@ static void test_last_idle_node_ends_first(void)
     start(conf, &b, ab, sizeof ab);
     const char *job = "mn-ended-first";
     form_2(&a, &b, job, 4, aa, "nnnn");
-    leave(2);
-    leave(3);
-    sleep_ms(900);
-    char s2[32];
-    job_state(&b, job, s2, sizeof s2);
-    ASSERT_STR_EQ(s2, "idle");
-    int64_t t0 = zh_now_ms();
-    leave(0);
-    leave(1);
-    wait_state(&a, job, "", 5000);
-    wait_state(&b, job, "", 5000);
-    printf("timing: node 0 ended first -> node 1 ended well %lld ms after its ranks left "
-           "(heartbeat 300 ms)\n", (long long)(zh_now_ms() - t0));
-    const zh_daemon *both[2] = {&a, &b};
-    for (int i = 0; i < 2; i++) {
-        ASSERT(zh_daemon_log_contains(both[i], "every rank of every node left"));
-        ASSERT(zh_daemon_log_contains(both[i], "backend=graceful"));
-        ASSERT(!zh_daemon_log_contains(both[i], "job aborted"));
-    }
+    int64_t took = leave_node1_then_node0(&a, &b, job);
+    printf("timing: node 0 ended first -> node 1 ended well, the job gone from both after "
+           "%lld ms (heartbeat 300 ms)\n", (long long)took);
     stop(&a);
     stop(&b);
 }
