@@ -647,7 +647,7 @@ void cluster_idle(struct job *j)
     /* The notice is a heartbeat, and skipped while one to that node is in
      * flight: the others may learn it only from their own heartbeats,
      * after this node has ended the job (the ENDED answer). The test hook
-     * makes that the rule (tests/integration/test_multinode.c, 15). */
+     * makes that the rule (tests/integration/test_multinode.c, 16). */
     struct cl_state *st = cls(j->d);
     if (!st || !st->no_idle_notice)
         cluster_probe(j);
