@@ -116,6 +116,8 @@ int main(int argc, char **argv)
     Zpp__Peer__HeartbeatReply hy = ZPP__PEER__HEARTBEAT_REPLY__INIT;
     hy.state = ZPP__PEER__JOB_STATE__JOB_STATE_RUNNING;
     put(&hy.base);
+    hy.state = ZPP__PEER__JOB_STATE__JOB_STATE_ENDED; /* the largest state */
+    put(&hy.base);
 
     char reason[513];
     memset(reason, 'r', 512);
