@@ -133,6 +133,11 @@ static void run_copy(int r, void *p)
     struct ctx *c = p;
     CK(cudaMemcpyAsync(c->y[r], c->x[r], c->bytes, cudaMemcpyDeviceToDevice, 0));
 }
+static void run_memset(int r, void *p)
+{
+    struct ctx *c = p;
+    CK(cudaMemsetAsync(c->y[r], 0, c->bytes, 0));
+}
 static void run_quant(int r, void *p)
 {
     struct ctx *c = p;
@@ -212,6 +217,9 @@ int main(int argc, char **argv)
     g_copy_tbs = 2.0 * in_bytes / (ms * 1e-3) / 1e12;
     row("cudaMemcpy D2D", "", 2.0 * in_bytes, ms);
     double copy_ms = ms;
+    /* a write-only stream, for the kernels that mostly write (dequantize
+     * into fp32 writes 8 of the 9 bytes it moves): a reference, no goal */
+    row("cudaMemset (writes)", "", (double)in_bytes, time_median(run_memset, &c));
 
     /* quantize / dequantize */
     const int dts[3] = {ZK_BF16, ZK_FP16, ZK_FP32};
