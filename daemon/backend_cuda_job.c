@@ -142,6 +142,7 @@ struct cu_job {
     uint32_t *xhost;
     CUdeviceptr xdev;
     struct xs_task *xtasks; /* one per slot, reused by every fenced launch */
+    int linked[CU_NCOMM];   /* peer_linked, per communicator (cu_peer_ok) */
     int xbroken; /* a fenced launch failed half-way: the job has to end */
 };
 
@@ -284,6 +285,30 @@ static int comm_group_of(const struct be_topo *t, int k, int r)
 {
     return k == BE_COMM_GLOBAL ? 0 : k == BE_COMM_INTRA ? r / t->local : r % t->local;
 }
+/* 1 when every group of `comm` (GLOBAL or INTRA) is hosted here whole
+ * and each pair of its members' GPUs has peer access: a job's constant,
+ * worked out once its slots have their devices (job_open_common). */
+static int peer_linked(const struct cu_job *j, int comm)
+{
+    const struct be_topo *t = &j->t;
+    const struct cu_backend *b = j->b;
+    if (!b->peer)
+        return 0;
+    if (comm == BE_COMM_GLOBAL) {
+        if (t->nodes != 1 || t->nslots != t->world)
+            return 0;
+    } else if (comm != BE_COMM_INTRA || t->rank0 % t->local || t->nslots % t->local) {
+        return 0;
+    }
+    for (int r = 0; r < t->nslots; r++)
+        for (int s = 0; s < t->nslots; s++)
+            if (r != s &&
+                comm_group_of(t, comm, t->rank0 + r) == comm_group_of(t, comm, t->rank0 + s) &&
+                !b->peer[j->slots[r].device * b->ndev + j->slots[s].device])
+                return 0;
+    return 1;
+}
+
 static int comm_index_of(const struct be_topo *t, int k, int r)
 {
     return k == BE_COMM_GLOBAL ? r : k == BE_COMM_INTRA ? r % t->local : r / t->local;
@@ -1067,6 +1092,8 @@ static int job_open_common(struct cu_backend *b, const struct be_topo *t, const 
         sl->h_poison = &b->counters[sl->counter];
         *sl->h_poison = 0;
     }
+    for (int k = 0; k < CU_NCOMM; k++)
+        j->linked[k] = peer_linked(j, k);
     /* The first step starts now; cu_job_poll drives the rest. */
     rc = form_step(j, why, why_len);
     if (rc && rc != BE_FORMING)
@@ -1766,23 +1793,9 @@ int cu_lanes_cheap(struct be_call *c)
 int cu_peer_ok(struct be_call *c, int comm)
 {
     struct cu_job *j = call_job(c, 0);
-    if (!j || !j->b->peer || !j->b->peer_mode || j->b->peer_broken)
+    if (!j || !j->b->peer_mode || j->b->peer_broken || comm < 0 || comm >= CU_NCOMM)
         return 0;
-    const struct be_topo *t = &j->t;
-    struct cu_backend *b = j->b;
-    if (comm == BE_COMM_GLOBAL) {
-        if (t->nodes != 1 || t->nslots != t->world)
-            return 0;
-    } else if (comm != BE_COMM_INTRA || t->rank0 % t->local || t->nslots % t->local) {
-        return 0;
-    }
-    for (int r = 0; r < t->nslots; r++)
-        for (int s = 0; s < t->nslots; s++)
-            if (r != s &&
-                comm_group_of(t, comm, t->rank0 + r) == comm_group_of(t, comm, t->rank0 + s) &&
-                !b->peer[j->slots[r].device * b->ndev + j->slots[s].device])
-                return 0;
-    return b->peer_mode;
+    return j->linked[comm] ? j->b->peer_mode : 0;
 }
 
 /* A barrier among the streams of each comm group: every member records
