@@ -79,6 +79,8 @@
 #define CU_CALL_SEEN (-0x2b)  /* be_call.cap_scratch marker: staging rewound */
 #define CU_STAGING_ALIGN 256u /* staging allocations start on this boundary */
 #define CU_XSYNC_OFF 256u     /* a slot's zk_xsync flags, after its poison counter */
+/* a slot's device words: the poison counter and its mirror, the flags */
+#define CU_SLOT_DEV_BYTES (CU_XSYNC_OFF + ZK_XSYNC_WORDS * sizeof(uint32_t))
 #define CU_XSYNC_TIMEOUT_NS (60ull * 1000000000ull) /* a fenced kernel's waits give up */
 #define CU_STAGING_MIN (4u << 20)
 #define CU_FINALIZE_MS 10000
@@ -1068,13 +1070,12 @@ static int job_open_common(struct cu_backend *b, const struct be_topo *t, const 
                 rc = cu_rt_fail(e, "creating a slot's events", why, why_len);
                 goto fail;
             }
-        if ((rc = cu_vmm_alloc(b, sl->device, sizeof *sl->d_poison, (void **)&sl->d_poison))) {
+        if ((rc = cu_vmm_alloc(b, sl->device, CU_SLOT_DEV_BYTES, (void **)&sl->d_poison))) {
             snprintf(why, why_len, "cannot allocate device memory for the counters");
             goto fail;
         }
         sl->xflags = (uint32_t *)((uint8_t *)sl->d_poison + CU_XSYNC_OFF);
-        if ((e = cudaMemsetAsync(sl->d_poison, 0, CU_XSYNC_OFF + ZK_XSYNC_WORDS * sizeof(uint32_t),
-                                 sl->stream)) != cudaSuccess) {
+        if ((e = cudaMemsetAsync(sl->d_poison, 0, CU_SLOT_DEV_BYTES, sl->stream)) != cudaSuccess) {
             rc = cu_rt_fail(e, "clearing a counter", why, why_len);
             goto fail;
         }
@@ -1652,8 +1653,8 @@ static int sum_peer_load(struct be_call *c, int comm, void *const *in, void *con
         for (int p = 0; p < n; p++)
             src[p] = (const uint8_t *)in[be_member_slot(t, comm, s, p)] + (size_t)me * seg;
         rc = rt_check(c,
-                      zk_sum_ptrs_sync_cuda(src, n, shard, dtype, op, (float)n, recv[s], out_dtype,
-                                            NULL, cur(sl)),
+                      zk_sum_ptrs_cuda(src, n, shard, dtype, op, (float)n, recv[s], out_dtype,
+                                       cur(sl)),
                       "zk_sum_ptrs_cuda");
     }
     int rc2 = cu_peer_fence(c, comm);
