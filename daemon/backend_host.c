@@ -580,8 +580,10 @@ static int host_peer_qwz(struct be_call *c, int comm, void *const *in, void *con
         return private_read(c);
     if (host_peer_ok(c, comm) != BE_PEER_LOAD)
         return BE_DECLINED;
-    if (!es || !zk_params_ok(bits, block))
+    if (!es || !zk_params_ok(bits, block)) {
+        snprintf(c->err, sizeof c->err, "host backend: bad qwZ parameters");
         return ZPP_EINVAL;
+    }
     const struct be_topo *t = &c->topo;
     int members = comm_size(t, comm);
     for (int s = 0; s < t->nslots; s++)

@@ -38,16 +38,23 @@ void zk_narrow(float v, void *y, int dtype, uint64_t i)
     memcpy((uint8_t *)y + i * sizeof h, &h, sizeof h);
 }
 
-int zk_ref_quant_block(const float *v, uint32_t len, int bits, uint8_t *payload, uint64_t first,
-                       float *scale)
+/* The parameters of the block v[0 .. len): from the largest absolute bit
+ * pattern (NaN and Inf above every finite value). */
+static struct zk_bparams ref_params(const float *v, uint32_t len, int qmax)
 {
-    int qmax = zk_qmax(bits);
     uint32_t maxbits = 0;
     for (uint32_t i = 0; i < len; i++) {
         uint32_t a = zk_f2u(v[i]) & ZK_F32_ABS_MASK;
         maxbits = a > maxbits ? a : maxbits;
     }
-    struct zk_bparams p = zk_block_params(maxbits, qmax);
+    return zk_block_params(maxbits, qmax);
+}
+
+int zk_ref_quant_block(const float *v, uint32_t len, int bits, uint8_t *payload, uint64_t first,
+                       float *scale)
+{
+    int qmax = zk_qmax(bits);
+    struct zk_bparams p = ref_params(v, len, qmax);
     *scale = p.scale;
     if (p.poisoned) {
         /* codes are 0: the caller's chunk was zeroed */
@@ -141,13 +148,9 @@ uint64_t zk_qdq_ref(const void *x, int dtype, uint64_t n_valid, int bits, uint32
     uint64_t poisoned = 0;
     for (uint64_t first = 0; first < n_valid; first += block) {
         uint32_t len = (uint32_t)(n_valid - first < block ? n_valid - first : block);
-        uint32_t maxbits = 0;
-        for (uint32_t i = 0; i < len; i++) {
+        for (uint32_t i = 0; i < len; i++)
             v[i] = zk_widen(x, dtype, first + i);
-            uint32_t a = zk_f2u(v[i]) & ZK_F32_ABS_MASK;
-            maxbits = a > maxbits ? a : maxbits;
-        }
-        struct zk_bparams p = zk_block_params(maxbits, qmax);
+        struct zk_bparams p = ref_params(v, len, qmax);
         poisoned += (uint64_t)p.poisoned;
         for (uint32_t i = 0; i < len; i++) {
             int q = p.poisoned ? 0 : zk_encode(v[i], &p, qmax); /* a poisoned block's codes */
