@@ -5,7 +5,7 @@
  *
  *   zpp-bench -s SOCK [-w 2] [-n 1] [-m MAX_MIB] [-q]                 one daemon
  *   zpp-bench -s '/tmp/z-{node}.sock' -A LEADER -n N -G G [-g MAP]
- *             [-I HOSTID_PREFIX] [-m MAX_MIB] [-i MAX_ITERS]           N daemons
+ *             [-I HOSTID_PREFIX] [-m MAX_MIB] [-i MAX_ITERS] [-R ROUNDS] N daemons
  *
  * One daemon: W = -w ranks, one per GPU, all on the daemon of SOCK.
  * Jobs across daemons (-A given and N > 1): W = N x G ranks (-G, or -w / -n);
@@ -27,7 +27,11 @@
  *   by a qwZ), plain reduce-scatter, qgZ (default choice, and forced int4);
  *   across daemons also the wire: in-process NCCL moving the bytes qwZ and
  *   qgZ move (an all-gather of half the bytes, an all-to-all of a quarter),
- *   the ceiling the issue measured its goals against.
+ *   the ceiling the issue measured its goals against. Across daemons each
+ *   size runs in -R rounds (default 3), every kind once per round in turn,
+ *   and a goal's speedup is the median of the rounds' own ratios: the
+ *   simulated wire drifts over seconds, and a zppd time is compared with
+ *   the NCCL time taken next to it.
  * Throughput: `iters` calls back to back on one stream (zppd: the
  * stream-ordered async API: zpp_collective_async + zpp_wait_stream), timed
  * with CUDA events around the loop; time per call = elapsed / iters.
@@ -65,7 +69,7 @@ struct bopts {
     const char *leader;    /* node 0's peer address: a job across daemons */
     const char *gpu_map;   /* -g: GPU ordinal per rank, or NULL */
     const char *hostid;    /* NCCL_HOSTID prefix across daemons ("" none) */
-    int world, nodes, quick, multi, max_iters;
+    int world, nodes, quick, multi, max_iters, rounds;
     uint64_t max_bytes;
     int idpipe[2];
     struct cut_meet *meet; /* the ranks' last meeting, before they leave */
@@ -123,6 +127,16 @@ static int cmp_d(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
+}
+
+/* The median of v[0..n) (n <= MAX_ROUNDS); v is left unchanged. */
+#define MAX_ROUNDS 9
+static double median_of(const double *v, int n)
+{
+    double w[MAX_ROUNDS];
+    memcpy(w, v, (size_t)n * sizeof w[0]);
+    qsort(w, (size_t)n, sizeof w[0], cmp_d);
+    return n % 2 ? w[n / 2] : (w[n / 2 - 1] + w[n / 2]) / 2;
 }
 
 /* The daemon's own time for the last zppd call (CollectiveReply.elapsed_us:
@@ -337,6 +351,8 @@ struct goal_row {
     uint64_t bytes;
     double qwz_x, qgz_x, hpz_x, qwz_m, hpz_m, qgz_m;
     double qwz_wire, qgz_wire; /* the B_WIRE_* rows' speedups */
+    double qwz_lo, qwz_hi, qgz_lo, qgz_hi; /* the speedups' range over the rounds */
+    int rounds;
 };
 
 static void print_goals(const struct goal_row *g, int n)
@@ -347,6 +363,9 @@ static void print_goals(const struct goal_row *g, int n)
     }
     printf("\ngoals (issue 11, 256 MiB - 1 GiB; speedup against NCCL bf16 of the same tensor in "
            "this run; inter/M goals ~0.5, 0, ~0.25)\n");
+    printf("(%d rounds, each kind measured once per round in turn; a speedup is the median of "
+           "the rounds' own ratios, each zppd time over the NCCL time of its round)\n",
+           g[0].rounds);
     printf("%-10s %22s %22s %22s\n", "bytes", "qwZ>=1.9x AG (inter/M)", "qgZ>=3x RS (inter/M)",
            "hpZ>=30x AG (inter/M)");
     for (int i = 0; i < n; i++) {
@@ -359,6 +378,10 @@ static void print_goals(const struct goal_row *g, int n)
                  g[i].hpz_m);
         printf("%-10llu %22s %22s %22s\n", (unsigned long long)g[i].bytes, a, b, c);
     }
+    printf("\nspeedup over the rounds (min - max)\n%-10s %22s %22s\n", "bytes", "qwZ", "qgZ");
+    for (int i = 0; i < n; i++)
+        printf("%-10llu %15.2f - %.2fx %15.2f - %.2fx\n", (unsigned long long)g[i].bytes,
+               g[i].qwz_lo, g[i].qwz_hi, g[i].qgz_lo, g[i].qgz_hi);
     printf("\nthe wire (in-process NCCL moving the same bytes, no quantization; zppd / wire = "
            "the share of the wire's speedup zppd keeps)\n");
     printf("%-10s %14s %14s %14s %14s\n", "bytes", "AG half x", "qwZ/wire", "A2A quarter x",
@@ -521,24 +544,40 @@ static int bench_child(int rank, void *arg)
             fprintf(stderr, "rank %d: qwZ with key: %s\n", rank, zpp_last_error(c.zc));
             return 1;
         }
-        double t[B_N], tp[B_N], frac[B_N];
-        for (int k = 0; k < B_N; k++) {
-            int nccl = is_nccl(k);
+        /* Across daemons the simulated wire drifts by 10-20 % over seconds:
+         * each kind runs once per round, in turn, so that a zppd time and
+         * the NCCL time it is compared with are taken close together. */
+        int rounds = o->multi ? o->rounds : 1;
+        int iters_r = rounds > 1 ? (iters + rounds - 1) / rounds : iters;
+        if (rounds > 1 && iters_r < 2)
+            iters_r = 2;
+        double t[B_N], tp[B_N], frac[B_N], tr[B_N][MAX_ROUNDS];
+        for (int k = 0; k < B_N; k++)
             t[k] = tp[k] = frac[k] = 0;
-            if ((k == B_WIRE_AG || k == B_WIRE_A2A) && !o->multi)
-                continue;
-            memset(&g_last_res, 0, sizeof g_last_res);
-            t[k] = throughput(&c, k, count, key, iters, warm);
-            frac[k] = g_last_res.logical_bytes
-                          ? (double)g_last_res.bytes_inter / (double)g_last_res.logical_bytes
-                          : 0;
-            tp[k] = nccl || !pipe ? t[k] : pipelined(&c, k, count, key, iters, PIPE_DEPTH);
-            if (t[k] < 0 || tp[k] < 0) {
-                fprintf(stderr, "rank %d: %s at %llu bytes failed: %s\n", rank, BNAME[k],
-                        (unsigned long long)bytes, zpp_last_error(c.zc));
-                return 1;
+        for (int r = 0; r < rounds; r++)
+            for (int k = 0; k < B_N; k++) {
+                int nccl = is_nccl(k);
+                tr[k][r] = 0;
+                if ((k == B_WIRE_AG || k == B_WIRE_A2A) && !o->multi)
+                    continue;
+                memset(&g_last_res, 0, sizeof g_last_res);
+                tr[k][r] = throughput(&c, k, count, key, iters_r, r == 0 ? warm : 0);
+                if (r == 0) {
+                    frac[k] = g_last_res.logical_bytes ? (double)g_last_res.bytes_inter /
+                                                             (double)g_last_res.logical_bytes
+                                                       : 0;
+                    tp[k] = nccl || !pipe || tr[k][r] < 0
+                                ? tr[k][r]
+                                : pipelined(&c, k, count, key, iters_r, PIPE_DEPTH);
+                }
+                if (tr[k][r] < 0 || tp[k] < 0) {
+                    fprintf(stderr, "rank %d: %s at %llu bytes failed: %s\n", rank, BNAME[k],
+                            (unsigned long long)bytes, zpp_last_error(c.zc));
+                    return 1;
+                }
             }
-        }
+        for (int k = 0; k < B_N; k++)
+            t[k] = median_of(tr[k], rounds);
         drop_key(&c, key);
         if (rank == 0) {
             for (int k = 0; k < B_N; k++) {
@@ -555,19 +594,40 @@ static int bench_child(int rank, void *arg)
                     snprintf(fr, sizeof fr, "%.3f", frac[k]);
                 printf("%-10llu %-26s %10.4f %10.4f %8.3f %10s %8s %8s %6d\n",
                        (unsigned long long)bytes, BNAME[k], t[k], base, base / t[k], pm, px, fr,
-                       iters);
+                       iters_r * rounds);
             }
-            if (o->multi && bytes >= GOAL_MIN)
-                goals[ngoals++] = (struct goal_row){
-                    .bytes = bytes,
-                    .qwz_x = t[B_NCCL_AG] / t[B_QWZ],
-                    .qgz_x = t[B_NCCL_RS] / t[B_QGZ],
-                    .hpz_x = t[B_NCCL_AG] / t[B_HPZ],
-                    .qwz_m = frac[B_QWZ],
-                    .qgz_m = frac[B_QGZ],
-                    .hpz_m = frac[B_HPZ],
-                    .qwz_wire = t[B_NCCL_AG] / t[B_WIRE_AG],
-                    .qgz_wire = t[B_NCCL_RS] / t[B_WIRE_A2A]};
+            if (o->multi && bytes >= GOAL_MIN) {
+                double qw[MAX_ROUNDS], qg[MAX_ROUNDS], hp[MAX_ROUNDS], wa[MAX_ROUNDS],
+                    wq[MAX_ROUNDS];
+                struct goal_row *g = &goals[ngoals++];
+                for (int r = 0; r < rounds; r++) {
+                    qw[r] = tr[B_NCCL_AG][r] / tr[B_QWZ][r];
+                    qg[r] = tr[B_NCCL_RS][r] / tr[B_QGZ][r];
+                    hp[r] = tr[B_NCCL_AG][r] / tr[B_HPZ][r];
+                    wa[r] = tr[B_NCCL_AG][r] / tr[B_WIRE_AG][r];
+                    wq[r] = tr[B_NCCL_RS][r] / tr[B_WIRE_A2A][r];
+                }
+                *g = (struct goal_row){.bytes = bytes,
+                                       .qwz_x = median_of(qw, rounds),
+                                       .qgz_x = median_of(qg, rounds),
+                                       .hpz_x = median_of(hp, rounds),
+                                       .qwz_m = frac[B_QWZ],
+                                       .qgz_m = frac[B_QGZ],
+                                       .hpz_m = frac[B_HPZ],
+                                       .qwz_wire = median_of(wa, rounds),
+                                       .qgz_wire = median_of(wq, rounds),
+                                       .qwz_lo = qw[0],
+                                       .qwz_hi = qw[0],
+                                       .qgz_lo = qg[0],
+                                       .qgz_hi = qg[0],
+                                       .rounds = rounds};
+                for (int r = 1; r < rounds; r++) {
+                    g->qwz_lo = qw[r] < g->qwz_lo ? qw[r] : g->qwz_lo;
+                    g->qwz_hi = qw[r] > g->qwz_hi ? qw[r] : g->qwz_hi;
+                    g->qgz_lo = qg[r] < g->qgz_lo ? qg[r] : g->qgz_lo;
+                    g->qgz_hi = qg[r] > g->qgz_hi ? qg[r] : g->qgz_hi;
+                }
+            }
         }
     }
     if (rank == 0 && o->multi)
@@ -589,15 +649,16 @@ static void usage(const char *argv0)
     fprintf(stderr,
             "usage: %s -s SOCK [-w W] [-n N] [-m MAX_MIB] [-q]\n"
             "       %s -s 'PATH-{node}.sock' -A LEADER_HOST:PORT -n N [-G G | -w W] [-g MAP]\n"
-            "          [-I HOSTID_PREFIX] [-m MAX_MIB] [-i MAX_ITERS] [-q]\n",
+            "          [-I HOSTID_PREFIX] [-m MAX_MIB] [-i MAX_ITERS] [-R ROUNDS] [-q]\n",
             argv0, argv0);
 }
 
 int main(int argc, char **argv)
 {
-    struct bopts o = {.world = 2, .nodes = 1, .max_bytes = 1ull << 30, .hostid = "zpp-node"};
+    struct bopts o = {
+        .world = 2, .nodes = 1, .max_bytes = 1ull << 30, .hostid = "zpp-node", .rounds = 3};
     int ch, per_node = 0;
-    while ((ch = getopt(argc, argv, "s:w:n:m:qA:L:G:g:I:i:")) != -1) {
+    while ((ch = getopt(argc, argv, "s:w:n:m:qA:L:G:g:I:i:R:")) != -1) {
         switch (ch) {
         case 's':
             o.sock = optarg;
@@ -629,6 +690,13 @@ int main(int argc, char **argv)
             break;
         case 'i':
             o.max_iters = atoi(optarg);
+            break;
+        case 'R':
+            o.rounds = atoi(optarg);
+            if (o.rounds < 1 || o.rounds > MAX_ROUNDS) {
+                fprintf(stderr, "-R: rounds must be in 1..%d\n", MAX_ROUNDS);
+                return 2;
+            }
             break;
         default:
             usage(argv[0]);
