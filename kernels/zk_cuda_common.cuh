@@ -98,6 +98,21 @@ template <> struct dt_traits<ZK_BF16> {
 
 /* ---- raw loads and stores of 2, 4, 8 or 16 bytes ------------------------ */
 
+#ifndef ZK_ST_CS
+#define ZK_ST_CS 1 /* output stores streaming (st.global.cs); 0: write-back */
+#endif
+
+/* Every store of a kernel's output goes through here: the cache policy is
+ * one knob (loads of inputs read once stay __ldcs). */
+template <typename T> __device__ __forceinline__ void zk_stcs(T *p, T v)
+{
+#if ZK_ST_CS
+    __stcs(p, v);
+#else
+    *p = v;
+#endif
+}
+
 struct raw16 {
     uint32_t w[4];
 };
@@ -126,13 +141,13 @@ template <int BYTES> __device__ __forceinline__ raw16 load_raw(const void *p)
 template <int BYTES> __device__ __forceinline__ void store_raw(void *p, const raw16 &r)
 {
     if (BYTES == 16)
-        __stcs((uint4 *)p, make_uint4(r.w[0], r.w[1], r.w[2], r.w[3]));
+        zk_stcs((uint4 *)p, make_uint4(r.w[0], r.w[1], r.w[2], r.w[3]));
     else if (BYTES == 8)
-        __stcs((uint2 *)p, make_uint2(r.w[0], r.w[1]));
+        zk_stcs((uint2 *)p, make_uint2(r.w[0], r.w[1]));
     else if (BYTES == 4)
-        __stcs((unsigned int *)p, r.w[0]);
+        zk_stcs((unsigned int *)p, r.w[0]);
     else
-        __stcs((unsigned short *)p, (unsigned short)r.w[0]);
+        zk_stcs((unsigned short *)p, (unsigned short)r.w[0]);
 }
 
 /* ---- element vectors ---------------------------------------------------- */
