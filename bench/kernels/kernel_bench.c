@@ -6,9 +6,13 @@
  * once, every output byte written once) / its time. Each figure is the
  * median of BENCH_REPS timed launches (CUDA events around each launch) after
  * BENCH_WARMUP untimed ones; launches rotate over BENCH_ROT input/output
- * sets, each >= 256 MiB of input, far beyond the L2. The copy is timed the
- * same way over the same rotation, and every kernel is printed as a fraction
- * of it. Inputs are random normal data (never zeros).
+ * sets, each >= 256 MiB of input, far beyond the L2. Every kernel row is
+ * paired with the copy: its timed launches alternate with timed launches of
+ * a device-to-device copy of the same size (their own rotation), and the
+ * row is printed as a fraction of that copy's median ("copy TB/s"). A GPU's
+ * bandwidth drifts by a few percent over a run, and a figure set against a
+ * copy timed a minute earlier drifted with it. Inputs are random normal
+ * data (never zeros).
  *
  * Usage: kernel_bench [MiB]   (input size per launch, default 256)
  */
@@ -32,7 +36,9 @@
 #define QGZ_K 8 /* peers summed by the fused reductions (G or N) */
 
 static cudaEvent_t ev0, ev1;
-static double g_copy_tbs;
+static double g_copy_tbs;  /* the first copy rows' bandwidth */
+static double g_pair_tbs;  /* the copy timed next to the last kernel (0: none) */
+static struct ctx *g_pair; /* the paired copy's rotation */
 
 /* One launch of the kernel under test on rotation set r. */
 typedef void (*launch_fn)(int r, void *ctx);
@@ -43,32 +49,58 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Median milliseconds of one launch. */
-static double time_median(launch_fn fn, void *ctx)
+static double time_one(launch_fn fn, int r, void *ctx)
 {
-    double ms[BENCH_REPS];
-    for (int i = 0; i < BENCH_WARMUP; i++)
+    float t;
+    CK(cudaEventRecord(ev0, 0));
+    fn(r, ctx);
+    CK(cudaEventRecord(ev1, 0));
+    CK(cudaEventSynchronize(ev1));
+    CK(cudaEventElapsedTime(&t, ev0, ev1));
+    return t;
+}
+
+static void run_copy(int r, void *p);
+static uint64_t g_pair_bytes(void);
+
+/* Median milliseconds of one launch of fn; with pair, the copy's launches
+ * alternate with fn's and g_pair_tbs gets the copy's median bandwidth. */
+static double time_median_of(launch_fn fn, void *ctx, int pair)
+{
+    double ms[BENCH_REPS], cm[BENCH_REPS];
+    for (int i = 0; i < BENCH_WARMUP; i++) {
+        if (pair)
+            run_copy(i % BENCH_ROT, g_pair);
         fn(i % BENCH_ROT, ctx);
+    }
     CK(cudaDeviceSynchronize());
     for (int i = 0; i < BENCH_REPS; i++) {
-        CK(cudaEventRecord(ev0, 0));
-        fn(i % BENCH_ROT, ctx);
-        CK(cudaEventRecord(ev1, 0));
-        CK(cudaEventSynchronize(ev1));
-        float t;
-        CK(cudaEventElapsedTime(&t, ev0, ev1));
-        ms[i] = t;
+        if (pair)
+            cm[i] = time_one(run_copy, i % BENCH_ROT, g_pair);
+        ms[i] = time_one(fn, i % BENCH_ROT, ctx);
     }
     CK(cudaGetLastError());
     qsort(ms, BENCH_REPS, sizeof ms[0], cmp_double);
+    g_pair_tbs = 0;
+    if (pair) {
+        qsort(cm, BENCH_REPS, sizeof cm[0], cmp_double);
+        g_pair_tbs = 2.0 * (double)g_pair_bytes() / (cm[BENCH_REPS / 2] * 1e-3) / 1e12;
+    }
     return ms[BENCH_REPS / 2];
+}
+
+/* A kernel row's time, paired with the copy. */
+static double time_median(launch_fn fn, void *ctx)
+{
+    return time_median_of(fn, ctx, 1);
 }
 
 static void row(const char *name, const char *cfg, double bytes, double ms)
 {
-    double tbs = bytes / (ms * 1e-3) / 1e12;
-    printf("%-22s %-26s %9.1f %9.4f %8.3f %7.1f%%\n", name, cfg, bytes / MIB, ms, tbs,
-           g_copy_tbs > 0 ? 100.0 * tbs / g_copy_tbs : 100.0);
+    double tbs = bytes / (ms * 1e-3) / 1e12, ref = g_pair_tbs > 0 ? g_pair_tbs : g_copy_tbs;
+    printf("%-22s %-26s %9.1f %9.4f %8.3f %9.3f %7.1f%%\n", name, cfg, bytes / MIB, ms, tbs,
+           ref > 0 ? ref : tbs, ref > 0 ? 100.0 * tbs / ref : 100.0);
+    g_pair_tbs = 0;
     fflush(stdout);
 }
 
@@ -127,6 +159,11 @@ struct ctx {
     uint64_t stride;
     struct zk_qgz_geom g;
 };
+
+static uint64_t g_pair_bytes(void)
+{
+    return g_pair->bytes;
+}
 
 static void run_copy(int r, void *p)
 {
@@ -200,8 +237,8 @@ int main(int argc, char **argv)
            BENCH_ROT, BENCH_REPS, BENCH_WARMUP);
     CK(cudaEventCreate(&ev0));
     CK(cudaEventCreate(&ev1));
-    printf("%-22s %-26s %9s %9s %8s %8s\n", "kernel", "config", "MiB moved", "ms", "TB/s",
-           "of copy");
+    printf("%-22s %-26s %9s %9s %8s %9s %8s\n", "kernel", "config", "MiB moved", "ms", "TB/s",
+           "copy TB/s", "of copy");
 
     struct ctx c;
     /* copy: in_bytes read + in_bytes written */
@@ -212,11 +249,20 @@ int main(int argc, char **argv)
         c.y[r] = dev_alloc(in_bytes);
     }
     /* the better of two medians: the first can catch the clocks ramping up */
-    double ms = time_median(run_copy, &c), ms2 = time_median(run_copy, &c);
+    double ms = time_median_of(run_copy, &c, 0), ms2 = time_median_of(run_copy, &c, 0);
     ms = ms2 < ms ? ms2 : ms;
     g_copy_tbs = 2.0 * in_bytes / (ms * 1e-3) / 1e12;
     row("cudaMemcpy D2D", "", 2.0 * in_bytes, ms);
     double copy_ms = ms;
+    /* the copy every kernel row is paired with: a rotation of its own */
+    struct ctx pc;
+    memset(&pc, 0, sizeof pc);
+    pc.bytes = in_bytes;
+    for (int r = 0; r < BENCH_ROT; r++) {
+        pc.x[r] = dev_random(in_bytes, ZK_FP32, &seed);
+        pc.y[r] = dev_alloc(in_bytes);
+    }
+    g_pair = &pc;
     /* a write-only stream, for the kernels that mostly write (dequantize
      * into fp32 writes 8 of the 9 bytes it moves): a reference, no goal */
     row("cudaMemset (writes)", "", (double)in_bytes, time_median(run_memset, &c));
@@ -322,9 +368,10 @@ int main(int argc, char **argv)
         c.x[r] = dev_random(in_bytes, ZK_FP32, &seed);
         c.y[r] = dev_alloc(in_bytes);
     }
-    ms = time_median(run_copy, &c);
+    ms = time_median_of(run_copy, &c, 0);
     row("cudaMemcpy D2D (again)", "", 2.0 * in_bytes, ms);
     printf("copy spread: %.4f ms then %.4f ms\n", copy_ms, ms);
     free_ctx(&c);
+    free_ctx(&pc);
     return 0;
 }

@@ -91,10 +91,20 @@ if [ $rc -ne 0 ]; then
     exit 1
 fi
 
+# The GPU's clocks, power and throttle reasons just before a benchmark: the
+# int4 reductions are near the instruction-issue limit and slow down with
+# the SM clock (a hot GPU after a long compare), the copy does not.
+gpu_state() {
+    nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_event_reasons.active \
+        --format=csv,noheader 2>/dev/null | head -1 | sed 's/^/# gpu state (sm clock, mem clock, power, temp, throttle mask): /'
+}
+
 "$BUILD/default/gpu_compare" 2>&1 | tee "$OUTDIR/compare.log" | tail -8
 crc=${PIPESTATUS[0]}
-"$BUILD/default/kernel_bench" "$BENCH_MIB" 2>&1 | tee "$OUTDIR/bench.log"
+gpu_state >"$OUTDIR/bench.log"
+"$BUILD/default/kernel_bench" "$BENCH_MIB" 2>&1 | tee -a "$OUTDIR/bench.log"
 brc=${PIPESTATUS[0]}
+gpu_state >>"$OUTDIR/bench.log"
 [ "${ZK_TORCH:-1}" = 1 ] &&
     python3 "$ROOT/bench/kernels/torch_quant.py" "$BENCH_MIB" 2>&1 | tee -a "$OUTDIR/bench.log" | tail -6
 echo "run_gpu: $(($(date +%s) - T0)) s after the default build's compare and bench"
@@ -115,7 +125,7 @@ for v in "${vlist[@]}"; do
             fi
             case $name in
             chk*) ;;
-            *) "$BUILD/$name/kernel_bench" "$BENCH_MIB" 2>&1 | tail -n +3 ;;
+            *) gpu_state; "$BUILD/$name/kernel_bench" "$BENCH_MIB" 2>&1 | tail -n +3; gpu_state ;;
             esac
         else
             echo "build failed"; tail -20 "$BUILD/$name.log"
