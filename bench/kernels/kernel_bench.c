@@ -7,11 +7,11 @@
  * median of BENCH_REPS timed launches (CUDA events around each launch) after
  * BENCH_WARMUP untimed ones; launches rotate over BENCH_ROT input/output
  * sets, each >= 256 MiB of input, far beyond the L2. Every kernel row is
- * paired with the copy: its timed launches alternate with timed launches of
- * a device-to-device copy of the same size (their own rotation), and the
- * row is printed as a fraction of that copy's median ("copy TB/s"). A GPU's
- * bandwidth drifts by a few percent over a run, and a figure set against a
- * copy timed a minute earlier drifted with it. Inputs are random normal
+ * paired with the copy: its launches come in BENCH_ROUNDS runs alternating
+ * with runs of a device-to-device copy of the same size (a rotation of its
+ * own), and the row is printed as a fraction of that copy's median ("copy
+ * TB/s"). A GPU's bandwidth drifts by a few percent over a run, and a figure
+ * set against a copy timed a minute earlier drifted with it. Inputs are random normal
  * data (never zeros).
  *
  * Usage: kernel_bench [MiB]   (input size per launch, default 256)
@@ -31,6 +31,7 @@
 #define BENCH_WARMUP 5
 #define BENCH_REPS 30
 #define BENCH_ROT 3
+#define BENCH_ROUNDS 5 /* runs of the kernel, and of its paired copy, per row */
 #define MIB (1024.0 * 1024.0)
 #define DEFAULT_MIB 256
 #define QGZ_K 8 /* peers summed by the fused reductions (G or N) */
@@ -63,21 +64,29 @@ static double time_one(launch_fn fn, int r, void *ctx)
 static void run_copy(int r, void *p);
 static uint64_t g_pair_bytes(void);
 
-/* Median milliseconds of one launch of fn; with pair, the copy's launches
- * alternate with fn's and g_pair_tbs gets the copy's median bandwidth. */
+/* Median milliseconds of one launch of fn. With pair, fn's launches come
+ * in BENCH_ROUNDS runs alternating with runs of the copy's, and g_pair_tbs
+ * gets the copy's median bandwidth. Each run starts with one untimed
+ * launch: a launch pays for the dirty L2 lines the launch before it left,
+ * and a timed launch should follow one of its own kind, as in a stream of
+ * them (a kernel timed right after a copy pays for up to an L2 of the
+ * copy's writes, and a copy after a read-mostly kernel for almost none). */
 static double time_median_of(launch_fn fn, void *ctx, int pair)
 {
     double ms[BENCH_REPS], cm[BENCH_REPS];
-    for (int i = 0; i < BENCH_WARMUP; i++) {
-        if (pair)
-            run_copy(i % BENCH_ROT, g_pair);
+    const int per = BENCH_REPS / BENCH_ROUNDS;
+    for (int i = 0; i < BENCH_WARMUP; i++)
         fn(i % BENCH_ROT, ctx);
-    }
     CK(cudaDeviceSynchronize());
-    for (int i = 0; i < BENCH_REPS; i++) {
-        if (pair)
-            cm[i] = time_one(run_copy, i % BENCH_ROT, g_pair);
-        ms[i] = time_one(fn, i % BENCH_ROT, ctx);
+    for (int r = 0, i = 0; r < BENCH_ROUNDS; r++) {
+        if (pair) {
+            run_copy(BENCH_ROT - 1, g_pair);
+            for (int j = 0; j < per; j++)
+                cm[r * per + j] = time_one(run_copy, j % BENCH_ROT, g_pair);
+        }
+        fn((i + BENCH_ROT - 1) % BENCH_ROT, ctx);
+        for (int j = 0; j < per; j++, i++)
+            ms[i] = time_one(fn, i % BENCH_ROT, ctx);
     }
     CK(cudaGetLastError());
     qsort(ms, BENCH_REPS, sizeof ms[0], cmp_double);
