@@ -194,9 +194,9 @@ template <int BITS>
 __device__ __forceinline__ void codes_store(uint8_t *p, const slot_codes<BITS> &c)
 {
     if (BITS == 8)
-        zk_stcs((uint2 *)p, make_uint2(c.w[0], c.w[1]));
+        zk_store_out((uint2 *)p, make_uint2(c.w[0], c.w[1]));
     else
-        zk_stcs((unsigned int *)p, c.w[0]);
+        zk_store_out((unsigned int *)p, c.w[0]);
 }
 /* (float)q of the 8 codes of a slot, exactly: the biased code u = q + bias
  * is put under the exponent of 2^23 by a byte permute and the bias removed
@@ -983,11 +983,11 @@ template <int BITS, int S>
 __device__ __forceinline__ void vcodes_store(uint8_t *p, const vcodes<BITS, S> &c)
 {
     if constexpr (vcodes<BITS, S>::words == 4)
-        zk_stcs((uint4 *)p, make_uint4(c.w[0], c.w[1], c.w[2], c.w[3]));
+        zk_store_out((uint4 *)p, make_uint4(c.w[0], c.w[1], c.w[2], c.w[3]));
     else if constexpr (vcodes<BITS, S>::words == 2)
-        zk_stcs((uint2 *)p, make_uint2(c.w[0], c.w[1]));
+        zk_store_out((uint2 *)p, make_uint2(c.w[0], c.w[1]));
     else
-        zk_stcs((unsigned int *)p, c.w[0]);
+        zk_store_out((unsigned int *)p, c.w[0]);
 }
 /* Slot g (codes 8g .. 8g + 7) of a vector. */
 template <int BITS, int S>
@@ -1334,9 +1334,9 @@ int frq_dispatch(const uint8_t *in, uint64_t in_stride, int k, uint64_t piece, u
 template <int ODT> __device__ __forceinline__ void slot_store_fast(uint8_t *p, const float (&v)[8])
 {
     if (ODT == ZK_FP32) {
-        zk_stcs((uint4 *)p, make_uint4(__float_as_uint(v[0]), __float_as_uint(v[1]),
+        zk_store_out((uint4 *)p, make_uint4(__float_as_uint(v[0]), __float_as_uint(v[1]),
                                       __float_as_uint(v[2]), __float_as_uint(v[3])));
-        zk_stcs((uint4 *)p + 1, make_uint4(__float_as_uint(v[4]), __float_as_uint(v[5]),
+        zk_store_out((uint4 *)p + 1, make_uint4(__float_as_uint(v[4]), __float_as_uint(v[5]),
                                           __float_as_uint(v[6]), __float_as_uint(v[7])));
     } else {
         uint32_t w[4];
@@ -1350,7 +1350,7 @@ template <int ODT> __device__ __forceinline__ void slot_store_fast(uint8_t *p, c
                 w[i] = *(const uint32_t *)&h;
             }
         }
-        zk_stcs((uint4 *)p, make_uint4(w[0], w[1], w[2], w[3]));
+        zk_store_out((uint4 *)p, make_uint4(w[0], w[1], w[2], w[3]));
     }
 }
 
@@ -1371,7 +1371,7 @@ __device__ __forceinline__ void store_vec_nonan(uint8_t *p, const float (&v)[VE]
             w[i] = *(const uint32_t *)&h;
         }
     }
-    zk_stcs((uint4 *)p, make_uint4(w[0], w[1], w[2], w[3]));
+    zk_store_out((uint4 *)p, make_uint4(w[0], w[1], w[2], w[3]));
 }
 
 /* reduce -> output: lane-slots of 8 elements, slot g = ((cta*8 + warp)*U
