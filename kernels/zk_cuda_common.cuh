@@ -102,8 +102,22 @@ template <> struct dt_traits<ZK_BF16> {
 #define ZK_ST_CS 0 /* 1: output stores streaming (st.global.cs); 0: write-back */
 #endif
 
+#ifndef ZK_LD_CS
+#define ZK_LD_CS 1 /* 1: input loads evict-first (ld.global.cs); 0: default caching */
+#endif
+
+/* Every load of a kernel's input goes through here. */
+template <typename T> __device__ __forceinline__ T zk_load_in(const T *p)
+{
+#if ZK_LD_CS
+    return __ldcs(p);
+#else
+    return *p;
+#endif
+}
+
 /* Every store of a kernel's output goes through here: the cache policy is
- * one knob (loads of inputs read once stay __ldcs, evict-first). Stores are
+ * one knob, as the loads' is (ZK_LD_CS). Stores are
  * write-back: a warp's store of 8 or 16 bytes per lane at a stride covers
  * part of each 32-byte sector, and the lines it leaves in L2 are completed
  * by the next store before they go to memory. Evict-first (.cs) stores
@@ -127,19 +141,19 @@ template <int BYTES> __device__ __forceinline__ raw16 load_raw(const void *p)
 {
     raw16 r = {{0, 0, 0, 0}};
     if (BYTES == 16) {
-        uint4 u = __ldcs((const uint4 *)p);
+        uint4 u = zk_load_in((const uint4 *)p);
         r.w[0] = u.x;
         r.w[1] = u.y;
         r.w[2] = u.z;
         r.w[3] = u.w;
     } else if (BYTES == 8) {
-        uint2 u = __ldcs((const uint2 *)p);
+        uint2 u = zk_load_in((const uint2 *)p);
         r.w[0] = u.x;
         r.w[1] = u.y;
     } else if (BYTES == 4) {
-        r.w[0] = __ldcs((const unsigned int *)p);
+        r.w[0] = zk_load_in((const unsigned int *)p);
     } else {
-        r.w[0] = __ldcs((const unsigned short *)p);
+        r.w[0] = zk_load_in((const unsigned short *)p);
     }
     return r;
 }

@@ -150,11 +150,11 @@ template <int DT> struct slot_raw {
 template <int DT> __device__ __forceinline__ void slot_load(slot_raw<DT> &s, const uint8_t *p)
 {
     if (DT == ZK_FP32) {
-        uint4 a = __ldcs((const uint4 *)p), b = __ldcs((const uint4 *)p + 1);
+        uint4 a = zk_load_in((const uint4 *)p), b = zk_load_in((const uint4 *)p + 1);
         s.w[0] = a.x, s.w[1] = a.y, s.w[2] = a.z, s.w[3] = a.w;
         s.w[4] = b.x, s.w[5] = b.y, s.w[6] = b.z, s.w[7] = b.w;
     } else {
-        uint4 a = __ldcs((const uint4 *)p);
+        uint4 a = zk_load_in((const uint4 *)p);
         s.w[0] = a.x, s.w[1] = a.y, s.w[2] = a.z, s.w[3] = a.w;
     }
 }
@@ -184,10 +184,10 @@ template <int BITS>
 __device__ __forceinline__ void codes_load(slot_codes<BITS> &c, const uint8_t *p)
 {
     if (BITS == 8) {
-        uint2 a = __ldcs((const uint2 *)p);
+        uint2 a = zk_load_in((const uint2 *)p);
         c.w[0] = a.x, c.w[1] = a.y;
     } else {
-        c.w[0] = __ldcs((const unsigned int *)p);
+        c.w[0] = zk_load_in((const unsigned int *)p);
     }
 }
 template <int BITS>
@@ -970,13 +970,13 @@ template <int BITS, int S>
 __device__ __forceinline__ void vcodes_load(vcodes<BITS, S> &c, const uint8_t *p)
 {
     if constexpr (vcodes<BITS, S>::words == 4) {
-        uint4 a = __ldcs((const uint4 *)p);
+        uint4 a = zk_load_in((const uint4 *)p);
         c.w[0] = a.x, c.w[1] = a.y, c.w[2] = a.z, c.w[3] = a.w;
     } else if constexpr (vcodes<BITS, S>::words == 2) {
-        uint2 a = __ldcs((const uint2 *)p);
+        uint2 a = zk_load_in((const uint2 *)p);
         c.w[0] = a.x, c.w[1] = a.y;
     } else {
-        c.w[0] = __ldcs((const unsigned int *)p);
+        c.w[0] = zk_load_in((const unsigned int *)p);
     }
 }
 template <int BITS, int S>
