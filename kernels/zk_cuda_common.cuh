@@ -103,12 +103,25 @@ template <> struct dt_traits<ZK_BF16> {
 #endif
 
 #ifndef ZK_LD_CS
-#define ZK_LD_CS 1 /* 1: input loads evict-first (ld.global.cs); 0: default caching */
+#define ZK_LD_CS 0 /* 1: every input load evict-first (ld.global.cs); 0: see zk_load_in */
 #endif
 
-/* Every load of a kernel's input goes through here. */
+/* An input load, evict-first (ld.global.cs). */
+template <typename T> __device__ __forceinline__ T zk_load_cs(const T *p)
+{
+    return __ldcs(p);
+}
+
+/* An input load of 8 or 16 bytes per lane: default caching (unless
+ * ZK_LD_CS). On an H200 evict-first loads held quantize at 92-94 % of the
+ * copy and default ones ran it at 99.8-101 %; reorder+quantize, the exact
+ * sum and the int8 reductions gained 1-4 points. Loads of 2 or 4 bytes per
+ * lane (dequantize's int4 codes, or int8 codes into fp32) and the int4
+ * vector reductions' loads stay evict-first: those ran 0.5-4 points slower
+ * with default caching (bench/results/kernels-2026-11-23-s13/). */
 template <typename T> __device__ __forceinline__ T zk_load_in(const T *p)
 {
+    static_assert(sizeof(T) >= 8, "loads narrower than 8 bytes use zk_load_cs");
 #if ZK_LD_CS
     return __ldcs(p);
 #else
@@ -151,9 +164,9 @@ template <int BYTES> __device__ __forceinline__ raw16 load_raw(const void *p)
         r.w[0] = u.x;
         r.w[1] = u.y;
     } else if (BYTES == 4) {
-        r.w[0] = zk_load_in((const unsigned int *)p);
+        r.w[0] = zk_load_cs((const unsigned int *)p);
     } else {
-        r.w[0] = zk_load_in((const unsigned short *)p);
+        r.w[0] = zk_load_cs((const unsigned short *)p);
     }
     return r;
 }

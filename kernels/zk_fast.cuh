@@ -187,7 +187,7 @@ __device__ __forceinline__ void codes_load(slot_codes<BITS> &c, const uint8_t *p
         uint2 a = zk_load_in((const uint2 *)p);
         c.w[0] = a.x, c.w[1] = a.y;
     } else {
-        c.w[0] = zk_load_in((const unsigned int *)p);
+        c.w[0] = zk_load_cs((const unsigned int *)p);
     }
 }
 template <int BITS>
@@ -970,13 +970,13 @@ template <int BITS, int S>
 __device__ __forceinline__ void vcodes_load(vcodes<BITS, S> &c, const uint8_t *p)
 {
     if constexpr (vcodes<BITS, S>::words == 4) {
-        uint4 a = zk_load_in((const uint4 *)p);
+        uint4 a = zk_load_cs((const uint4 *)p);
         c.w[0] = a.x, c.w[1] = a.y, c.w[2] = a.z, c.w[3] = a.w;
     } else if constexpr (vcodes<BITS, S>::words == 2) {
-        uint2 a = zk_load_in((const uint2 *)p);
+        uint2 a = zk_load_cs((const uint2 *)p);
         c.w[0] = a.x, c.w[1] = a.y;
     } else {
-        c.w[0] = zk_load_in((const unsigned int *)p);
+        c.w[0] = zk_load_cs((const unsigned int *)p);
     }
 }
 template <int BITS, int S>
