@@ -119,9 +119,6 @@ __global__ void ZK_LB_FLAT dequantize_kernel(const uint8_t *in, uint64_t pay_byt
 #ifndef ZK_DQX
 #define ZK_DQX 1 /* 1: dequantize power-of-two block sizes through dqx_kernel */
 #endif
-#ifndef ZK_DQX_CONTIG
-#define ZK_DQX_CONTIG 0 /* 1: dqx_kernel's NV vectors of a thread adjacent, their codes one load */
-#endif
 #ifndef ZK_DQX_NV
 #define ZK_DQX_NV 2 /* vectors per thread and tile, dqx_kernel (2: 93-95 % of the copy on
                      * an H200, kernels-2026-11-22-h200-fqx.txt) */
@@ -153,58 +150,27 @@ __device__ __forceinline__ void dqx_decode(raw16 r, float s, float (&v)[VE])
     }
 }
 
-/* Vector j's codes (CB bytes at byte j * CB) of a wide load. */
-template <int CB> __device__ __forceinline__ raw16 dqx_part(const raw16 &w, int j)
-{
-    raw16 r = {{0, 0, 0, 0}};
-    if (CB == 2) {
-        r.w[0] = w.w[j / 2] >> (16 * (j % 2));
-    } else if (CB == 4) {
-        r.w[0] = w.w[j];
-    } else if (CB == 8) {
-        r.w[0] = w.w[2 * j];
-        r.w[1] = w.w[2 * j + 1];
-    } else {
-        r = w;
-    }
-    return r;
-}
-
 template <int DT, int BITS, int NV>
 __global__ void ZK_LB_FLAT dqx_kernel(const uint8_t *in, uint64_t pay_bytes, uint64_t n_out,
                                       int lgb, void *y)
 {
     constexpr int es = shape<DT>::es, VE = shape<DT>::ve, CB = VE * BITS / 8;
-    /* ZK_DQX_CONTIG: vector j of thread t is vector t * NV + j of its tile,
-     * the NV vectors' codes one load; else vector j * CTA + t, so that
-     * every warp instruction touches one contiguous span */
-    constexpr bool CONTIG = ZK_DQX_CONTIG && NV > 1 && CB * NV <= 16;
-    constexpr int STEP = CONTIG ? VE : ZK_CTA_THREADS * VE; /* elements between a thread's vectors */
+    constexpr int STEP = ZK_CTA_THREADS * VE; /* elements between a thread's vectors */
     constexpr uint64_t tile_vecs = (uint64_t)ZK_CTA_THREADS * NV;
     const float *scales = (const float *)(in + pay_bytes);
     const uint64_t nvec = (n_out + VE - 1) / VE, tiles = (nvec + tile_vecs - 1) / tile_vecs;
     const bool yal = ((uintptr_t)y & 15) == 0;
     for (uint64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        const uint64_t e0 =
-            (tile * tile_vecs + (CONTIG ? threadIdx.x * (uint64_t)NV : threadIdx.x)) * VE;
+        const uint64_t e0 = (tile * tile_vecs + threadIdx.x) * VE;
         raw16 r[NV];
         float s[NV];
         if (yal && (tile + 1) * tile_vecs * VE <= n_out) {
             /* the whole tile: constant offsets, no tests */
             const uint8_t *pc = in + e0 * BITS / 8;
-            if constexpr (CONTIG) {
-                raw16 w = load_raw<CB * NV>(pc);
 #pragma unroll
-                for (int j = 0; j < NV; j++) {
-                    r[j] = dqx_part<CB>(w, j);
-                    s[j] = __ldg(scales + ((e0 + (uint64_t)j * STEP) >> lgb));
-                }
-            } else {
-#pragma unroll
-                for (int j = 0; j < NV; j++) {
-                    r[j] = load_raw<CB>(pc + j * STEP * BITS / 8);
-                    s[j] = __ldg(scales + ((e0 + (uint64_t)j * STEP) >> lgb));
-                }
+            for (int j = 0; j < NV; j++) {
+                r[j] = load_raw<CB>(pc + j * STEP * BITS / 8);
+                s[j] = __ldg(scales + ((e0 + (uint64_t)j * STEP) >> lgb));
             }
             uint8_t *py = (uint8_t *)y + e0 * es;
 #pragma unroll
