@@ -229,6 +229,17 @@ static const char *dtn(int dt)
     return dt == ZK_FP32 ? "fp32" : dt == ZK_FP16 ? "fp16" : "bf16";
 }
 
+/* A copy of `bytes` on a rotation of its own (random fp32 in, a buffer out). */
+static void copy_ctx(struct ctx *c, uint64_t bytes, uint64_t *seed)
+{
+    memset(c, 0, sizeof *c);
+    c->bytes = bytes;
+    for (int r = 0; r < BENCH_ROT; r++) {
+        c->x[r] = dev_random(bytes, ZK_FP32, seed);
+        c->y[r] = dev_alloc(bytes);
+    }
+}
+
 int main(int argc, char **argv)
 {
     uint64_t mib = argc > 1 ? strtoull(argv[1], NULL, 10) : DEFAULT_MIB;
@@ -251,12 +262,7 @@ int main(int argc, char **argv)
 
     struct ctx c;
     /* copy: in_bytes read + in_bytes written */
-    memset(&c, 0, sizeof c);
-    c.bytes = in_bytes;
-    for (int r = 0; r < BENCH_ROT; r++) {
-        c.x[r] = dev_random(in_bytes, ZK_FP32, &seed);
-        c.y[r] = dev_alloc(in_bytes);
-    }
+    copy_ctx(&c, in_bytes, &seed);
     /* the better of two medians: the first can catch the clocks ramping up */
     double ms = time_median_of(run_copy, &c, 0), ms2 = time_median_of(run_copy, &c, 0);
     ms = ms2 < ms ? ms2 : ms;
@@ -265,12 +271,7 @@ int main(int argc, char **argv)
     double copy_ms = ms;
     /* the copy every kernel row is paired with: a rotation of its own */
     struct ctx pc;
-    memset(&pc, 0, sizeof pc);
-    pc.bytes = in_bytes;
-    for (int r = 0; r < BENCH_ROT; r++) {
-        pc.x[r] = dev_random(in_bytes, ZK_FP32, &seed);
-        pc.y[r] = dev_alloc(in_bytes);
-    }
+    copy_ctx(&pc, in_bytes, &seed);
     g_pair = &pc;
     /* a write-only stream, for the kernels that mostly write (dequantize
      * into fp32 writes 8 of the 9 bytes it moves): a reference, no goal */
@@ -371,12 +372,7 @@ int main(int argc, char **argv)
     free_ctx(&c);
 
     /* the copy again, to see the spread */
-    memset(&c, 0, sizeof c);
-    c.bytes = in_bytes;
-    for (int r = 0; r < BENCH_ROT; r++) {
-        c.x[r] = dev_random(in_bytes, ZK_FP32, &seed);
-        c.y[r] = dev_alloc(in_bytes);
-    }
+    copy_ctx(&c, in_bytes, &seed);
     ms = time_median_of(run_copy, &c, 0);
     row("cudaMemcpy D2D (again)", "", 2.0 * in_bytes, ms);
     printf("copy spread: %.4f ms then %.4f ms\n", copy_ms, ms);
