@@ -129,11 +129,10 @@ template <typename T> __device__ __forceinline__ T zk_load_in(const T *p)
 #endif
 }
 
-/* Every store of a kernel's output goes through here: the cache policy is
- * one knob, as the loads' is (ZK_LD_CS). Stores are
- * write-back: a warp's store of 8 or 16 bytes per lane at a stride covers
- * part of each 32-byte sector, and the lines it leaves in L2 are completed
- * by the next store before they go to memory. Evict-first (.cs) stores
+/* Every store of a kernel's output goes through here (ZK_ST_CS). Stores
+ * are write-back: a warp's store of 8 or 16 bytes per lane at a stride
+ * covers part of each 32-byte sector, and the lines it leaves in L2 are
+ * completed by the next store before they go to memory. Evict-first (.cs) stores
  * sent part-written sectors out: quantize at B = 32 ran 88.9 % of the copy
  * with them and 93.0 % without on an H200, 94.9 and 97.3 % on an H100;
  * no kernel was slower without (bench/results/kernels-2026-11-23-s13/). */
