@@ -543,13 +543,11 @@ static int on_heartbeat(void *ctx, const Zpp__Peer__HeartbeatRequest *req,
                         const struct peer_caller *from, int *state, char *msg, size_t len)
 {
     struct zppd *d = ctx;
-    struct job *j = job_by_name(d, req->tenant ? req->tenant->uid : 0,
-                                req->tenant && req->tenant->label ? req->tenant->label : "",
-                                req->job_id);
+    uint32_t uid = req->tenant ? req->tenant->uid : 0;
+    const char *label = req->tenant && req->tenant->label ? req->tenant->label : "";
+    struct job *j = job_by_name(d, uid, label, req->job_id);
     if (!j) {
-        *state = ended_recently(d, req->tenant ? req->tenant->uid : 0,
-                                req->tenant && req->tenant->label ? req->tenant->label : "",
-                                req->job_id)
+        *state = ended_recently(d, uid, label, req->job_id)
                      ? ZPP__PEER__JOB_STATE__JOB_STATE_ENDED
                      : ZPP__PEER__JOB_STATE__JOB_STATE_UNKNOWN;
         return 0;
