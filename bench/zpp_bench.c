@@ -352,10 +352,9 @@ struct goal_row {
     double qwz_x, qgz_x, hpz_x, qwz_m, hpz_m, qgz_m;
     double qwz_wire, qgz_wire; /* the B_WIRE_* rows' speedups */
     double qwz_lo, qwz_hi, qgz_lo, qgz_hi; /* the speedups' range over the rounds */
-    int rounds;
 };
 
-static void print_goals(const struct goal_row *g, int n)
+static void print_goals(const struct goal_row *g, int n, int rounds)
 {
     if (n == 0) {
         printf("\ngoals: no size of 256 MiB or more was measured (-m)\n");
@@ -365,7 +364,7 @@ static void print_goals(const struct goal_row *g, int n)
            "this run; inter/M goals ~0.5, 0, ~0.25)\n");
     printf("(%d rounds, each kind measured once per round in turn; a speedup is the median of "
            "the rounds' own ratios, each zppd time over the NCCL time of its round)\n",
-           g[0].rounds);
+           rounds);
     printf("%-10s %22s %22s %22s\n", "bytes", "qwZ>=1.9x AG (inter/M)", "qgZ>=3x RS (inter/M)",
            "hpZ>=30x AG (inter/M)");
     for (int i = 0; i < n; i++) {
@@ -619,8 +618,7 @@ static int bench_child(int rank, void *arg)
                                        .qwz_lo = qw[0],
                                        .qwz_hi = qw[0],
                                        .qgz_lo = qg[0],
-                                       .qgz_hi = qg[0],
-                                       .rounds = rounds};
+                                       .qgz_hi = qg[0]};
                 for (int r = 1; r < rounds; r++) {
                     g->qwz_lo = qw[r] < g->qwz_lo ? qw[r] : g->qwz_lo;
                     g->qwz_hi = qw[r] > g->qwz_hi ? qw[r] : g->qwz_hi;
@@ -631,7 +629,7 @@ static int bench_child(int rank, void *arg)
         }
     }
     if (rank == 0 && o->multi)
-        print_goals(goals, ngoals);
+        print_goals(goals, ngoals, o->rounds);
     /* Leave the job only when every rank's GPU work is done (see
      * cut_meet: across daemons the first rank to leave aborts the job). */
     cuStreamSynchronize(c.st);

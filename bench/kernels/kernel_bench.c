@@ -32,6 +32,7 @@
 #define BENCH_REPS 30
 #define BENCH_ROT 3
 #define BENCH_ROUNDS 5 /* runs of the kernel, and of its paired copy, per row */
+_Static_assert(BENCH_REPS % BENCH_ROUNDS == 0, "a row's timed launches split evenly into runs");
 #define MIB (1024.0 * 1024.0)
 #define DEFAULT_MIB 256
 #define QGZ_K 8 /* peers summed by the fused reductions (G or N) */
