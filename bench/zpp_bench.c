@@ -27,11 +27,15 @@
  *   by a qwZ), plain reduce-scatter, qgZ (default choice, and forced int4);
  *   across daemons also the wire: in-process NCCL moving the bytes qwZ and
  *   qgZ move (an all-gather of half the bytes, an all-to-all of a quarter),
- *   the ceiling the issue measured its goals against. Across daemons each
- *   size runs in -R rounds (default 3), every kind once per round in turn,
- *   and a goal's speedup is the median of the rounds' own ratios: the
- *   simulated wire drifts over seconds, and a zppd time is compared with
- *   the NCCL time taken next to it.
+ *   the ceiling the issue measured its goals against; and qwZ done
+ *   in-process with the same kernels (quantize, NCCL all-gather of the
+ *   codes, dequantize: what a user of kernels/ would write without the
+ *   daemon), whose output is checked byte for byte against zppd's before
+ *   the timing starts. Across daemons each size runs in -R rounds (default
+ *   7), every kind once per round, each zppd kind right after the NCCL
+ *   baseline it is compared with, and a goal's speedup is the median of
+ *   the rounds' own ratios: the simulated wire drifts over seconds, and a
+ *   zppd time is compared with the NCCL time taken next to it.
  * Throughput: `iters` calls back to back on one stream (zppd: the
  * stream-ordered async API: zpp_collective_async + zpp_wait_stream), timed
  * with CUDA events around the loop; time per call = elapsed / iters.
@@ -39,7 +43,9 @@
  * the whole job's) over the tensor's bytes M (ZeRO-3 moves (N-1) M).
  * Latency (4 KiB, one daemon only): each call followed by
  * cuStreamSynchronize, wall clock per call, p50 and p90 over the samples;
- * daemon overhead = zppd p50 minus NCCL p50 of the same collective.
+ * daemon overhead = zppd p50 minus NCCL p50 of the same collective; for
+ * qwZ also against the in-process qwZ (the daemon's own cost: the same
+ * work, without the daemon).
  * Across daemons the iteration counts are smaller (a 512 MiB call crosses
  * the simulated wire in ~100+ ms: about 1 minute for sizes up to 1 GiB),
  * pipelining is measured only below 256 MiB, and a summary against the
@@ -60,7 +66,9 @@
 #include "cu_testlib.h"
 #include "zpp.h"
 #include "zpp_cuda.h"
+#include "zpp_kernels_cuda.h"
 
+#define QWZ_BLOCK 256 /* qwZ's block, zppd's and in-process (DESIGN.md's default) */
 #define LAT_SAMPLES 2000
 #define LAT_WARMUP 200
 
@@ -83,12 +91,14 @@ static const uint64_t SIZES[] = {4096,      65536,      1u << 20,   16u << 20,
  * daemons only): in-process NCCL moving the bytes qwZ and qgZ move, with no
  * quantization work. B_WIRE_AG: ncclAllGather of half the bytes (int8);
  * B_WIRE_A2A: an all-to-all (ncclSend/ncclRecv to every rank, as
- * torch.distributed.all_to_all_single) of a quarter of the bytes (int4). */
+ * torch.distributed.all_to_all_single) of a quarter of the bytes (int4).
+ * B_INPROC_QWZ: qwZ in the client process with kernels/ (inproc_qwz). */
 enum {
     B_NCCL_AG,
     B_NCCL_RS,
     B_WIRE_AG,
     B_WIRE_A2A,
+    B_INPROC_QWZ,
     B_QWZ,
     B_AG,
     B_HPZ,
@@ -99,13 +109,28 @@ enum {
 };
 static const char *BNAME[B_N] = {
     "nccl_allgather_bf16", "nccl_reduce_scatter_bf16", "wire_allgather_half", "wire_alltoall_quarter",
-    "zppd_qwz_int8",       "zppd_allgather_bf16",      "zppd_hpz_gather",     "zppd_reduce_scatter_bf16",
-    "zppd_qgz_default",    "zppd_qgz_int4_forced"};
+    "inproc_qwz_int8",     "zppd_qwz_int8",            "zppd_allgather_bf16", "zppd_hpz_gather",
+    "zppd_reduce_scatter_bf16", "zppd_qgz_default",    "zppd_qgz_int4_forced"};
 
-/* In-process NCCL, not zppd. */
-static int is_nccl(int k)
+/* The order of one round: each zppd kind right after the in-process time
+ * it is divided by, so that drift on the wire between the two is least. */
+static const int ROUND_ORDER[B_N] = {B_NCCL_AG, B_QWZ,      B_INPROC_QWZ, B_WIRE_AG,
+                                     B_AG,      B_HPZ,      B_NCCL_RS,    B_QGZ,
+                                     B_WIRE_A2A, B_QGZ_Q,   B_RS};
+
+_Static_assert(sizeof ROUND_ORDER / sizeof ROUND_ORDER[0] == B_N, "every kind once a round");
+
+/* In the client process (NCCL, or kernels/ and NCCL), not zppd. */
+static int in_process(int k)
 {
-    return k == B_NCCL_AG || k == B_NCCL_RS || k == B_WIRE_AG || k == B_WIRE_A2A;
+    return k == B_NCCL_AG || k == B_NCCL_RS || k == B_WIRE_AG || k == B_WIRE_A2A ||
+           k == B_INPROC_QWZ;
+}
+
+/* Only across daemons: the wire rows. */
+static int multi_only(int k)
+{
+    return k == B_WIRE_AG || k == B_WIRE_A2A;
 }
 
 /* Measured against the reduce-scatter (else the all-gather). */
@@ -120,6 +145,7 @@ struct ctx {
     ncclComm_t comm;
     zpp_conn *zc;
     CUdeviceptr in, out;
+    CUdeviceptr codes; /* inproc_qwz: the W chunks, gathered in place */
     uint64_t zin, zout, oin, oout;
 };
 
@@ -152,7 +178,7 @@ static int submit(struct ctx *c, int k, uint64_t count, const char *key, uint64_
 /* Enqueues one call of kind k on c->st. 0 or an error. */
 static int one(struct ctx *c, int k, uint64_t count, const char *key)
 {
-    if (!is_nccl(k)) {
+    if (!in_process(k)) {
         uint64_t id = 0;
         zpp_result res;
         int rc = submit(c, k, count, key, &id);
@@ -196,9 +222,31 @@ static double pipelined(struct ctx *c, int k, uint64_t count, const char *key, i
     return ms / iters;
 }
 
+/* qwZ in the client process, as a user of kernels/ would write it: this
+ * rank's shard quantized into its chunk of c->codes, the chunks gathered
+ * in place by NCCL, each dequantized into its place of the output. The
+ * same chunks and arithmetic as zppd's qwZ, so the same output bytes. */
+static int inproc_qwz(struct ctx *c, uint64_t shard)
+{
+    uint64_t cb = zk_chunk_bytes(shard, 8, QWZ_BLOCK);
+    uint8_t *q = (uint8_t *)c->codes;
+    cudaStream_t st = (cudaStream_t)c->st;
+    int rc = zk_quantize_cuda((const void *)c->in, ZK_BF16, shard, shard, 8, QWZ_BLOCK,
+                              q + (uint64_t)c->rank * cb, NULL, st);
+    if (rc)
+        return rc;
+    rc = ncclAllGather(q + (uint64_t)c->rank * cb, q, cb, ncclUint8, c->comm, st);
+    for (int m = 0; !rc && m < c->W; m++)
+        rc = zk_dequantize_cuda(q + (uint64_t)m * cb, shard, shard, 8, QWZ_BLOCK,
+                                (uint8_t *)c->out + (uint64_t)m * shard * 2, ZK_BF16, st);
+    return rc;
+}
+
 static int submit(struct ctx *c, int k, uint64_t count, const char *key, uint64_t *out_id)
 {
     uint64_t shard = count / (uint64_t)c->W;
+    if (k == B_INPROC_QWZ)
+        return inproc_qwz(c, shard);
     if (k == B_NCCL_AG)
         return ncclAllGather((void *)c->in, (void *)c->out, shard, ncclBfloat16, c->comm,
                              (cudaStream_t)c->st);
@@ -226,6 +274,7 @@ static int submit(struct ctx *c, int k, uint64_t count, const char *key, uint64_
                                  0,
                                  0,
                                  0,
+                                 0,
                                  ZPP_OP_QWZ_ALLGATHER,
                                  ZPP_OP_ALLGATHER,
                                  ZPP_OP_HPZ_GATHER,
@@ -236,6 +285,8 @@ static int submit(struct ctx *c, int k, uint64_t count, const char *key, uint64_
     call.input = (zpp_bufref){c->zin, c->oin};
     call.output = (zpp_bufref){c->zout, c->oout};
     call.bits = k == B_QGZ_Q || k == B_QGZ ? 4 : 8;
+    if (k == B_QWZ)
+        call.block = QWZ_BLOCK;
     if (k == B_QGZ_Q)
         call.flags = ZPP_FLAG_FORCE_QUANT;
     if (k == B_HPZ)
@@ -249,6 +300,7 @@ static int keep_key(struct ctx *c, uint64_t count, const char *key)
     zpp_coll_init(&call, ZPP_OP_QWZ_ALLGATHER, ZPP_BF16, count);
     call.input = (zpp_bufref){c->zin, c->oin};
     call.output = (zpp_bufref){c->zout, c->oout};
+    call.block = QWZ_BLOCK;
     call.hpz_key = key;
     uint64_t id;
     int rc = zpp_collective_async(c->zc, &call, c->st, &id);
@@ -327,6 +379,65 @@ static int latency(struct ctx *c, int k, uint64_t count, struct lat_fig *f)
     return 0;
 }
 
+/* Before any timing: inproc_qwz and zppd's qwZ give the same output
+ * bytes on the same random finite input, each output poisoned first (a
+ * 1 MiB tensor, and shards of 3 blocks and a tail). Every rank checks its
+ * own output; 0, or 1 after saying where they differ. */
+static int check_inproc(struct ctx *c, uint64_t max_shard)
+{
+    static const uint64_t shards[] = {0, 3 * QWZ_BLOCK + 40};
+    for (size_t t = 0; t < sizeof shards / sizeof shards[0]; t++) {
+        uint64_t shard = shards[t] ? shards[t] : (1u << 19) / (uint64_t)c->W;
+        uint64_t count = shard * (uint64_t)c->W, bytes = count * 2;
+        if (shard > max_shard)
+            continue;
+        uint16_t *x = malloc(shard * 2);
+        uint8_t *a = malloc(bytes), *b = malloc(bytes);
+        int rc = !x || !a || !b;
+        uint32_t seed = 2463534242u + (uint32_t)c->rank * 7919u + (uint32_t)shard;
+        for (uint64_t i = 0; !rc && i < shard; i++) { /* xorshift32 -> bf16 in (-4, 4) */
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            float f = ((float)(seed >> 8) / 16777216.0f - 0.5f) * 8.0f;
+            uint32_t u;
+            memcpy(&u, &f, 4);
+            x[i] = (uint16_t)(u >> 16);
+        }
+        if (!rc)
+            /* everything on c->st, whose order zppd's calls follow */
+            rc = cuMemcpyHtoDAsync(c->in, x, shard * 2, c->st) ||
+                 cuMemsetD8Async(c->out, 0xA5, bytes, c->st) ||
+                 one(c, B_INPROC_QWZ, count, NULL) || cuStreamSynchronize(c->st) ||
+                 cuMemcpyDtoH(a, c->out, bytes) || cuMemsetD8Async(c->out, 0x5A, bytes, c->st) ||
+                 one(c, B_QWZ, count, NULL) || cuStreamSynchronize(c->st) ||
+                 cuMemcpyDtoH(b, c->out, bytes) || cuMemsetD8Async(c->in, 0, shard * 2, c->st) ||
+                 cuStreamSynchronize(c->st);
+        uint64_t bad = 0, first = 0;
+        for (uint64_t i = 0; !rc && i < bytes; i++)
+            if (a[i] != b[i] && bad++ == 0)
+                first = i;
+        if (rc)
+            fprintf(stderr, "rank %d: in-process qwZ check (%llu elements) failed to run: %s\n",
+                    c->rank, (unsigned long long)count, zpp_last_error(c->zc));
+        else if (bad)
+            fprintf(stderr, "rank %d: in-process qwZ and zppd's differ in %llu of %llu bytes "
+                    "(first at %llu) for %llu elements\n", c->rank, (unsigned long long)bad,
+                    (unsigned long long)bytes, (unsigned long long)first,
+                    (unsigned long long)count);
+        else if (c->rank == 0)
+            printf("in-process qwZ = zppd qwZ, byte for byte: %llu elements (%llu per rank), "
+                   "random bf16 in (-4, 4)\n", (unsigned long long)count,
+                   (unsigned long long)shard);
+        free(x);
+        free(a);
+        free(b);
+        if (rc || bad)
+            return 1;
+    }
+    return 0;
+}
+
 /* Calls per measurement: one daemon, 4 GiB of tensor per kind (10..200);
  * across daemons 6 GiB (3..50), whose calls cross the simulated wire at a
  * few GB/s. -q and -i cap them. Every rank computes the same numbers:
@@ -351,6 +462,7 @@ struct goal_row {
     uint64_t bytes;
     double qwz_x, qgz_x, hpz_x, qwz_m, hpz_m, qgz_m;
     double qwz_wire, qgz_wire; /* the B_WIRE_* rows' speedups */
+    double inproc_x, inproc_share; /* in-process qwZ's speedup; zppd's qwZ speed / its */
     double qwz_lo, qwz_hi, qgz_lo, qgz_hi; /* the speedups' range over the rounds */
 };
 
@@ -389,6 +501,12 @@ static void print_goals(const struct goal_row *g, int n, int rounds)
         printf("%-10llu %13.2fx %13.0f%% %13.2fx %13.0f%%\n", (unsigned long long)g[i].bytes,
                g[i].qwz_wire, 100 * g[i].qwz_x / g[i].qwz_wire, g[i].qgz_wire,
                100 * g[i].qgz_x / g[i].qgz_wire);
+    printf("\nqwZ in-process (kernels/ and NCCL in the client, no daemon) against zppd's qwZ\n");
+    printf("%-10s %18s %18s %22s\n", "bytes", "in-process qwZ x", "zppd qwZ x",
+           "zppd / in-process");
+    for (int i = 0; i < n; i++)
+        printf("%-10llu %17.2fx %17.2fx %21.0f%%\n", (unsigned long long)g[i].bytes,
+               g[i].inproc_x, g[i].qwz_x, 100 * g[i].inproc_share);
 }
 
 static int bench_child(int rank, void *arg)
@@ -455,6 +573,12 @@ static int bench_child(int rank, void *arg)
         return 1;
     c.in = vin.ptr;
     c.out = vout.ptr;
+    uint64_t max_shard = o->max_bytes / 2 / (uint64_t)o->world + 1024;
+    if (cuMemAlloc(&c.codes, (size_t)(zk_chunk_bytes(max_shard, 8, QWZ_BLOCK) *
+                                      (uint64_t)o->world)) != CUDA_SUCCESS) {
+        fprintf(stderr, "rank %d: no GPU memory for the in-process qwZ's codes\n", rank);
+        return 1;
+    }
     cuMemsetD8(c.in, 0, vin.size); /* zeros: no non-finite blocks; speed is data-blind */
     cuCtxSynchronize();
 
@@ -492,12 +616,15 @@ static int bench_child(int rank, void *arg)
                "connect %.1f ms)\n",
                (th3 - th0) / 1e3, (th1 - th0) / 1e3, (th2 - th1) / 1e3,
                o->multi ? "job formation across daemons, " : "", (th3 - th2) / 1e3);
+    if (check_inproc(&c, max_shard))
+        return 1;
 
     /* small-call latency (one daemon: the daemon's own overhead) */
     struct {
         int k;
         struct lat_fig f;
-    } lat[] = {{B_NCCL_AG, {0}}, {B_AG, {0}}, {B_QWZ, {0}}, {B_NCCL_RS, {0}}, {B_RS, {0}}};
+    } lat[] = {{B_NCCL_AG, {0}}, {B_AG, {0}},      {B_QWZ, {0}},
+               {B_INPROC_QWZ, {0}}, {B_NCCL_RS, {0}}, {B_RS, {0}}};
     for (size_t i = 0; !o->multi && i < sizeof lat / sizeof lat[0]; i++)
         if (latency(&c, lat[i].k, 2048, &lat[i].f)) {
             fprintf(stderr, "rank %d: latency %s failed: %s\n", rank, BNAME[lat[i].k],
@@ -517,7 +644,10 @@ static int bench_child(int rank, void *arg)
         printf("daemon overhead p50: all-gather %+.1f us, qwZ %+.1f us, reduce-scatter %+.1f us "
                "(zppd p50 - NCCL p50)\n",
                lat[1].f.p50 - lat[0].f.p50, lat[2].f.p50 - lat[0].f.p50,
-               lat[4].f.p50 - lat[3].f.p50);
+               lat[5].f.p50 - lat[4].f.p50);
+        printf("qwZ against the same qwZ in-process (quantize, NCCL all-gather, dequantize in the "
+               "client): %+.1f us\n",
+               lat[2].f.p50 - lat[3].f.p50);
     }
     if (rank == 0) {
         printf("\nthroughput (back-to-back calls on one stream; ms per call; speedup = NCCL ms / "
@@ -554,10 +684,10 @@ static int bench_child(int rank, void *arg)
         for (int k = 0; k < B_N; k++)
             t[k] = tp[k] = frac[k] = 0;
         for (int r = 0; r < rounds; r++)
-            for (int k = 0; k < B_N; k++) {
-                int nccl = is_nccl(k);
+            for (int oi = 0; oi < B_N; oi++) {
+                int k = ROUND_ORDER[oi], nccl = in_process(k);
                 tr[k][r] = 0;
-                if ((k == B_WIRE_AG || k == B_WIRE_A2A) && !o->multi)
+                if (multi_only(k) && !o->multi)
                     continue;
                 memset(&g_last_res, 0, sizeof g_last_res);
                 tr[k][r] = throughput(&c, k, count, key, iters_r, r == 0 ? warm : 0);
@@ -580,7 +710,7 @@ static int bench_child(int rank, void *arg)
         drop_key(&c, key);
         if (rank == 0) {
             for (int k = 0; k < B_N; k++) {
-                int nccl = is_nccl(k);
+                int nccl = in_process(k);
                 double base = rs_based(k) ? t[B_NCCL_RS] : t[B_NCCL_AG];
                 if (t[k] <= 0)
                     continue;
@@ -597,7 +727,7 @@ static int bench_child(int rank, void *arg)
             }
             if (o->multi && bytes >= GOAL_MIN) {
                 double qw[MAX_ROUNDS], qg[MAX_ROUNDS], hp[MAX_ROUNDS], wa[MAX_ROUNDS],
-                    wq[MAX_ROUNDS];
+                    wq[MAX_ROUNDS], ip[MAX_ROUNDS], is[MAX_ROUNDS];
                 struct goal_row *g = &goals[ngoals++];
                 for (int r = 0; r < rounds; r++) {
                     qw[r] = tr[B_NCCL_AG][r] / tr[B_QWZ][r];
@@ -605,6 +735,8 @@ static int bench_child(int rank, void *arg)
                     hp[r] = tr[B_NCCL_AG][r] / tr[B_HPZ][r];
                     wa[r] = tr[B_NCCL_AG][r] / tr[B_WIRE_AG][r];
                     wq[r] = tr[B_NCCL_RS][r] / tr[B_WIRE_A2A][r];
+                    ip[r] = tr[B_NCCL_AG][r] / tr[B_INPROC_QWZ][r];
+                    is[r] = tr[B_INPROC_QWZ][r] / tr[B_QWZ][r];
                 }
                 *g = (struct goal_row){.bytes = bytes,
                                        .qwz_x = median_of(qw, rounds),
@@ -615,6 +747,8 @@ static int bench_child(int rank, void *arg)
                                        .hpz_m = frac[B_HPZ],
                                        .qwz_wire = median_of(wa, rounds),
                                        .qgz_wire = median_of(wq, rounds),
+                                       .inproc_x = median_of(ip, rounds),
+                                       .inproc_share = median_of(is, rounds),
                                        .qwz_lo = qw[0],
                                        .qwz_hi = qw[0],
                                        .qgz_lo = qg[0],
@@ -637,6 +771,7 @@ static int bench_child(int rank, void *arg)
         fprintf(stderr, "rank %d: the other ranks did not finish within 30 s\n", rank);
     zpp_close(c.zc);
     ncclCommDestroy(c.comm);
+    cuMemFree(c.codes);
     cut_vmm_free(&vin);
     cut_vmm_free(&vout);
     return 0;
@@ -654,7 +789,7 @@ static void usage(const char *argv0)
 int main(int argc, char **argv)
 {
     struct bopts o = {
-        .world = 2, .nodes = 1, .max_bytes = 1ull << 30, .hostid = "zpp-node", .rounds = 3};
+        .world = 2, .nodes = 1, .max_bytes = 1ull << 30, .hostid = "zpp-node", .rounds = 7};
     int ch, per_node = 0;
     while ((ch = getopt(argc, argv, "s:w:n:m:qA:L:G:g:I:i:R:")) != -1) {
         switch (ch) {
