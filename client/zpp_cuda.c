@@ -32,6 +32,16 @@
 
 #define EV_HANDLE_LEN 64
 #define SLOT_WAIT_MS 60000 /* longest wait for a slot's previous call to finish */
+/* zpp_wait_stream of a call of at most DONE_POLL_MAX_BYTES (tensor bytes)
+ * polls its done event up to ZPP_DONE_SPIN_US (default DONE_SPIN_US_DEF)
+ * before it makes the stream wait on it; a call found finished needs no
+ * wait on the stream at all. A stream's wait on another process's event
+ * costs a small call 8-10 us of GPU-side latency on two H200s under MPS
+ * (bench/results/cuda-2026-11-23-h200x2-s14/), the query a fraction of a
+ * microsecond. Larger calls take longer than any spin: one query. */
+#define DONE_POLL_MAX_BYTES (1ull << 20)
+#define DONE_SPIN_US_DEF 20
+#define DONE_SPIN_US_MAX 1000
 
 /* The driver API through libcuda.so.1 loaded at run time: libzpp never
  * links libcuda, so host-only users need no NVIDIA driver. */
@@ -106,8 +116,10 @@ struct zpp_cuda {
     ProtobufCBinaryData *wire;
     uint64_t *req_of; /* slot -> req_id in flight (0: free) */
     unsigned char *used; /* slot -> a call has named it (done[i] recorded or to be) */
+    unsigned char *small; /* slot -> its call is small enough to poll for (DONE_POLL_MAX_BYTES) */
     int next;         /* round-robin start for the next free slot */
     int have_done;
+    uint64_t done_spin_ns; /* ZPP_DONE_SPIN_US */
 };
 
 static int drv_err(zpp_conn *c, CUresult r, const char *what)
@@ -167,6 +179,7 @@ static void ext_free(void *state)
     free(z->wire);
     free(z->req_of);
     free(z->used);
+    free(z->small);
     free(z);
 }
 
@@ -234,7 +247,7 @@ int zpp_cuda_attach(zpp_conn *c, int n_events)
         !(z->ready_h = calloc((size_t)n_events, sizeof *z->ready_h)) ||
         !(z->wire = calloc((size_t)n_events, sizeof *z->wire)) ||
         !(z->req_of = calloc((size_t)n_events, sizeof *z->req_of)) ||
-        !(z->used = calloc((size_t)n_events, 1))) {
+        !(z->used = calloc((size_t)n_events, 1)) || !(z->small = calloc((size_t)n_events, 1))) {
         ext_free(z);
         return zpp__set_err(c, ZPP_ENOMEM, "zpp_cuda_attach: out of memory");
     }
@@ -243,6 +256,14 @@ int zpp_cuda_attach(zpp_conn *c, int n_events)
         return zpp__set_err(c, ZPP_ESTATE, "zpp_cuda_attach: no current CUDA context");
     }
     z->n = n_events;
+    z->done_spin_ns = (uint64_t)DONE_SPIN_US_DEF * 1000u;
+    const char *ds = getenv("ZPP_DONE_SPIN_US");
+    if (ds && ds[0]) {
+        char *end = NULL;
+        unsigned long v = strtoul(ds, &end, 10);
+        if (end && !*end && v <= DONE_SPIN_US_MAX)
+            z->done_spin_ns = (uint64_t)v * 1000u;
+    }
     for (int i = 0; i < n_events; i++) {
         CUipcEventHandle h;
         r = ZCU(cuEventCreate)(&z->ready[i], CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING);
@@ -436,6 +457,8 @@ int zpp_collective_async(zpp_conn *c, const zpp_coll *call, CUstream stream, uin
         return rc;
     z->req_of[slot] = id;
     z->used[slot] = 1;
+    uint64_t es = call->dtype == ZPP_FP32 ? 4 : 2;
+    z->small[slot] = call->count <= DONE_POLL_MAX_BYTES / es;
     z->next = (slot + 1) % z->n;
     *req_id = id;
     return 0;
@@ -465,7 +488,22 @@ int zpp_wait_stream(zpp_conn *c, uint64_t req_id, CUstream stream, zpp_result *r
     ZCU(cuCtxGetCurrent)(&prev);
     if (prev != z->ctx)
         ZCU(cuCtxSetCurrent)(z->ctx);
-    CUresult r = ZCU(cuStreamWaitEvent)(stream, z->done[slot], 0);
+    /* done[slot] was recorded before the reply was sent, so a query now
+     * sees this call's record: complete means the call's work is done and
+     * the stream has nothing to wait for. */
+    CUresult r = ZCU(cuEventQuery)(z->done[slot]);
+    if (r == CUDA_ERROR_NOT_READY && z->small[slot] && z->done_spin_ns) {
+        struct timespec t0, t;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        do {
+            r = ZCU(cuEventQuery)(z->done[slot]);
+            clock_gettime(CLOCK_MONOTONIC, &t);
+        } while (r == CUDA_ERROR_NOT_READY &&
+                 (uint64_t)((t.tv_sec - t0.tv_sec) * 1000000000ll + (t.tv_nsec - t0.tv_nsec)) <
+                     z->done_spin_ns);
+    }
+    if (r != CUDA_SUCCESS) /* not yet (or the query failed): the stream waits */
+        r = ZCU(cuStreamWaitEvent)(stream, z->done[slot], 0);
     if (prev != z->ctx)
         ZCU(cuCtxSetCurrent)(prev);
     if (r != CUDA_SUCCESS && rc == 0)
