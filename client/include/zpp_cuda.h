@@ -61,7 +61,9 @@ ZPP_EXPORT int zpp_collective_async(zpp_conn *c, const zpp_coll *call, CUstream 
 
 /* Waits for req_id's reply, then makes `stream` wait (on the GPU) for the
  * daemon's work: results may be used by work enqueued on stream after
- * this returns. res may be NULL. */
+ * this returns. res may be NULL. A call of at most 1 MiB found finished
+ * (its done event polled for up to ZPP_DONE_SPIN_US, default 20) needs no
+ * wait on the stream, and gets none. */
 ZPP_EXPORT int zpp_wait_stream(zpp_conn *c, uint64_t req_id, CUstream stream, zpp_result *res);
 
 #ifdef __cplusplus
