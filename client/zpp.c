@@ -121,14 +121,7 @@ int zpp_connect(const char *socket_path, zpp_conn **out)
         errno = ENOMEM;
         return ZPP_ENOMEM;
     }
-    c->spin_ns = 100000; /* ZPP_SPIN_US, default 100 */
-    const char *spin = getenv("ZPP_SPIN_US");
-    if (spin && spin[0]) {
-        char *end;
-        unsigned long v = strtoul(spin, &end, 10);
-        if (*end == '\0' && v <= 1000000)
-            c->spin_ns = (uint64_t)v * 1000u;
-    }
+    c->spin_ns = zpp__env_us_ns("ZPP_SPIN_US", 100, 1000000);
     c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (c->fd < 0)
         goto fail;
@@ -320,11 +313,23 @@ static int conn_send(zpp_conn *c, Zpp__Request *req, const int *fds, int nfds, u
 
 /* ---- receiving ------------------------------------------------------------ */
 
-static uint64_t mono_ns(void)
+uint64_t zpp__mono_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t zpp__env_us_ns(const char *name, uint64_t def_us, uint64_t max_us)
+{
+    const char *s = getenv(name);
+    if (s && s[0]) {
+        char *end;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (*end == '\0' && v <= max_us)
+            return (uint64_t)v * 1000u;
+    }
+    return def_us * 1000u;
 }
 
 /* Reads until one whole reply frame is buffered and unpacks it.
@@ -335,7 +340,7 @@ static int recv_one(zpp_conn *c, int block, Zpp__Reply **out)
     /* A blocking wait first polls for spin_ns (ZPP_SPIN_US): a small call's
      * reply comes within tens of microseconds, and a receiver asleep in
      * recv pays the wake-up on top (zppd's busy_poll_us says more). */
-    uint64_t spin_end = block && c->spin_ns ? mono_ns() + c->spin_ns : 0;
+    uint64_t spin_end = block && c->spin_ns ? zpp__mono_ns() + c->spin_ns : 0;
     for (;;) {
         size_t off = 0, blen = 0;
         int r = c->rbuf ? zpp_frame_peek(c->rbuf + c->rpos, c->rlen - c->rpos, RECV_MAX_FRAME, &off,
@@ -375,7 +380,7 @@ static int recv_one(zpp_conn *c, int block, Zpp__Reply **out)
             c->rbuf = p;
             c->rcap = want;
         }
-        int spinning = spin_end && mono_ns() < spin_end;
+        int spinning = spin_end && zpp__mono_ns() < spin_end;
         ssize_t n = recv(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen,
                          block && !spinning ? 0 : MSG_DONTWAIT);
         if (n < 0) {

@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "zpp_cuda.h"
@@ -256,14 +255,7 @@ int zpp_cuda_attach(zpp_conn *c, int n_events)
         return zpp__set_err(c, ZPP_ESTATE, "zpp_cuda_attach: no current CUDA context");
     }
     z->n = n_events;
-    z->done_spin_ns = (uint64_t)DONE_SPIN_US_DEF * 1000u;
-    const char *ds = getenv("ZPP_DONE_SPIN_US");
-    if (ds && ds[0]) {
-        char *end = NULL;
-        unsigned long v = strtoul(ds, &end, 10);
-        if (end && !*end && v <= DONE_SPIN_US_MAX)
-            z->done_spin_ns = (uint64_t)v * 1000u;
-    }
+    z->done_spin_ns = zpp__env_us_ns("ZPP_DONE_SPIN_US", DONE_SPIN_US_DEF, DONE_SPIN_US_MAX);
     for (int i = 0; i < n_events; i++) {
         CUipcEventHandle h;
         r = ZCU(cuEventCreate)(&z->ready[i], CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING);
@@ -421,17 +413,10 @@ int zpp_collective_async(zpp_conn *c, const zpp_coll *call, CUstream stream, uin
     }
     CUresult r = CUDA_SUCCESS;
     if (slot < 0 && oldest >= 0) {
-        struct timespec t0, t;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        for (;;) {
-            r = ZCU(cuEventQuery)(z->done[oldest]);
-            if (r != CUDA_ERROR_NOT_READY)
-                break;
-            clock_gettime(CLOCK_MONOTONIC, &t);
-            if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > SLOT_WAIT_MS)
-                break;
+        const uint64_t end = zpp__mono_ns() + SLOT_WAIT_MS * 1000000ull;
+        while ((r = ZCU(cuEventQuery)(z->done[oldest])) == CUDA_ERROR_NOT_READY &&
+               zpp__mono_ns() < end)
             sched_yield();
-        }
         if (r == CUDA_SUCCESS)
             slot = oldest;
     }
@@ -493,14 +478,10 @@ int zpp_wait_stream(zpp_conn *c, uint64_t req_id, CUstream stream, zpp_result *r
      * the stream has nothing to wait for. */
     CUresult r = ZCU(cuEventQuery)(z->done[slot]);
     if (r == CUDA_ERROR_NOT_READY && z->small[slot] && z->done_spin_ns) {
-        struct timespec t0, t;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
-        do {
-            r = ZCU(cuEventQuery)(z->done[slot]);
-            clock_gettime(CLOCK_MONOTONIC, &t);
-        } while (r == CUDA_ERROR_NOT_READY &&
-                 (uint64_t)((t.tv_sec - t0.tv_sec) * 1000000000ll + (t.tv_nsec - t0.tv_nsec)) <
-                     z->done_spin_ns);
+        const uint64_t end = zpp__mono_ns() + z->done_spin_ns;
+        while ((r = ZCU(cuEventQuery)(z->done[slot])) == CUDA_ERROR_NOT_READY &&
+               zpp__mono_ns() < end)
+            ;
     }
     if (r != CUDA_SUCCESS) /* not yet (or the query failed): the stream waits */
         r = ZCU(cuStreamWaitEvent)(stream, z->done[slot], 0);

@@ -61,6 +61,14 @@ int zpp__register_dev(zpp_conn *c, const int *fds, int nfds, const uint64_t *chu
                       const uint8_t *ipc, size_t ipc_len, const char *gpu_uuid, uint64_t offset,
                       uint64_t length, uint64_t *buffer_id);
 
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t zpp__mono_ns(void);
+
+/* The microseconds of environment variable `name` (a decimal number, at
+ * most max_us) in nanoseconds, or def_us's when it is unset or not such a
+ * number. */
+uint64_t zpp__env_us_ns(const char *name, uint64_t def_us, uint64_t max_us);
+
 /* Static lower-case name of a wire DType ("fp32", "fp16", "bf16"),
  * "unknown" for values outside the enum. */
 const char *zpp__dtype_name(int dtype);
