@@ -32,8 +32,8 @@
  *   codes, dequantize: what a user of kernels/ would write without the
  *   daemon), whose output is checked byte for byte against zppd's before
  *   the timing starts. Across daemons each size runs in -R rounds (default
- *   7), every kind once per round, each zppd kind right after the NCCL
- *   baseline it is compared with, and a goal's speedup is the median of
+ *   7), every kind once per round, qwZ and qgZ each right after the NCCL
+ *   baseline they are compared with, and a goal's speedup is the median of
  *   the rounds' own ratios: the simulated wire drifts over seconds, and a
  *   zppd time is compared with the NCCL time taken next to it.
  * Throughput: `iters` calls back to back on one stream (zppd: the
@@ -112,8 +112,9 @@ static const char *BNAME[B_N] = {
     "inproc_qwz_int8",     "zppd_qwz_int8",            "zppd_allgather_bf16", "zppd_hpz_gather",
     "zppd_reduce_scatter_bf16", "zppd_qgz_default",    "zppd_qgz_int4_forced"};
 
-/* The order of one round: each zppd kind right after the in-process time
- * it is divided by, so that drift on the wire between the two is least. */
+/* The order of one round: the goals' zppd kinds (qwZ, qgZ) each right
+ * after the NCCL time they are divided by, so that the wire drifts least
+ * between the two. */
 static const int ROUND_ORDER[B_N] = {B_NCCL_AG, B_QWZ,      B_INPROC_QWZ, B_WIRE_AG,
                                      B_AG,      B_HPZ,      B_NCCL_RS,    B_QGZ,
                                      B_WIRE_A2A, B_QGZ_Q,   B_RS};

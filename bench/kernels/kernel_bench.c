@@ -41,6 +41,7 @@ static cudaEvent_t ev0, ev1;
 static double g_copy_tbs;  /* the first copy rows' bandwidth */
 static double g_pair_tbs;  /* the copy timed next to the last kernel (0: none) */
 static struct ctx *g_pair; /* the paired copy's rotation */
+static uint64_t g_pair_bytes; /* its bytes per launch */
 
 /* One launch of the kernel under test on rotation set r. */
 typedef void (*launch_fn)(int r, void *ctx);
@@ -63,7 +64,6 @@ static double time_one(launch_fn fn, int r, void *ctx)
 }
 
 static void run_copy(int r, void *p);
-static uint64_t g_pair_bytes(void);
 
 /* Median milliseconds of one launch of fn. With pair, fn's launches come
  * in BENCH_ROUNDS runs alternating with runs of the copy's, and g_pair_tbs
@@ -94,7 +94,7 @@ static double time_median_of(launch_fn fn, void *ctx, int pair)
     g_pair_tbs = 0;
     if (pair) {
         qsort(cm, BENCH_REPS, sizeof cm[0], cmp_double);
-        g_pair_tbs = 2.0 * (double)g_pair_bytes() / (cm[BENCH_REPS / 2] * 1e-3) / 1e12;
+        g_pair_tbs = 2.0 * (double)g_pair_bytes / (cm[BENCH_REPS / 2] * 1e-3) / 1e12;
     }
     return ms[BENCH_REPS / 2];
 }
@@ -169,11 +169,6 @@ struct ctx {
     uint64_t stride;
     struct zk_qgz_geom g;
 };
-
-static uint64_t g_pair_bytes(void)
-{
-    return g_pair->bytes;
-}
 
 static void run_copy(int r, void *p)
 {
@@ -274,6 +269,7 @@ int main(int argc, char **argv)
     struct ctx pc;
     copy_ctx(&pc, in_bytes, &seed);
     g_pair = &pc;
+    g_pair_bytes = pc.bytes;
     /* a write-only stream, for the kernels that mostly write (dequantize
      * into fp32 writes 8 of the 9 bytes it moves): a reference, no goal */
     row("cudaMemset (writes)", "", (double)in_bytes, time_median(run_memset, &c));
