@@ -92,6 +92,16 @@
 #ifndef ZK_VPF
 #define ZK_VPF 1 /* int4 vector kernels: batches whose lines are prefetched into L2 ahead (0: off) */
 #endif
+#ifndef ZK_ROSTAGE
+#define ZK_ROSTAGE 0 /* reduce->output, vector kernel: 1 stores a warp's outputs through shared
+                      * memory, so that each store instruction writes one contiguous span */
+#endif
+#ifndef ZK_RO4F
+#define ZK_RO4F 0 /* 1: int4 reduce->fp32 through the vector kernel too (ZK_RO4 slots) */
+#endif
+#ifndef ZK_ROMINB
+#define ZK_ROMINB 0 /* min CTAs per SM of the slot kernel reduce->output (0: no bound) */
+#endif
 #ifndef ZK_VMINB
 #define ZK_VMINB 3 /* min CTAs per SM of the vector kernels (NV = 1; 3: 80 registers) */
 #endif
@@ -1357,11 +1367,10 @@ template <int ODT> __device__ __forceinline__ void slot_store_fast(uint8_t *p, c
     }
 }
 
-/* VE values (16 bytes of DT) stored at p, 16-byte aligned, no NaN among v. */
+/* VE values (16 bytes of DT) narrowed into w, no NaN among v. */
 template <int DT, int VE>
-__device__ __forceinline__ void store_vec_nonan(uint8_t *p, const float (&v)[VE])
+__device__ __forceinline__ void pack_vec_nonan(const float (&v)[VE], uint32_t (&w)[4])
 {
-    uint32_t w[4];
 #pragma unroll
     for (int i = 0; i < 4; i++) {
         if (DT == ZK_FP32) {
@@ -1374,13 +1383,26 @@ __device__ __forceinline__ void store_vec_nonan(uint8_t *p, const float (&v)[VE]
             w[i] = *(const uint32_t *)&h;
         }
     }
+}
+
+/* VE values (16 bytes of DT) stored at p, 16-byte aligned, no NaN among v. */
+template <int DT, int VE>
+__device__ __forceinline__ void store_vec_nonan(uint8_t *p, const float (&v)[VE])
+{
+    uint32_t w[4];
+    pack_vec_nonan<DT, VE>(v, w);
     zk_store_out((uint4 *)p, make_uint4(w[0], w[1], w[2], w[3]));
 }
 
 /* reduce -> output: lane-slots of 8 elements, slot g = ((cta*8 + warp)*U
  * + u)*32 + lane: every warp instruction touches one contiguous span. */
+#if ZK_ROMINB > 0
+#define ZK_LB_RO __launch_bounds__(ZK_CTA_THREADS, ZK_ROMINB)
+#else
+#define ZK_LB_RO __launch_bounds__(ZK_CTA_THREADS)
+#endif
 template <int ODT, int BITS, int U>
-__global__ void __launch_bounds__(ZK_CTA_THREADS)
+__global__ void ZK_LB_RO
     fro_kernel(const uint8_t *in, uint64_t in_stride, int k, uint64_t pay_bytes, int lgb,
                uint64_t count, int mean, float divisor, void *y)
 {
@@ -1432,6 +1454,42 @@ __global__ void __launch_bounds__(ZK_CTA_THREADS)
     }
 }
 
+/* The E outputs of every lane of a warp (lane l's at elements l * E ..
+ * l * E + E - 1 of the warp's span at w, 16-byte aligned, none NaN),
+ * narrowed to ODT and stored through shared memory: each lane writes its V
+ * 16-byte words there (word j at l * V + (j ^ swz(l)), so that no two
+ * lanes of a quarter warp share a bank), then stores words t, t + 32, ... of
+ * the span, so that every store instruction of the warp writes 512
+ * contiguous bytes instead of 16 bytes every E * size bytes. */
+template <int ODT, int E>
+__device__ __forceinline__ void stage_store(uint8_t *w, const float (&acc)[E], int lane)
+{
+    constexpr int V = E * dt_traits<ODT>::size / 16, WPC = ZK_CTA_THREADS / ZK_WARP;
+    static_assert(V == 2 || V == 4 || V == 8, "2, 4 or 8 words per lane");
+    __shared__ uint4 buf[WPC][ZK_WARP * V];
+    uint4 *b = buf[threadIdx.x / ZK_WARP];
+    const int swz = (lane / (8 / V)) & (V - 1);
+#pragma unroll
+    for (int j = 0; j < V; j++) {
+        constexpr int VE = 16 / dt_traits<ODT>::size;
+        float v[VE];
+#pragma unroll
+        for (int i = 0; i < VE; i++)
+            v[i] = acc[j * VE + i];
+        uint32_t x[4];
+        pack_vec_nonan<ODT, VE>(v, x);
+        b[lane * V + (j ^ swz)] = make_uint4(x[0], x[1], x[2], x[3]);
+    }
+    __syncwarp();
+#pragma unroll
+    for (int i = 0; i < V; i++) {
+        const int u = i * ZK_WARP + lane, l = u / V, j = u % V;
+        const int sw = (l / (8 / V)) & (V - 1);
+        zk_store_out((uint4 *)w + u, b[l * V + (j ^ sw)]);
+    }
+    __syncwarp();
+}
+
 /* reduce -> output with vectors of E = 8 * S elements (ZK_RO4, ZK_RO8):
  * vector g = (cta*8 + warp)*32 + lane, one code load and one scale load per
  * chunk; the arithmetic and the stores of fro_kernel. */
@@ -1455,7 +1513,7 @@ __global__ void __launch_bounds__(ZK_CTA_THREADS, ZK_VMINB)
         float acc[E];
         uint32_t smax;
         fsumv<BITS, S>(in, in_stride, k, pay_bytes, e, e >> lgb, ld, acc, smax, zero);
-        if (!ld)
+        if (!ZK_ROSTAGE && !ld)
             continue;
         if (mean) {
 #pragma unroll
@@ -1463,7 +1521,17 @@ __global__ void __launch_bounds__(ZK_CTA_THREADS, ZK_VMINB)
                 acc[i] = __fdiv_rn(acc[i], divisor);
         }
         uint8_t *p = (uint8_t *)y + e * oes;
-        if (yal && dok && smax < ZK_HUGE_SCALE && e + E <= count) {
+        const bool fast = ld && yal && dok && smax < ZK_HUGE_SCALE && e + E <= count;
+        if constexpr (ZK_ROSTAGE) {
+            /* every lane is here: the warp stores together or not at all */
+            if (__all_sync(ZK_FULL_MASK, fast)) {
+                stage_store<ODT, E>((uint8_t *)y + (it * ZK_WARP) * E * oes, acc, lane);
+                continue;
+            }
+            if (!ld)
+                continue;
+        }
+        if (fast) {
 #pragma unroll
             for (int s8 = 0; s8 < S; s8++) {
                 float w[8];
@@ -1508,7 +1576,7 @@ int fro_dispatch(const uint8_t *in, uint64_t in_stride, int k, uint64_t pay, uin
         lgb++;
     /* int4 into bf16/fp16 only: into fp32 the vector kernel measured slower
      * (H200: 52 % of the copy against 79 %; bf16 81 % against 61 %). */
-    if constexpr (BITS == 4 && ZK_RO4 > 1 && ODT != ZK_FP32) {
+    if constexpr (BITS == 4 && ZK_RO4 > 1 && (ODT != ZK_FP32 || ZK_RO4F)) {
         frov_launch<ODT, 4, ZK_RO4>(in, in_stride, k, pay, lgb, count, mean, divisor, y, stream);
         return 1;
     }
