@@ -1,15 +1,16 @@
 #!/bin/bash
-# session 15 call 2 (one H200): reduce -> output stores and occupancy, dequantize tile on the H200.
+# prepared in session 15, not run (one GPU, H200 or H100): reduce -> output stores and occupancy, the dequantize tile and stores.
 #   st4f: -DZK_ROSTAGE=1 -DZK_RO4F=1  int4 -> fp32 through the vector kernel, every vector kernel's outputs
 #         stored through shared memory (512 contiguous bytes per warp store)
 #   rf:   -DZK_RO4F=1                  int4 -> fp32 through the vector kernel, stores as they were
 #   st8:  -DZK_ROSTAGE=1 -DZK_RO8=2    int8 reduce -> output through the vector kernel, staged stores
 #   mb4:  -DZK_ROMINB=4                the slot kernel reduce -> output held to 64 registers (4 CTAs per SM)
-#   dq4, dq8: -DZK_DQX_NV=4 / 8        dequantize tile; dft: the default again
+#   dq4, dq8: -DZK_DQX_NV=4 / 8        dequantize tile
+#   stcs: -DZK_ST_CS=1                 evict-first stores again (the write-heavy dequantize shapes); dft: the default again
 export NCCL_NVLS_ENABLE=0
 B=/tmp/zk-gpu-build
 { nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,power.limit,driver_version --format=csv,noheader; date -u '+start %F %T UTC'; } > $OUT/device.txt
-ZK_VARIANTS="st4f:-DZK_ROSTAGE=1 -DZK_RO4F=1;rf:-DZK_RO4F=1;st8:-DZK_ROSTAGE=1 -DZK_RO8=2;mb4:-DZK_ROMINB=4;dq4:-DZK_DQX_NV=4;dq8:-DZK_DQX_NV=8;dft:-DZK_DQX_NV=2" \
+ZK_VARIANTS="st4f:-DZK_ROSTAGE=1 -DZK_RO4F=1;rf:-DZK_RO4F=1;st8:-DZK_ROSTAGE=1 -DZK_RO8=2;mb4:-DZK_ROMINB=4;dq4:-DZK_DQX_NV=4;dq8:-DZK_DQX_NV=8;stcs:-DZK_ST_CS=1;dft:-DZK_DQX_NV=2" \
   ZK_VARIANT_COMPARE=quick ZK_SANITIZE=0 ZK_TORCH=0 bash tests/gpu/run_gpu.sh $OUT/k > $OUT/run.log 2>&1
 echo rc=$?
 date -u '+bench end %F %T UTC' >> $OUT/device.txt
