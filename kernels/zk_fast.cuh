@@ -82,13 +82,6 @@
 #ifndef ZK_VKB
 #define ZK_VKB 4 /* chunks whose loads are issued together (vector kernels) */
 #endif
-#ifndef ZK_VDEC
-#define ZK_VDEC 2 /* int4 decode, vector kernels: 2 codes_float4h; 1 codes_float (190 regs) */
-#endif
-#ifndef ZK_VHOLD
-#define ZK_VHOLD 0 /* int4 vector kernels: 1 holds all of a batch's loads ahead of its
-                    * arithmetic (faster before ZK_VPF, 1-2 % slower with it) */
-#endif
 #ifndef ZK_VPF
 #define ZK_VPF 1 /* int4 vector kernels: batches whose lines are prefetched into L2 ahead (0: off) */
 #endif
@@ -1052,7 +1045,7 @@ __device__ __forceinline__ void vaccum(const vcodes<BITS, S> &cd, int g, float s
                                        float (&acc)[8 * S])
 {
     float q[8];
-    if constexpr (BITS == 4 && ZK_VDEC == 2)
+    if constexpr (BITS == 4)
         codes_float4h(cd.w[g], q);
     else
         codes_float<BITS>(vcodes_slot<BITS, S>(cd, g), q);
@@ -1071,12 +1064,11 @@ __device__ __forceinline__ void l2_prefetch(const void *p)
  * of the vector at element e (codes at in + c*stride + e*BITS/8, all in the
  * block of scale index sb). Issues ZK_VKB chunks' loads before any use.
  * *smax gets the max of the absolute scale bits. A lane with !ld loads
- * nothing and keeps acc at 0. zero is 0 (a kernel argument: the compiler
- * cannot see through it). */
+ * nothing and keeps acc at 0. */
 template <int BITS, int S>
 __device__ __forceinline__ void fsumv(const uint8_t *in, uint64_t stride, int k, uint64_t pay,
                                       uint64_t e, uint64_t sb, bool ld, float (&acc)[8 * S],
-                                      uint32_t &smax, uint32_t zero)
+                                      uint32_t &smax)
 {
     smax = 0;
 #pragma unroll
@@ -1108,20 +1100,6 @@ __device__ __forceinline__ void fsumv(const uint8_t *in, uint64_t stride, int k,
                     l2_prefetch(pc + (uint64_t)(c - c1) * stride);
                     l2_prefetch(ps + (uint64_t)(c - c1) * stride);
                 }
-            }
-            if (ZK_VHOLD && BITS == 4) {
-                /* every scale (so every product) depends on every load:
-                 * ptxas would otherwise issue only the first few loads and
-                 * the rest between the chunks' arithmetic (int8: with it,
-                 * ptxas hoists the decoding too, 204 registers) */
-                uint32_t x = 0;
-#pragma unroll
-                for (int b = 0; b < ZK_VKB; b++)
-                    x |= cd[b].w[0];
-                x &= zero;
-#pragma unroll
-                for (int b = 0; b < ZK_VKB; b++)
-                    s[b] = __uint_as_float(__float_as_uint(s[b]) ^ x);
             }
 #pragma unroll
             for (int b = 0; b < ZK_VKB; b++) {
@@ -1233,7 +1211,7 @@ __device__ __forceinline__ int fquantv(const float (&v)[NV][8 * S], uint64_t blk
 template <int BITS, int S, int T, int NV>
 __global__ void __launch_bounds__(ZK_CTA_THREADS, NV != 1 ? 1 : BITS == 8 ? ZK_VMINB8 : ZK_VMINB)
     frv_kernel(const uint8_t *in, uint64_t in_stride, int k, uint64_t piece, uint64_t pay_bytes,
-               uint64_t nb, uint8_t *out, unsigned long long *d_poisoned, uint32_t zero)
+               uint64_t nb, uint8_t *out, unsigned long long *d_poisoned)
 {
     constexpr int E = 8 * S, B = T * NV * E, TPW = ZK_WARP / T;
     const int lane = (int)(threadIdx.x % ZK_WARP), li = lane % T, team = lane / T;
@@ -1250,8 +1228,7 @@ __global__ void __launch_bounds__(ZK_CTA_THREADS, NV != 1 ? 1 : BITS == 8 ? ZK_V
             /* the vector lies in the payload or past it, never across */
             const uint64_t e = blk * B + (uint64_t)((li + j * T) * E);
             uint32_t smax;
-            fsumv<BITS, S>(in, in_stride, k, pay_bytes, e, blk, inr && e < d.pay_elems, v[j], smax,
-                           zero);
+            fsumv<BITS, S>(in, in_stride, k, pay_bytes, e, blk, inr && e < d.pay_elems, v[j], smax);
             if (e + E > piece) {
                 /* the tail of the last block reads as 0 */
 #pragma unroll
@@ -1278,7 +1255,7 @@ int frv_try(int t, int nv, const uint8_t *in, uint64_t in_stride, int k, uint64_
             uint64_t iters = (nb + TPW - 1) / TPW;
             uint64_t ctas = (iters + ZK_CTA_THREADS / ZK_WARP - 1) / (ZK_CTA_THREADS / ZK_WARP);
             frv_kernel<BITS, S, T, NV><<<grid_for(ctas), ZK_CTA_THREADS, 0, stream>>>(
-                in, in_stride, k, piece, pay, nb, out, d_poisoned, 0u);
+                in, in_stride, k, piece, pay, nb, out, d_poisoned);
             return 1;
         }
     }
@@ -1496,7 +1473,7 @@ __device__ __forceinline__ void stage_store(uint8_t *w, const float (&acc)[E], i
 template <int ODT, int BITS, int S>
 __global__ void __launch_bounds__(ZK_CTA_THREADS, ZK_VMINB)
     frov_kernel(const uint8_t *in, uint64_t in_stride, int k, uint64_t pay_bytes, int lgb,
-                uint64_t count, int mean, float divisor, void *y, uint32_t zero)
+                uint64_t count, int mean, float divisor, void *y)
 {
     constexpr int E = 8 * S, oes = dt_traits<ODT>::size;
     const int lane = (int)(threadIdx.x % ZK_WARP);
@@ -1512,7 +1489,7 @@ __global__ void __launch_bounds__(ZK_CTA_THREADS, ZK_VMINB)
         const bool ld = g < nvec;
         float acc[E];
         uint32_t smax;
-        fsumv<BITS, S>(in, in_stride, k, pay_bytes, e, e >> lgb, ld, acc, smax, zero);
+        fsumv<BITS, S>(in, in_stride, k, pay_bytes, e, e >> lgb, ld, acc, smax);
         if (!ZK_ROSTAGE && !ld)
             continue;
         if (mean) {
@@ -1562,7 +1539,7 @@ void frov_launch(const uint8_t *in, uint64_t in_stride, int k, uint64_t pay, int
     uint64_t iters = (nvec + ZK_WARP - 1) / ZK_WARP;
     uint64_t ctas = (iters + ZK_CTA_THREADS / ZK_WARP - 1) / (ZK_CTA_THREADS / ZK_WARP);
     frov_kernel<ODT, BITS, S><<<grid_for(ctas), ZK_CTA_THREADS, 0, stream>>>(
-        in, in_stride, k, pay, lgb, count, mean, divisor, y, 0u);
+        in, in_stride, k, pay, lgb, count, mean, divisor, y);
 }
 
 template <int ODT, int BITS>
