@@ -68,7 +68,8 @@
  * S slots of 8 codes per lane and chunk, one load of S * bits bytes. 1: the
  * slot kernels (one slot, 4 bytes of int4 codes per lane and chunk). */
 #ifndef ZK_RQ4
-#define ZK_RQ4 4 /* int4 reduce+requant: 1, 2 or 4 slots per lane */
+#define ZK_RQ4 4 /* int4 reduce+requant: 1, 2, 4 or 8 slots per lane (8: 32 bytes per chunk,
+                   * with ZK_VMINB=2 for its registers) */
 #endif
 #ifndef ZK_RO4
 #define ZK_RO4 4 /* int4 reduce->output (16-bit outputs only): 1, 2 or 4 */
@@ -966,7 +967,8 @@ __global__ void __launch_bounds__(ZK_CTA_THREADS)
  * fquant, code for code. */
 template <int BITS, int S> struct vcodes {
     static constexpr int words = S * BITS / 4;
-    static_assert(words == 1 || words == 2 || words == 4, "a vector is 4, 8 or 16 bytes");
+    static_assert(words == 1 || words == 2 || words == 4 || words == 8,
+                  "a vector is 4, 8, 16 or 32 bytes");
     uint32_t w[words];
 };
 /* int8 vectors load with default caching (zk_load_in), int4 ones
@@ -975,7 +977,14 @@ template <int BITS, int S> struct vcodes {
 template <int BITS, int S>
 __device__ __forceinline__ void vcodes_load(vcodes<BITS, S> &c, const uint8_t *p)
 {
-    if constexpr (vcodes<BITS, S>::words == 4) {
+    if constexpr (vcodes<BITS, S>::words == 8) {
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const uint4 *q = (const uint4 *)p + h;
+            uint4 a = BITS == 8 ? zk_load_in(q) : zk_load_cs(q);
+            c.w[4 * h] = a.x, c.w[4 * h + 1] = a.y, c.w[4 * h + 2] = a.z, c.w[4 * h + 3] = a.w;
+        }
+    } else if constexpr (vcodes<BITS, S>::words == 4) {
         uint4 a = BITS == 8 ? zk_load_in((const uint4 *)p) : zk_load_cs((const uint4 *)p);
         c.w[0] = a.x, c.w[1] = a.y, c.w[2] = a.z, c.w[3] = a.w;
     } else if constexpr (vcodes<BITS, S>::words == 2) {
@@ -988,7 +997,10 @@ __device__ __forceinline__ void vcodes_load(vcodes<BITS, S> &c, const uint8_t *p
 template <int BITS, int S>
 __device__ __forceinline__ void vcodes_store(uint8_t *p, const vcodes<BITS, S> &c)
 {
-    if constexpr (vcodes<BITS, S>::words == 4)
+    if constexpr (vcodes<BITS, S>::words == 8) {
+        zk_store_out((uint4 *)p, make_uint4(c.w[0], c.w[1], c.w[2], c.w[3]));
+        zk_store_out((uint4 *)p + 1, make_uint4(c.w[4], c.w[5], c.w[6], c.w[7]));
+    } else if constexpr (vcodes<BITS, S>::words == 4)
         zk_store_out((uint4 *)p, make_uint4(c.w[0], c.w[1], c.w[2], c.w[3]));
     else if constexpr (vcodes<BITS, S>::words == 2)
         zk_store_out((uint2 *)p, make_uint2(c.w[0], c.w[1]));
