@@ -86,6 +86,11 @@
 #ifndef ZK_VPF
 #define ZK_VPF 1 /* int4 vector kernels: batches whose lines are prefetched into L2 ahead (0: off) */
 #endif
+#ifndef ZK_PROBE_SUB4
+#define ZK_PROBE_SUB4 0 /* a timing probe, wrong bytes by design: 1 sums int4 codes in the vector
+                         * reductions as session 11's biased fp16 subnormals (sub4-attempt.patch
+                         * in kernels-2026-11-23-h100-s11/), without the reference's change */
+#endif
 #ifndef ZK_ROSTAGE
 #define ZK_ROSTAGE 0 /* reduce->output, vector kernel: 1 stores a warp's outputs through shared
                       * memory, so that each store instruction writes one contiguous span */
@@ -1050,6 +1055,25 @@ __device__ __forceinline__ void codes_float4h(uint32_t c, float (&q)[8])
     q[3] = __low2float(h[3]), q[6] = __high2float(h[3]);
 }
 
+/* ZK_PROBE_SUB4 only: acc[8g + i] += u_i * s for the biased codes u = q + 8
+ * of word c, read as fp16 subnormals (one LOP3 per two codes, u * 2^-24 or
+ * u * 2^-20) and multiplied by s24 = s * 2^24 or s20 = s * 2^20. The caller
+ * takes 8 * s per chunk off at the end. Not the arithmetic of record. */
+template <int N>
+__device__ __forceinline__ void accum_sub4(uint32_t c, float s24, float s20, float (&acc)[N], int o)
+{
+    const uint32_t c8 = c >> 8;
+    const uint32_t w[4] = {
+        and_xor<0x000F000Fu>(c, 0x00080008u), and_xor<0x00F000F0u>(c, 0x00800080u),
+        and_xor<0x000F000Fu>(c8, 0x00080008u), and_xor<0x00F000F0u>(c8, 0x00800080u)};
+#pragma unroll
+    for (int r = 0; r < 4; r++) {
+        const __half2 h = *(const __half2 *)&w[r];
+        acc[o + r] = __fmaf_rn(__low2float(h), r % 2 ? s20 : s24, acc[o + r]);
+        acc[o + r + 4] = __fmaf_rn(__high2float(h), r % 2 ? s20 : s24, acc[o + r + 4]);
+    }
+}
+
 /* acc[8g .. 8g + 7] += the decoded codes of slot g of one chunk's vector cd
  * with scale s. */
 template <int BITS, int S>
@@ -1090,6 +1114,7 @@ __device__ __forceinline__ void fsumv(const uint8_t *in, uint64_t stride, int k,
         return;
     const uint8_t *pc = in + e * BITS / 8;
     const uint8_t *ps = in + pay + sb * sizeof(float);
+    float bias = 0.0f; /* ZK_PROBE_SUB4: 8 * the whole batches' scales */
     for (int c0 = 0; c0 < k; c0 += ZK_VKB) {
         vcodes<BITS, S> cd[ZK_VKB];
         float s[ZK_VKB];
@@ -1113,9 +1138,29 @@ __device__ __forceinline__ void fsumv(const uint8_t *in, uint64_t stride, int k,
                     l2_prefetch(ps + (uint64_t)(c - c1) * stride);
                 }
             }
+            if constexpr (ZK_PROBE_SUB4 && BITS == 4) {
+                bool fast = true;
+#pragma unroll
+                for (int b = 0; b < ZK_VKB; b++) {
+                    smax = max(smax, __float_as_uint(s[b]) & ZK_F32_ABS_MASK);
+                    bias = __fmaf_rn(8.0f, s[b], bias);
+                    fast = fast && (__float_as_uint(s[b]) & ZK_F32_ABS_MASK) < 0x73800000u;
+                }
+                if (fast) {
+#pragma unroll
+                    for (int b = 0; b < ZK_VKB; b++) {
+                        const float s24 = __fmul_rn(s[b], 0x1p24f), s20 = __fmul_rn(s[b], 0x1p20f);
+#pragma unroll
+                        for (int g = 0; g < S; g++)
+                            accum_sub4(cd[b].w[g], s24, s20, acc, 8 * g);
+                    }
+                    continue;
+                }
+            }
 #pragma unroll
             for (int b = 0; b < ZK_VKB; b++) {
-                smax = max(smax, __float_as_uint(s[b]) & ZK_F32_ABS_MASK);
+                if (!(ZK_PROBE_SUB4 && BITS == 4))
+                    smax = max(smax, __float_as_uint(s[b]) & ZK_F32_ABS_MASK);
 #pragma unroll
                 for (int g = 0; g < S; g++)
                     vaccum<BITS, S>(cd[b], g, s[b], acc);
@@ -1140,6 +1185,11 @@ __device__ __forceinline__ void fsumv(const uint8_t *in, uint64_t stride, int k,
                     vaccum<BITS, S>(cd[b], g, s[b], acc);
             }
         }
+    }
+    if constexpr (ZK_PROBE_SUB4 && BITS == 4) {
+#pragma unroll
+        for (int i = 0; i < 8 * S; i++)
+            acc[i] = __fsub_rn(acc[i], bias);
     }
 }
 
