@@ -15,6 +15,10 @@
  * data (never zeros).
  *
  * Usage: kernel_bench [MiB]   (input size per launch, default 256)
+ * ZK_BENCH_ONLY=quant,reorder,reduce,sum (any of them) times those sections
+ * alone, besides the copy and memset rows: tests/gpu/run_gpu.sh gives it to
+ * the variants it times (ZK_VARIANT_BENCH) when a call compares only some
+ * kernels and wants more variants in it.
  */
 #include <math.h>
 #include <stdint.h>
@@ -158,6 +162,25 @@ static void *dev_alloc(uint64_t bytes)
     return d;
 }
 
+/* Whether section `name` is timed: listed in ZK_BENCH_ONLY (comma
+ * separated), or that variable unset or empty. */
+static int section_on(const char *name)
+{
+    const char *p = getenv("ZK_BENCH_ONLY");
+    if (!p || !*p)
+        return 1;
+    const size_t n = strlen(name);
+    for (;;) {
+        const char *e = strchr(p, ',');
+        const size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0)
+            return 1;
+        if (!e)
+            return 0;
+        p = e + 1;
+    }
+}
+
 /* ---- kernels under test ------------------------------------------------- */
 
 struct ctx {
@@ -277,7 +300,7 @@ int main(int argc, char **argv)
     /* quantize / dequantize */
     const int dts[3] = {ZK_BF16, ZK_FP16, ZK_FP32};
     const uint32_t qblocks[] = {256, 32, 2048};
-    for (int t = 0; t < 3; t++)
+    for (int t = 0; t < 3 && section_on("quant"); t++)
         for (int bw = 0; bw < 2; bw++)
             for (size_t b = 0; b < sizeof qblocks / sizeof qblocks[0]; b++) {
                 if (qblocks[b] != 256 && (t != 0 || bw != 0))
@@ -306,7 +329,7 @@ int main(int argc, char **argv)
             }
 
     /* qgZ step 0: reorder + quantize, W = 2 x 8, S = 2 */
-    for (int t = 0; t < 2; t++)
+    for (int t = 0; t < 2 && section_on("reorder"); t++)
         for (int bw = 0; bw < 2; bw++) {
             memset(&c, 0, sizeof c);
             c.dtype = t ? ZK_FP32 : ZK_BF16;
@@ -325,7 +348,7 @@ int main(int argc, char **argv)
         }
 
     /* qgZ steps 2 and 4: k = 8 chunks whose payloads total >= in_bytes */
-    for (int bw = 0; bw < 2; bw++) {
+    for (int bw = 0; bw < 2 && section_on("reduce"); bw++) {
         memset(&c, 0, sizeof c);
         c.bits = bw ? 4 : 8;
         c.block = 256;
@@ -356,17 +379,20 @@ int main(int argc, char **argv)
     }
 
     /* exact sum (plain reduce-scatter), bf16 k=8 -> bf16 */
-    memset(&c, 0, sizeof c);
-    c.dtype = ZK_BF16;
-    c.out_dtype = ZK_BF16;
-    c.k = QGZ_K;
-    c.n = in_bytes / 2 / QGZ_K;
-    for (int r = 0; r < BENCH_ROT; r++) {
-        c.x[r] = dev_random(in_bytes, ZK_BF16, &seed);
-        c.y[r] = dev_alloc(c.n * 2);
+    if (section_on("sum")) {
+        memset(&c, 0, sizeof c);
+        c.dtype = ZK_BF16;
+        c.out_dtype = ZK_BF16;
+        c.k = QGZ_K;
+        c.n = in_bytes / 2 / QGZ_K;
+        for (int r = 0; r < BENCH_ROT; r++) {
+            c.x[r] = dev_random(in_bytes, ZK_BF16, &seed);
+            c.y[r] = dev_alloc(c.n * 2);
+        }
+        row("sum (exact)", "bf16 k=8 -> bf16", (double)(in_bytes + c.n * 2),
+            time_median(run_sum, &c));
+        free_ctx(&c);
     }
-    row("sum (exact)", "bf16 k=8 -> bf16", (double)(in_bytes + c.n * 2), time_median(run_sum, &c));
-    free_ctx(&c);
 
     /* the copy again, to see the spread */
     copy_ctx(&c, in_bytes, &seed);

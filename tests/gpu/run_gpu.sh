@@ -15,6 +15,8 @@
 #       zk_fast.cuh); a variant whose name starts with "chk" is only
 #       byte-compared, not timed
 #   ZK_BENCH_MIB  input MiB per launch (default 256)
+#   ZK_VARIANT_BENCH  the kernel_bench sections the variants time (ZK_BENCH_ONLY:
+#       quant,reorder,reduce,sum; default all); the tree's own build times all
 #   ZK_ARCH       nvcc -gencode flags (default sm_90 machine code)
 #   ZK_VARIANT_COMPARE  "full" (default) or "quick" (sizes <= 70000) byte-compare
 #       of each variant, to fit more variants into one device call
@@ -125,7 +127,7 @@ for v in "${vlist[@]}"; do
             fi
             case $name in
             chk*) ;;
-            *) gpu_state; "$BUILD/$name/kernel_bench" "$BENCH_MIB" 2>&1 | tail -n +3; gpu_state ;;
+            *) gpu_state; ZK_BENCH_ONLY="${ZK_VARIANT_BENCH:-}" "$BUILD/$name/kernel_bench" "$BENCH_MIB" 2>&1 | tail -n +3; gpu_state ;;
             esac
         else
             echo "build failed"; tail -20 "$BUILD/$name.log"

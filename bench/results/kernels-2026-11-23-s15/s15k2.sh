@@ -11,7 +11,7 @@ export NCCL_NVLS_ENABLE=0
 B=/tmp/zk-gpu-build
 { nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,power.limit,driver_version --format=csv,noheader; date -u '+start %F %T UTC'; } > $OUT/device.txt
 ZK_VARIANTS="st4f:-DZK_ROSTAGE=1 -DZK_RO4F=1;rf:-DZK_RO4F=1;st8:-DZK_ROSTAGE=1 -DZK_RO8=2;mb4:-DZK_ROMINB=4;dq4:-DZK_DQX_NV=4;dq8:-DZK_DQX_NV=8;stcs:-DZK_ST_CS=1;dft:-DZK_DQX_NV=2" \
-  ZK_VARIANT_COMPARE=quick ZK_SANITIZE=0 ZK_TORCH=0 bash tests/gpu/run_gpu.sh $OUT/k > $OUT/run.log 2>&1
+  ZK_VARIANT_BENCH=quant,reduce ZK_VARIANT_COMPARE=quick ZK_SANITIZE=0 ZK_TORCH=0 bash tests/gpu/run_gpu.sh $OUT/k > $OUT/run.log 2>&1
 echo rc=$?
 date -u '+bench end %F %T UTC' >> $OUT/device.txt
 CU=/usr/local/cuda/bin

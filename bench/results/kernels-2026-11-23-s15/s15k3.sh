@@ -11,7 +11,7 @@ export NCCL_NVLS_ENABLE=0
 B=/tmp/zk-gpu-build
 { nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,power.limit,driver_version --format=csv,noheader; date -u '+start %F %T UTC'; } > $OUT/device.txt
 ZK_VARIANTS="s8:-DZK_RQ4=8 -DZK_VMINB=2;s8k2:-DZK_RQ4=8 -DZK_VMINB=2 -DZK_VKB=2;vm2:-DZK_VMINB=2;psub:-DZK_PROBE_SUB4=1 -DZK_VMINB=2;psub8:-DZK_PROBE_SUB4=1 -DZK_RQ4=8 -DZK_VMINB=2 -DZK_VKB=2;dft:-DZK_VMINB=3" \
-  ZK_VARIANT_COMPARE=quick ZK_SANITIZE=0 ZK_TORCH=0 bash tests/gpu/run_gpu.sh $OUT/k > $OUT/run.log 2>&1
+  ZK_VARIANT_BENCH=reduce ZK_VARIANT_COMPARE=quick ZK_SANITIZE=0 ZK_TORCH=0 bash tests/gpu/run_gpu.sh $OUT/k > $OUT/run.log 2>&1
 echo rc=$?
 date -u '+bench end %F %T UTC' >> $OUT/device.txt
 CU=/usr/local/cuda/bin
