@@ -6,11 +6,11 @@
 #   psub, psub8: -DZK_PROBE_SUB4=1 -DZK_VMINB=2 [-DZK_RQ4=8 -DZK_VKB=2]  a timing probe with wrong bytes by
 #         design: the vector reductions sum the int4 codes as session 11's biased fp16 subnormals, without
 #         the reference's change (its byte-compare fails for the int4 reductions, as it must)
-#   dft:  the default again
+#   vm2b, psubb: vm2 and psub built and timed again, for the spread; dft: the default again
 export NCCL_NVLS_ENABLE=0
 B=/tmp/zk-gpu-build
 { nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,power.limit,driver_version --format=csv,noheader; date -u '+start %F %T UTC'; } > $OUT/device.txt
-ZK_VARIANTS="s8:-DZK_RQ4=8 -DZK_VMINB=2;s8k2:-DZK_RQ4=8 -DZK_VMINB=2 -DZK_VKB=2;vm2:-DZK_VMINB=2;psub:-DZK_PROBE_SUB4=1 -DZK_VMINB=2;psub8:-DZK_PROBE_SUB4=1 -DZK_RQ4=8 -DZK_VMINB=2 -DZK_VKB=2;dft:-DZK_VMINB=3" \
+ZK_VARIANTS="s8:-DZK_RQ4=8 -DZK_VMINB=2;s8k2:-DZK_RQ4=8 -DZK_VMINB=2 -DZK_VKB=2;vm2:-DZK_VMINB=2;psub:-DZK_PROBE_SUB4=1 -DZK_VMINB=2;psub8:-DZK_PROBE_SUB4=1 -DZK_RQ4=8 -DZK_VMINB=2 -DZK_VKB=2;vm2b:-DZK_VMINB=2;psubb:-DZK_PROBE_SUB4=1 -DZK_VMINB=2;dft:-DZK_VMINB=3" \
   ZK_VARIANT_BENCH=reduce ZK_VARIANT_COMPARE=quick ZK_SANITIZE=0 ZK_TORCH=0 bash tests/gpu/run_gpu.sh $OUT/k > $OUT/run.log 2>&1
 echo rc=$?
 date -u '+bench end %F %T UTC' >> $OUT/device.txt
