@@ -119,6 +119,13 @@ __global__ void ZK_LB_FLAT dequantize_kernel(const uint8_t *in, uint64_t pay_byt
 #ifndef ZK_DQX
 #define ZK_DQX 1 /* 1: dequantize power-of-two block sizes through dqx_kernel */
 #endif
+#ifndef ZK_DQX_TMA
+#define ZK_DQX_TMA 0 /* 1: dqx_kernel writes a whole tile to shared memory and the bulk copy
+                      * engine stores it (cp.async.bulk), instead of 16-byte stores per thread */
+#endif
+#if ZK_DQX_TMA && ZK_ST_CS
+#error "ZK_DQX_TMA stages through shared memory with plain stores: not with ZK_ST_CS"
+#endif
 #ifndef ZK_DQX_NV
 #define ZK_DQX_NV 2 /* vectors per thread and tile, dqx_kernel (2: 93-95 % of the copy on
                      * an H200, kernels-2026-11-22-h200-fqx.txt) */
@@ -173,6 +180,11 @@ __global__ void ZK_LB_FLAT dqx_kernel(const uint8_t *in, uint64_t pay_bytes, uin
                 s[j] = __ldg(scales + ((e0 + (uint64_t)j * STEP) >> lgb));
             }
             uint8_t *py = (uint8_t *)y + e0 * es;
+#if ZK_DQX_TMA
+            /* the tile's VE * es = 16-byte vectors, in the tile's order */
+            __shared__ __align__(128) uint4 stile[ZK_CTA_THREADS * NV];
+            py = (uint8_t *)&stile[threadIdx.x];
+#endif
 #pragma unroll
             for (int j = 0; j < NV; j++) {
                 float v[VE];
@@ -183,6 +195,21 @@ __global__ void ZK_LB_FLAT dqx_kernel(const uint8_t *in, uint64_t pay_bytes, uin
                 else
                     store_elems<DT, VE>(py + j * STEP * es, VE, v);
             }
+#if ZK_DQX_TMA
+            static_assert(VE * es == 16, "one 16-byte vector per thread and j");
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                const uint32_t src = (uint32_t)__cvta_generic_to_shared(stile);
+                uint8_t *dst = (uint8_t *)y + tile * tile_vecs * VE * es;
+                asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n\t"
+                             "cp.async.bulk.commit_group;\n\t"
+                             "cp.async.bulk.wait_group 0;" ::"l"(dst),
+                             "r"(src), "r"((uint32_t)sizeof stile)
+                             : "memory");
+            }
+            __syncthreads();
+#endif
             continue;
         }
 #pragma unroll

@@ -6,11 +6,13 @@
 #   st8:  -DZK_ROSTAGE=1 -DZK_RO8=2    int8 reduce -> output through the vector kernel, staged stores
 #   mb4:  -DZK_ROMINB=4                the slot kernel reduce -> output held to 64 registers (4 CTAs per SM)
 #   dq4, dq8: -DZK_DQX_NV=4 / 8        dequantize tile
+#   tma, tma8: -DZK_DQX_TMA=1 [-DZK_DQX_NV=8]  dequantize writes each tile to shared memory and the bulk
+#         copy engine stores it (cp.async.bulk), for the write-heavy shapes
 #   stcs: -DZK_ST_CS=1                 evict-first stores again (the write-heavy dequantize shapes); dft: the default again
 export NCCL_NVLS_ENABLE=0
 B=/tmp/zk-gpu-build
 { nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,power.limit,driver_version --format=csv,noheader; date -u '+start %F %T UTC'; } > $OUT/device.txt
-ZK_VARIANTS="st4f:-DZK_ROSTAGE=1 -DZK_RO4F=1;rf:-DZK_RO4F=1;st8:-DZK_ROSTAGE=1 -DZK_RO8=2;mb4:-DZK_ROMINB=4;dq4:-DZK_DQX_NV=4;dq8:-DZK_DQX_NV=8;stcs:-DZK_ST_CS=1;dft:-DZK_DQX_NV=2" \
+ZK_VARIANTS="st4f:-DZK_ROSTAGE=1 -DZK_RO4F=1;rf:-DZK_RO4F=1;st8:-DZK_ROSTAGE=1 -DZK_RO8=2;mb4:-DZK_ROMINB=4;dq4:-DZK_DQX_NV=4;dq8:-DZK_DQX_NV=8;tma:-DZK_DQX_TMA=1;tma8:-DZK_DQX_TMA=1 -DZK_DQX_NV=8;stcs:-DZK_ST_CS=1;dft:-DZK_DQX_NV=2" \
   ZK_VARIANT_BENCH=quant,reduce ZK_VARIANT_COMPARE=quick ZK_SANITIZE=0 ZK_TORCH=0 bash tests/gpu/run_gpu.sh $OUT/k > $OUT/run.log 2>&1
 echo rc=$?
 date -u '+bench end %F %T UTC' >> $OUT/device.txt
