@@ -19,7 +19,7 @@ date -u '+bench end %F %T UTC' >> $OUT/device.txt
 CU=/usr/local/cuda/bin
 M=gpu__time_duration.sum,smsp__inst_executed.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__cycles_elapsed.avg.per_second,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,launch__grid_size,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio,smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio
 for v in st4f st8; do
-  timeout 200 $CU/ncu --clock-control none --kernel-name-base demangled \
+  ZK_BENCH_ONLY=reduce timeout 200 $CU/ncu --clock-control none --kernel-name-base demangled \
     --kernel-id "::regex:(fro_kernel|frov_kernel):4" --metrics $M --csv $B/$v/kernel_bench 256 > $OUT/ncu-$v.csv 2> $OUT/ncu-$v.err
   echo ncu $v rc=$?
 done
