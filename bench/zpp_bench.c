@@ -381,9 +381,10 @@ static int latency(struct ctx *c, int k, uint64_t count, struct lat_fig *f)
 }
 
 /* Before any timing: inproc_qwz and zppd's qwZ give the same output
- * bytes on the same random finite input, each output poisoned first (a
- * 1 MiB tensor, and shards of 3 blocks and a tail). Every rank checks its
- * own output; 0, or 1 after saying where they differ. */
+ * bytes on the same random finite input (cut_fill's), each output
+ * poisoned first (a 1 MiB tensor, and shards of 3 blocks and a tail).
+ * Every rank checks its own output; 0, or 1 after saying where they
+ * differ. */
 static int check_inproc(struct ctx *c, uint64_t max_shard)
 {
     static const uint64_t shards[] = {0, 3 * QWZ_BLOCK + 40};
@@ -395,16 +396,8 @@ static int check_inproc(struct ctx *c, uint64_t max_shard)
         uint16_t *x = malloc(shard * 2);
         uint8_t *a = malloc(bytes), *b = malloc(bytes);
         int rc = !x || !a || !b;
-        uint32_t seed = 2463534242u + (uint32_t)c->rank * 7919u + (uint32_t)shard;
-        for (uint64_t i = 0; !rc && i < shard; i++) { /* xorshift32 -> bf16 in (-4, 4) */
-            seed ^= seed << 13;
-            seed ^= seed >> 17;
-            seed ^= seed << 5;
-            float f = ((float)(seed >> 8) / 16777216.0f - 0.5f) * 8.0f;
-            uint32_t u;
-            memcpy(&u, &f, 4);
-            x[i] = (uint16_t)(u >> 16);
-        }
+        if (!rc)
+            cut_fill(x, ZPP_BF16, shard, (uint32_t)c->rank, 0, shard);
         if (!rc)
             /* everything on c->st, whose order zppd's calls follow */
             rc = cuMemcpyHtoDAsync(c->in, x, shard * 2, c->st) ||
@@ -428,7 +421,7 @@ static int check_inproc(struct ctx *c, uint64_t max_shard)
                     (unsigned long long)count);
         else if (c->rank == 0)
             printf("in-process qwZ = zppd qwZ, byte for byte: %llu elements (%llu per rank), "
-                   "random bf16 in (-4, 4)\n", (unsigned long long)count,
+                   "random bf16 ~N(0,1) (cut_fill)\n", (unsigned long long)count,
                    (unsigned long long)shard);
         free(x);
         free(a);
