@@ -1074,6 +1074,41 @@ __device__ __forceinline__ void accum_sub4(uint32_t c, float s24, float s20, flo
     }
 }
 
+/* ZK_PROBE_SUB4 only: one whole batch of vectors cd (scales s) into the
+ * biased sum, 8 * s added to bias, *smax as fsumv's. A scale too large for
+ * s * 2^24 takes the exact way, fma(q + 8, s, acc), as a port would. */
+#define ZK_SUB4_MAX 0x73800000u /* |s| bits below 2^104: s * 2^24 is finite */
+template <int S>
+__device__ __forceinline__ void probe_sub4_batch(const vcodes<4, S> (&cd)[ZK_VKB],
+                                                 const float (&s)[ZK_VKB], uint32_t &smax,
+                                                 float &bias, float (&acc)[8 * S])
+{
+    bool fast = true;
+#pragma unroll
+    for (int b = 0; b < ZK_VKB; b++) {
+        const uint32_t a = __float_as_uint(s[b]) & ZK_F32_ABS_MASK;
+        smax = max(smax, a);
+        bias = __fmaf_rn(8.0f, s[b], bias);
+        fast = fast && a < ZK_SUB4_MAX;
+    }
+#pragma unroll
+    for (int b = 0; b < ZK_VKB; b++) {
+        const float s24 = __fmul_rn(s[b], 0x1p24f), s20 = __fmul_rn(s[b], 0x1p20f);
+#pragma unroll
+        for (int g = 0; g < S; g++) {
+            if (fast) {
+                accum_sub4(cd[b].w[g], s24, s20, acc, 8 * g);
+            } else {
+                float q[8];
+                codes_float4h(cd[b].w[g], q);
+#pragma unroll
+                for (int i = 0; i < 8; i++)
+                    acc[8 * g + i] = __fmaf_rn(__fadd_rn(q[i], 8.0f), s[b], acc[8 * g + i]);
+            }
+        }
+    }
+}
+
 /* acc[8g .. 8g + 7] += the decoded codes of slot g of one chunk's vector cd
  * with scale s. */
 template <int BITS, int S>
@@ -1139,31 +1174,15 @@ __device__ __forceinline__ void fsumv(const uint8_t *in, uint64_t stride, int k,
                 }
             }
             if constexpr (ZK_PROBE_SUB4 && BITS == 4) {
-                bool fast = true;
+                probe_sub4_batch<S>(cd, s, smax, bias, acc);
+            } else {
 #pragma unroll
                 for (int b = 0; b < ZK_VKB; b++) {
                     smax = max(smax, __float_as_uint(s[b]) & ZK_F32_ABS_MASK);
-                    bias = __fmaf_rn(8.0f, s[b], bias);
-                    fast = fast && (__float_as_uint(s[b]) & ZK_F32_ABS_MASK) < 0x73800000u;
+#pragma unroll
+                    for (int g = 0; g < S; g++)
+                        vaccum<BITS, S>(cd[b], g, s[b], acc);
                 }
-                if (fast) {
-#pragma unroll
-                    for (int b = 0; b < ZK_VKB; b++) {
-                        const float s24 = __fmul_rn(s[b], 0x1p24f), s20 = __fmul_rn(s[b], 0x1p20f);
-#pragma unroll
-                        for (int g = 0; g < S; g++)
-                            accum_sub4(cd[b].w[g], s24, s20, acc, 8 * g);
-                    }
-                    continue;
-                }
-            }
-#pragma unroll
-            for (int b = 0; b < ZK_VKB; b++) {
-                if (!(ZK_PROBE_SUB4 && BITS == 4))
-                    smax = max(smax, __float_as_uint(s[b]) & ZK_F32_ABS_MASK);
-#pragma unroll
-                for (int g = 0; g < S; g++)
-                    vaccum<BITS, S>(cd[b], g, s[b], acc);
             }
             continue;
         }
