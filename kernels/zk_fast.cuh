@@ -1519,14 +1519,46 @@ __global__ void ZK_LB_RO
  * lanes of a quarter warp share a bank), then stores words t, t + 32, ... of
  * the span, so that every store instruction of the warp writes 512
  * contiguous bytes instead of 16 bytes every E * size bytes. */
+/* stage_store's slot of lane l's word j (V words per lane). */
+__host__ __device__ constexpr int stage_slot(int V, int l, int j)
+{
+    return l * V + (j ^ ((l / (8 / V)) & (V - 1)));
+}
+/* Whether stage_slot is one-to-one and, for the writes (word j of lanes
+ * 8q .. 8q + 7) and the reads (words i * 32 + 8q .. + 7 of the span), hits
+ * 8 different 16-byte bank groups in every quarter warp. */
+__host__ __device__ constexpr bool stage_slots_ok(int V)
+{
+    bool seen[ZK_WARP * 8] = {};
+    for (int l = 0; l < ZK_WARP; l++)
+        for (int j = 0; j < V; j++) {
+            const int s = stage_slot(V, l, j);
+            if (seen[s])
+                return false;
+            seen[s] = true;
+        }
+    for (int i = 0; i < V; i++)
+        for (int q = 0; q < ZK_WARP / 8; q++) {
+            int wmask = 0, rmask = 0;
+            for (int t = 8 * q; t < 8 * q + 8; t++) {
+                wmask |= 1 << (stage_slot(V, t, i) % 8);
+                const int u = i * ZK_WARP + t;
+                rmask |= 1 << (stage_slot(V, u / V, u % V) % 8);
+            }
+            if (wmask != 0xFF || rmask != 0xFF)
+                return false;
+        }
+    return true;
+}
+
 template <int ODT, int E>
 __device__ __forceinline__ void stage_store(uint8_t *w, const float (&acc)[E], int lane)
 {
     constexpr int V = E * dt_traits<ODT>::size / 16, WPC = ZK_CTA_THREADS / ZK_WARP;
     static_assert(V == 2 || V == 4 || V == 8, "2, 4 or 8 words per lane");
+    static_assert(stage_slots_ok(V), "the swizzle is one-to-one and free of bank conflicts");
     __shared__ uint4 buf[WPC][ZK_WARP * V];
     uint4 *b = buf[threadIdx.x / ZK_WARP];
-    const int swz = (lane / (8 / V)) & (V - 1);
 #pragma unroll
     for (int j = 0; j < V; j++) {
         constexpr int VE = 16 / dt_traits<ODT>::size;
@@ -1536,14 +1568,13 @@ __device__ __forceinline__ void stage_store(uint8_t *w, const float (&acc)[E], i
             v[i] = acc[j * VE + i];
         uint32_t x[4];
         pack_vec_nonan<ODT, VE>(v, x);
-        b[lane * V + (j ^ swz)] = make_uint4(x[0], x[1], x[2], x[3]);
+        b[stage_slot(V, lane, j)] = make_uint4(x[0], x[1], x[2], x[3]);
     }
     __syncwarp();
 #pragma unroll
     for (int i = 0; i < V; i++) {
-        const int u = i * ZK_WARP + lane, l = u / V, j = u % V;
-        const int sw = (l / (8 / V)) & (V - 1);
-        zk_store_out((uint4 *)w + u, b[l * V + (j ^ sw)]);
+        const int u = i * ZK_WARP + lane;
+        zk_store_out((uint4 *)w + u, b[stage_slot(V, u / V, u % V)]);
     }
     __syncwarp();
 }
