@@ -15,7 +15,7 @@
  * data (never zeros).
  *
  * Usage: kernel_bench [MiB]   (input size per launch, default 256)
- * ZK_BENCH_ONLY=quant,reorder,reduce,sum (any of them) times those sections
+ * ZK_BENCH_ONLY=quant,traffic,reorder,reduce,sum (any of them) times those sections
  * alone, besides the copy and memset rows: tests/gpu/run_gpu.sh gives it to
  * the variants it times (ZK_VARIANT_BENCH) when a call compares only some
  * kernels and wants more variants in it.
@@ -31,6 +31,10 @@
 #include "zpp_kernels.h"
 #include "tests/gpu/cuda_check.h"
 #include "zpp_kernels_cuda.h"
+
+/* bench/kernels/traffic.cu: a dequantize's reads and writes without its arithmetic */
+int zkb_traffic_cuda(const void *in, uint64_t in_bytes, void *out, int lb, int ratio,
+                     cudaStream_t st);
 
 #define BENCH_WARMUP 5
 #define BENCH_REPS 30
@@ -203,6 +207,11 @@ static void run_memset(int r, void *p)
     struct ctx *c = p;
     CK(cudaMemsetAsync(c->y[r], 0, c->bytes, 0));
 }
+static void run_traffic(int r, void *p)
+{
+    struct ctx *c = p; /* bytes read, k bytes per lane and load, bits bytes written per byte read */
+    CK(zkb_traffic_cuda(c->x[r], c->bytes, c->y[r], c->k, c->bits, 0));
+}
 static void run_quant(int r, void *p)
 {
     struct ctx *c = p;
@@ -327,6 +336,31 @@ int main(int argc, char **argv)
                 row("dequantize", cfg, (double)(in_bytes + cb), time_median(run_dequant, &c));
                 free_ctx(&c);
             }
+
+    /* the write-heavy dequantize shapes' traffic alone: ratio bytes written
+     * per byte read, read lb bytes per lane and load (the code loads of
+     * int8 -> bf16, int8 -> fp32 or int4 -> bf16, int4 -> fp32) or 16, the
+     * latter also with each CTA's writes as one bulk copy (lb -16); a
+     * reference for the dequantize rows, no goal */
+    static const int mixes[][2] = {{2, 8}, {2, 16}, {2, -16}, {4, 4},  {4, 16},
+                                   {4, -16}, {8, 2}, {8, 16}, {8, -16}};
+    for (size_t m = 0; m < sizeof mixes / sizeof mixes[0] && section_on("traffic"); m++) {
+        memset(&c, 0, sizeof c);
+        c.bits = mixes[m][0];
+        c.k = mixes[m][1];
+        c.bytes = in_bytes / (uint64_t)c.bits;
+        for (int r = 0; r < BENCH_ROT; r++) {
+            c.x[r] = dev_random(c.bytes, ZK_FP32, &seed);
+            c.y[r] = dev_alloc(in_bytes);
+        }
+        char cfg[64];
+        if (c.k > 0)
+            snprintf(cfg, sizeof cfg, "1:%d read %dB/lane", c.bits, c.k);
+        else
+            snprintf(cfg, sizeof cfg, "1:%d read %dB/lane, bulk st", c.bits, -c.k);
+        row("traffic (no arith)", cfg, (double)(c.bytes + in_bytes), time_median(run_traffic, &c));
+        free_ctx(&c);
+    }
 
     /* qgZ step 0: reorder + quantize, W = 2 x 8, S = 2 */
     for (int t = 0; t < 2 && section_on("reorder"); t++)

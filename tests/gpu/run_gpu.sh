@@ -16,7 +16,7 @@
 #       byte-compared, not timed
 #   ZK_BENCH_MIB  input MiB per launch (default 256)
 #   ZK_VARIANT_BENCH  the kernel_bench sections the variants time (ZK_BENCH_ONLY:
-#       quant,reorder,reduce,sum; default all); the tree's own build times all
+#       quant,traffic,reorder,reduce,sum; default all); the tree's own build times all
 #   ZK_ARCH       nvcc -gencode flags (default sm_90 machine code)
 #   ZK_VARIANT_COMPARE  "full" (default) or "quick" (sizes <= 70000) byte-compare
 #       of each variant, to fit more variants into one device call
@@ -54,7 +54,7 @@ build_variant() {
     "$NVCC" $NVFLAGS $extra -c "$ROOT/kernels/copy.cu" -o "$d/copy.o" &&
     "$NVCC" $NVFLAGS $extra -c "$ROOT/kernels/qdq.cu" -o "$d/qdq.o" &&
     "$NVCC" $ARCH "$BUILD/gpu_compare.o" "$d/quant.o" "$d/qgz.o" "$d/sum.o" "$d/copy.o" "$d/qdq.o" "$BUILD/quant_ref.o" "$BUILD/qgz_ref.o" -lm -o "$d/gpu_compare" &&
-    "$NVCC" $ARCH "$BUILD/kernel_bench.o" "$d/quant.o" "$d/qgz.o" "$d/sum.o" "$d/copy.o" "$d/qdq.o" "$BUILD/quant_ref.o" "$BUILD/qgz_ref.o" -lm -o "$d/kernel_bench" &&
+    "$NVCC" $ARCH "$BUILD/kernel_bench.o" "$BUILD/traffic.o" "$d/quant.o" "$d/qgz.o" "$d/sum.o" "$d/copy.o" "$d/qdq.o" "$BUILD/quant_ref.o" "$BUILD/qgz_ref.o" -lm -o "$d/kernel_bench" &&
     "$NVCC" $ARCH "$BUILD/fenced_bench.o" "$d/sum.o" "$d/copy.o" "$d/qdq.o" -o "$d/fenced_bench"
 }
 
@@ -67,6 +67,7 @@ build_variant() {
     gcc $CFLAGS -ffp-contract=off -fno-fast-math -c "$ROOT/kernels/qgz_ref.c" -o "$BUILD/qgz_ref.o" &&
     gcc $CFLAGS -c "$ROOT/tests/gpu/gpu_compare.c" -o "$BUILD/gpu_compare.o" &&
     gcc $CFLAGS -c "$ROOT/bench/kernels/kernel_bench.c" -o "$BUILD/kernel_bench.o" &&
+    "$NVCC" $NVFLAGS -c "$ROOT/bench/kernels/traffic.cu" -o "$BUILD/traffic.o" &&
     gcc $CFLAGS -c "$ROOT/bench/kernels/fenced_bench.c" -o "$BUILD/fenced_bench.o" || exit 1
     # variants build in the background while the default builds
     IFS=';' read -ra vlist <<<"$VARIANTS"
