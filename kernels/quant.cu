@@ -120,19 +120,20 @@ __global__ void ZK_LB_FLAT dequantize_kernel(const uint8_t *in, uint64_t pay_byt
 #define ZK_DQX 1 /* 1: dequantize power-of-two block sizes through dqx_kernel */
 #endif
 #ifndef ZK_DQX_TMA
-#define ZK_DQX_TMA 0 /* 1: dqx_kernel writes a whole tile to shared memory and the bulk copy
-                      * engine stores it (cp.async.bulk), instead of 16-byte stores per thread */
+/* 1: on sm_90 and later, dqx_kernel writes each whole tile to shared memory
+ * and the bulk copy engine stores it (cp.async.bulk), instead of 16-byte
+ * stores per thread: the write-heavy shapes gain about a point of the copy
+ * on an H100 (int4 -> fp32 93.4 -> 94.3 %, kernels-2026-11-23-s16/). Off
+ * with evict-first stores, which the bulk copy does not take. */
+#define ZK_DQX_TMA (!ZK_ST_CS)
 #endif
 #if ZK_DQX_TMA && ZK_ST_CS
 #error "ZK_DQX_TMA stages through shared memory with plain stores: not with ZK_ST_CS"
 #endif
-#ifndef ZK_DQX_WIDE
-#define ZK_DQX_WIDE 0 /* 1: dqx_kernel's whole tiles load 16 bytes of codes per lane (the codes of
-                       * 16 / CB vectors) and hand each lane its vectors' codes through shared
-                       * memory, so that the stores stay one 512-byte span per warp instruction */
-#endif
-#if ZK_DQX_WIDE && ZK_DQX_TMA
-#error "ZK_DQX_WIDE and ZK_DQX_TMA are separate dequantize tiles"
+#if ZK_DQX_TMA && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define ZK_DQX_BULK 1 /* this pass's code has the bulk copy engine */
+#else
+#define ZK_DQX_BULK 0
 #endif
 #ifndef ZK_DQX_NV
 #define ZK_DQX_NV 2 /* vectors per thread and tile, dqx_kernel (2: 93-95 % of the copy on
@@ -165,41 +166,6 @@ __device__ __forceinline__ void dqx_decode(raw16 r, float s, float (&v)[VE])
     }
 }
 
-/* The vectors of a tile that may pass the end of the output, one by one,
- * with tests (thread's first element e0). */
-template <int DT, int BITS, int NV>
-__device__ __forceinline__ void dqx_part_tile(const uint8_t *in, const float *scales,
-                                              uint64_t n_out, int lgb, void *y, bool yal,
-                                              uint64_t e0)
-{
-    constexpr int es = shape<DT>::es, VE = shape<DT>::ve, CB = VE * BITS / 8;
-    constexpr int STEP = ZK_CTA_THREADS * VE;
-    raw16 r[NV];
-    float s[NV];
-#pragma unroll
-    for (int j = 0; j < NV; j++) {
-        const uint64_t e = e0 + (uint64_t)j * STEP;
-        if (e < n_out) {
-            r[j] = load_raw<CB>(in + e * BITS / 8);
-            s[j] = __ldg(scales + (e >> lgb));
-        }
-    }
-#pragma unroll
-    for (int j = 0; j < NV; j++) {
-        const uint64_t e = e0 + (uint64_t)j * STEP;
-        if (e >= n_out)
-            continue;
-        float v[VE];
-        dqx_decode<BITS, VE>(r[j], s[j], v);
-        uint8_t *p = (uint8_t *)y + e * es;
-        if ((__float_as_uint(s[j]) & ZK_F32_ABS_MASK) < ZK_F32_EXP_MASK &&
-            n_out - e >= (uint64_t)VE && yal)
-            store_vec_nonan<DT, VE>(p, v);
-        else
-            store_elems<DT, VE>(p, n_out - e, v);
-    }
-}
-
 template <int DT, int BITS, int NV>
 __global__ void ZK_LB_FLAT dqx_kernel(const uint8_t *in, uint64_t pay_bytes, uint64_t n_out,
                                       int lgb, void *y)
@@ -214,44 +180,6 @@ __global__ void ZK_LB_FLAT dqx_kernel(const uint8_t *in, uint64_t pay_bytes, uin
         const uint64_t e0 = (tile * tile_vecs + threadIdx.x) * VE;
         raw16 r[NV];
         float s[NV];
-#if ZK_DQX_WIDE
-        if (CB * NV == 16 && yal && ((uintptr_t)in & 15) == 0 &&
-            (tile + 1) * tile_vecs * VE <= n_out) {
-            /* the whole tile: warp w's vectors are [w * 32 * NV, (w + 1) * 32 * NV) of the
-             * tile; lane l loads the codes of its NV of them (16 bytes) and stores vector
-             * w * 32 * NV + j * 32 + l, whose CB bytes of codes another lane loaded */
-            __shared__ __align__(16) uint4 wide[ZK_CTA_THREADS];
-            const unsigned lane = threadIdx.x & 31u, w0 = threadIdx.x - lane;
-            const uint64_t v0 = tile * tile_vecs + (uint64_t)w0 * NV; /* the warp's first vector */
-            const raw16 c = load_raw<16>(in + v0 * VE * BITS / 8 + lane * 16u);
-            wide[threadIdx.x] = make_uint4(c.w[0], c.w[1], c.w[2], c.w[3]);
-            __syncwarp();
-            const uint8_t *sw = (const uint8_t *)&wide[w0];
-            uint8_t *py = (uint8_t *)y + (v0 + lane) * VE * es;
-#pragma unroll
-            for (int j = 0; j < NV; j++) {
-                const uint8_t *q = sw + (j * 32 + lane) * CB;
-                raw16 r = {{0, 0, 0, 0}};
-                if (CB == 8) {
-                    r.w[0] = *(const uint32_t *)q;
-                    r.w[1] = *(const uint32_t *)(q + 4);
-                } else if (CB == 4) {
-                    r.w[0] = *(const uint32_t *)q;
-                } else {
-                    r.w[0] = *(const uint16_t *)q;
-                }
-                const float s = __ldg(scales + (((v0 + lane + (uint64_t)j * 32) * VE) >> lgb));
-                float v[VE];
-                dqx_decode<BITS, VE>(r, s, v);
-                if ((__float_as_uint(s) & ZK_F32_ABS_MASK) < ZK_F32_EXP_MASK)
-                    store_vec_nonan<DT, VE>(py + j * 32 * VE * es, v);
-                else
-                    store_elems<DT, VE>(py + j * 32 * VE * es, VE, v);
-            }
-            __syncwarp(); /* the next tile's codes go where these were */
-            continue;
-        }
-#endif
         if (yal && (tile + 1) * tile_vecs * VE <= n_out) {
             /* the whole tile: constant offsets, no tests */
             const uint8_t *pc = in + e0 * BITS / 8;
@@ -261,7 +189,7 @@ __global__ void ZK_LB_FLAT dqx_kernel(const uint8_t *in, uint64_t pay_bytes, uin
                 s[j] = __ldg(scales + ((e0 + (uint64_t)j * STEP) >> lgb));
             }
             uint8_t *py = (uint8_t *)y + e0 * es;
-#if ZK_DQX_TMA
+#if ZK_DQX_BULK
             /* the tile's VE * es = 16-byte vectors, in the tile's order */
             __shared__ __align__(128) uint4 stile[ZK_CTA_THREADS * NV];
             py = (uint8_t *)&stile[threadIdx.x];
@@ -276,10 +204,14 @@ __global__ void ZK_LB_FLAT dqx_kernel(const uint8_t *in, uint64_t pay_bytes, uin
                 else
                     store_elems<DT, VE>(py + j * STEP * es, VE, v);
             }
-#if ZK_DQX_TMA
+#if ZK_DQX_BULK
             static_assert(VE * es == 16, "one 16-byte vector per thread and j");
             asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
             __syncthreads();
+            /* thread 0 waits until the copy engine has read the tile (the
+             * buffer is then free), not until its writes land: waiting for
+             * those held each CTA for a write's latency (84-89 % of the
+             * copy on an H100 for the fp32 shapes) */
             if (threadIdx.x == 0) {
                 const uint32_t src = (uint32_t)__cvta_generic_to_shared(stile);
                 uint8_t *dst = (uint8_t *)y + tile * tile_vecs * VE * es;
@@ -293,92 +225,29 @@ __global__ void ZK_LB_FLAT dqx_kernel(const uint8_t *in, uint64_t pay_bytes, uin
 #endif
             continue;
         }
-        dqx_part_tile<DT, BITS, NV>(in, scales, n_out, lgb, y, yal, e0);
-    }
-}
-
-#ifndef ZK_DQT
-#define ZK_DQT 0 /* 1: dequantize power-of-two block sizes through dqt_kernel */
-#endif
-#ifndef ZK_DQT_CTAS
-#define ZK_DQT_CTAS 8 /* dqt_kernel's CTAs per SM */
-#endif
-#ifndef ZK_DQT_GRID
-#define ZK_DQT_GRID 0 /* dqt_kernel's grid, when not 0 (a check: a few CTAs, many tiles each) */
-#endif
-
-/* dqx_kernel's tiles with the stores of ZK_DQX_TMA, pipelined: a grid of
- * ZK_DQT_CTAS CTAs per SM loops over the whole tiles, loads the codes of
- * its next tile before it decodes the current one into one of two shared
- * buffers, and the bulk copy engine stores each buffer while the CTA goes
- * on; a buffer is written again once the copy engine has read it
- * (wait_group.read). The one partial tile takes dqx_kernel's path. Needs y
- * 16-byte aligned. */
-template <int DT, int BITS, int NV>
-__global__ void ZK_LB_FLAT dqt_kernel(const uint8_t *in, uint64_t pay_bytes, uint64_t n_out,
-                                      int lgb, void *y)
-{
-    constexpr int es = shape<DT>::es, VE = shape<DT>::ve, CB = VE * BITS / 8;
-    constexpr int STEP = ZK_CTA_THREADS * VE;
-    constexpr uint64_t tile_vecs = (uint64_t)ZK_CTA_THREADS * NV;
-    static_assert(VE * es == 16, "one 16-byte vector per thread and j");
-    __shared__ __align__(128) uint4 stile[2][ZK_CTA_THREADS * NV];
-    const float *scales = (const float *)(in + pay_bytes);
-    const uint64_t full = n_out / (tile_vecs * VE);
-    raw16 r[NV];
-    float s[NV];
-    auto load = [&](uint64_t tile) {
-        const uint64_t e0 = (tile * tile_vecs + threadIdx.x) * VE;
-        const uint8_t *pc = in + e0 * BITS / 8;
 #pragma unroll
         for (int j = 0; j < NV; j++) {
-            r[j] = load_raw<CB>(pc + j * STEP * BITS / 8);
-            s[j] = __ldg(scales + ((e0 + (uint64_t)j * STEP) >> lgb));
+            const uint64_t e = e0 + (uint64_t)j * STEP;
+            if (e < n_out) {
+                r[j] = load_raw<CB>(in + e * BITS / 8);
+                s[j] = __ldg(scales + (e >> lgb));
+            }
         }
-    };
-    uint64_t tile = blockIdx.x;
-    if (tile < full)
-        load(tile);
-    for (int b = 0; tile < full; tile += gridDim.x, b ^= 1) {
-        raw16 rc[NV];
-        float sc[NV];
 #pragma unroll
         for (int j = 0; j < NV; j++) {
-            rc[j] = r[j];
-            sc[j] = s[j];
-        }
-        if (tile + gridDim.x < full)
-            load(tile + gridDim.x);
-        /* buffer b's last bulk store (two tiles ago) has been read */
-        if (threadIdx.x == 0)
-            asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
-        __syncthreads();
-        uint8_t *py = (uint8_t *)&stile[b][threadIdx.x];
-#pragma unroll
-        for (int j = 0; j < NV; j++) {
+            const uint64_t e = e0 + (uint64_t)j * STEP;
+            if (e >= n_out)
+                continue;
             float v[VE];
-            dqx_decode<BITS, VE>(rc[j], sc[j], v);
-            if ((__float_as_uint(sc[j]) & ZK_F32_ABS_MASK) < ZK_F32_EXP_MASK)
-                store_vec_nonan<DT, VE>(py + j * STEP * es, v);
+            dqx_decode<BITS, VE>(r[j], s[j], v);
+            uint8_t *p = (uint8_t *)y + e * es;
+            if ((__float_as_uint(s[j]) & ZK_F32_ABS_MASK) < ZK_F32_EXP_MASK &&
+                n_out - e >= (uint64_t)VE && yal)
+                store_vec_nonan<DT, VE>(p, v);
             else
-                store_elems<DT, VE>(py + j * STEP * es, VE, v);
-        }
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            const uint32_t src = (uint32_t)__cvta_generic_to_shared(&stile[b][0]);
-            uint8_t *dst = (uint8_t *)y + tile * tile_vecs * VE * es;
-            asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n\t"
-                         "cp.async.bulk.commit_group;" ::"l"(dst),
-                         "r"(src), "r"((uint32_t)sizeof stile[0])
-                         : "memory");
+                store_elems<DT, VE>(p, n_out - e, v);
         }
     }
-    if (threadIdx.x == 0)
-        asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
-    if (full * tile_vecs * VE < n_out && blockIdx.x == full % gridDim.x)
-        dqx_part_tile<DT, BITS, NV>(in, scales, n_out, lgb, y, true,
-                                    (full * tile_vecs + threadIdx.x) * VE);
 }
 
 
@@ -413,24 +282,8 @@ void launch_dequantize(const uint8_t *in, uint64_t n, uint64_t n_out, uint32_t b
         int lgb = 0;
         while ((1u << lgb) < block)
             lgb++;
-#if ZK_DQT
-        if (((uintptr_t)y & 15) == 0) {
-            int dev = 0, sms = 0;
-            if (cudaGetDevice(&dev) != cudaSuccess ||
-                cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-                sms = 132;
-            const int grid = ZK_DQT_GRID > 0 ? ZK_DQT_GRID : sms * ZK_DQT_CTAS;
-            const uint64_t tiles = (nvec + ZK_CTA_THREADS * ZK_DQX_NV - 1) / (ZK_CTA_THREADS * ZK_DQX_NV);
-            dqt_kernel<DT, BITS, ZK_DQX_NV><<<(unsigned)(tiles < (uint64_t)grid ? tiles : grid),
-                                              ZK_CTA_THREADS, 0, stream>>>(
-                in, zk_payload_bytes(n, BITS), n_out, lgb, y);
-            return;
-        }
-#endif
-        /* ZK_DQX_WIDE: a lane's vectors are those of 16 bytes of codes */
-        constexpr int cb = shape<DT>::ve * BITS / 8, nv = ZK_DQX_WIDE && cb < 16 ? 16 / cb : ZK_DQX_NV;
-        uint64_t xctas = (nvec + ZK_CTA_THREADS * nv - 1) / (ZK_CTA_THREADS * nv);
-        dqx_kernel<DT, BITS, nv><<<grid_for(xctas), ZK_CTA_THREADS, 0, stream>>>(
+        uint64_t xctas = (nvec + ZK_CTA_THREADS * ZK_DQX_NV - 1) / (ZK_CTA_THREADS * ZK_DQX_NV);
+        dqx_kernel<DT, BITS, ZK_DQX_NV><<<grid_for(xctas), ZK_CTA_THREADS, 0, stream>>>(
             in, zk_payload_bytes(n, BITS), n_out, lgb, y);
         return;
     }

@@ -92,14 +92,18 @@
                          * in kernels-2026-11-23-h100-s11/), without the reference's change */
 #endif
 #ifndef ZK_ROSTAGE
-#define ZK_ROSTAGE 0 /* reduce->output, vector kernel: 1 stores a warp's outputs through shared
+#define ZK_ROSTAGE 1 /* reduce->output, vector kernel: 1 stores a warp's outputs through shared
                       * memory, so that each store instruction writes one contiguous span */
 #endif
 #ifndef ZK_RO4F
-#define ZK_RO4F 0 /* 1: int4 reduce->fp32 through the vector kernel too (ZK_RO4 slots) */
+#define ZK_RO4F 1 /* 1: int4 reduce->fp32 through the vector kernel too (ZK_RO4 slots); with
+                   * ZK_ROSTAGE 92 -> 97 % of the copy on an H100 (kernels-2026-11-23-s16/),
+                   * without it 59 % */
 #endif
 #ifndef ZK_ROMINB
-#define ZK_ROMINB 0 /* min CTAs per SM of the slot kernel reduce->output (0: no bound) */
+#define ZK_ROMINB 4 /* min CTAs per SM of the slot kernel reduce->output (0: no bound; 4: 64
+                     * registers, int8 -> bf16 87 -> 96 % of the copy on an H200,
+                     * kernels-2026-11-23-s16/; 5 spills) */
 #endif
 #ifndef ZK_VMINB
 #define ZK_VMINB 3 /* min CTAs per SM of the vector kernels (NV = 1; 3: 80 registers) */
