@@ -48,6 +48,7 @@ __global__ void __launch_bounds__(kThreads) traffic_kernel(const uint8_t *in, ui
         for (int s = 0; s < NS; s++)
             out[(tile * NS + s) * kThreads + threadIdx.x] = make_uint4(acc, acc + s, acc ^ s, ~acc);
     } else {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
         /* the tile through shared memory, stored by the bulk copy engine */
         __shared__ __align__(128) uint4 st[NS * kThreads];
 #pragma unroll
@@ -61,6 +62,9 @@ __global__ void __launch_bounds__(kThreads) traffic_kernel(const uint8_t *in, ui
                          "cp.async.bulk.wait_group.read 0;" ::"l"(out + tile * NS * kThreads),
                          "r"((uint32_t)__cvta_generic_to_shared(st)), "r"((uint32_t)sizeof st)
                          : "memory");
+#else
+        __trap(); /* no bulk copy engine: zkb_traffic_cuda refuses lb -16 before sm_90 */
+#endif
     }
 }
 
@@ -91,12 +95,20 @@ cudaError_t launch_lb(const void *in, uint64_t in_bytes, void *out, int ratio, c
 /* Reads in_bytes (a multiple of 4096, at most 2^31 tiles) from in, writes
  * ratio * in_bytes to out; lb (2, 4, 8 or 16) bytes per lane and load,
  * ratio 2, 4 or 8; lb -16: 16 bytes per lane, and each CTA's writes go
- * through shared memory to one bulk copy (cp.async.bulk). */
+ * through shared memory to one bulk copy (cp.async.bulk; sm_90 and later,
+ * cudaErrorNotSupported before). */
 extern "C" int zkb_traffic_cuda(const void *in, uint64_t in_bytes, void *out, int lb, int ratio,
                                 cudaStream_t st)
 {
     if (in_bytes % (16u * kThreads) || in_bytes / (16u * kThreads) > 0x7fffffffu)
         return (int)cudaErrorInvalidValue;
+    if (lb < 0) {
+        int dev = 0, major = 0;
+        if (cudaGetDevice(&dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+            major < 9)
+            return (int)cudaErrorNotSupported;
+    }
     switch (lb) {
     case 2:
         return (int)launch_lb<2, false>(in, in_bytes, out, ratio, st);
