@@ -8,10 +8,12 @@
  * bytes (each warp instruction one span of 32 * lb bytes, the shape of
  * dequantize's code loads), and writes 16 * ratio bytes per thread as
  * 16-byte stores, each warp instruction one 512-byte span. What it stores
- * mixes every loaded byte, so that no load is dead. A third form stores
- * each CTA's bytes with one bulk copy from shared memory, as the dequantize
- * variants ZK_DQX_TMA and ZK_DQT do. Bench code, not a
- * kernel of the library: it has no reference and no byte-compare.
+ * mixes every loaded byte, so that no load is dead. A second form stores
+ * each CTA's bytes with one bulk copy from shared memory, as dequantize does
+ * on sm_90 (ZK_DQX_TMA). A third (split_kernel) moves the same mix with
+ * reading and writing CTAs apart, so that no store waits for a load: if it
+ * runs no faster, the mix itself sets the rate. Bench code, not a kernel of
+ * the library: it has no reference and no byte-compare.
  */
 #include <cuda_runtime_api.h>
 #include <stdint.h>
