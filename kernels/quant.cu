@@ -135,6 +135,16 @@ __global__ void ZK_LB_FLAT dequantize_kernel(const uint8_t *in, uint64_t pay_byt
 #else
 #define ZK_DQX_BULK 0
 #endif
+#ifndef ZK_DQX_L2PF
+/* 1 or 2 (sm_90): when a dequantize's chunk (codes and scales) fits in half
+ * the L2, a small kernel first has the bulk copy engine prefetch all of it
+ * into L2, so that DRAM serves the reads as one burst and then only writes
+ * (session 16 found the write-heavy shapes held by their mix of reads and
+ * writes, kernels-2026-11-23-s16/). 1: the prefetched lines are marked
+ * evict_last; 2: they are not, and the tile's bulk stores are marked
+ * evict_first instead. A knob to measure; 0 builds the same code as before. */
+#define ZK_DQX_L2PF 0
+#endif
 #ifndef ZK_DQX_NV
 #define ZK_DQX_NV 2 /* vectors per thread and tile, dqx_kernel (2: 93-95 % of the copy on
                      * an H200, kernels-2026-11-22-h200-fqx.txt) */
@@ -215,11 +225,22 @@ __global__ void ZK_LB_FLAT dqx_kernel(const uint8_t *in, uint64_t pay_bytes, uin
             if (threadIdx.x == 0) {
                 const uint32_t src = (uint32_t)__cvta_generic_to_shared(stile);
                 uint8_t *dst = (uint8_t *)y + tile * tile_vecs * VE * es;
+#if ZK_DQX_L2PF == 2
+                uint64_t pol;
+                asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+                asm volatile("cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint [%0], [%1], "
+                             "%2, %3;\n\t"
+                             "cp.async.bulk.commit_group;\n\t"
+                             "cp.async.bulk.wait_group.read 0;" ::"l"(dst),
+                             "r"(src), "r"((uint32_t)sizeof stile), "l"(pol)
+                             : "memory");
+#else
                 asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n\t"
                              "cp.async.bulk.commit_group;\n\t"
                              "cp.async.bulk.wait_group.read 0;" ::"l"(dst),
                              "r"(src), "r"((uint32_t)sizeof stile)
                              : "memory");
+#endif
             }
             __syncthreads();
 #endif
@@ -250,6 +271,44 @@ __global__ void ZK_LB_FLAT dqx_kernel(const uint8_t *in, uint64_t pay_bytes, uin
     }
 }
 
+
+#if ZK_DQX_L2PF
+#define ZK_L2PF_PIECE (64u << 10) /* bytes one CTA of l2pf_kernel prefetches */
+/* Prefetches bytes [0, bytes) of p into L2 (bytes and p 16-aligned). */
+__global__ void __launch_bounds__(32) l2pf_kernel(const uint8_t *p, uint64_t bytes)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    const uint64_t lo = (uint64_t)blockIdx.x * ZK_L2PF_PIECE;
+    if (threadIdx.x != 0 || lo >= bytes)
+        return;
+    const uint32_t n = (uint32_t)(bytes - lo < ZK_L2PF_PIECE ? bytes - lo : ZK_L2PF_PIECE);
+    uint64_t pol;
+#if ZK_DQX_L2PF == 1
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+#else
+    asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(pol));
+#endif
+    asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;" ::"l"(p + lo),
+                 "r"(n), "l"(pol)
+                 : "memory");
+#endif
+}
+
+/* The chunk at in into L2 first, when it fits in half of it (sm_90). */
+static void l2_prefetch(const uint8_t *in, uint64_t bytes, cudaStream_t stream)
+{
+    int dev = 0, l2 = 0, major = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        major < 9 || bytes > (uint64_t)l2 / 2 || ((uintptr_t)in & 15))
+        return;
+    bytes &= ~(uint64_t)15;
+    if (bytes)
+        l2pf_kernel<<<(unsigned)((bytes + ZK_L2PF_PIECE - 1) / ZK_L2PF_PIECE), 32, 0, stream>>>(
+            in, bytes);
+}
+#endif
 
 template <int DT, int BITS>
 void launch_quantize(const void *x, uint64_t n, uint64_t n_valid, uint32_t block, uint8_t *out,
@@ -282,6 +341,9 @@ void launch_dequantize(const uint8_t *in, uint64_t n, uint64_t n_out, uint32_t b
         int lgb = 0;
         while ((1u << lgb) < block)
             lgb++;
+#if ZK_DQX_L2PF
+        l2_prefetch(in, zk_chunk_bytes(n, BITS, block), stream);
+#endif
         uint64_t xctas = (nvec + ZK_CTA_THREADS * ZK_DQX_NV - 1) / (ZK_CTA_THREADS * ZK_DQX_NV);
         dqx_kernel<DT, BITS, ZK_DQX_NV><<<grid_for(xctas), ZK_CTA_THREADS, 0, stream>>>(
             in, zk_payload_bytes(n, BITS), n_out, lgb, y);

@@ -342,9 +342,11 @@ int main(int argc, char **argv)
      * int8 -> bf16, int8 -> fp32 or int4 -> bf16, int4 -> fp32) or 16, the
      * latter also with each CTA's writes as one bulk copy (lb -16), and
      * with reading and writing CTAs apart, no store waiting for a load (lb
-     * 0); a reference for the dequantize rows, no goal */
-    static const int mixes[][2] = {{2, 8}, {2, 16}, {2, -16}, {2, 0}, {4, 4},  {4, 16},
-                                   {4, -16}, {4, 0}, {8, 2}, {8, 16}, {8, -16}, {8, 0}};
+     * 0), and as two kernels, all reads then all writes (lb 1); a
+     * reference for the dequantize rows, no goal */
+    static const int mixes[][2] = {{2, 8}, {2, 16}, {2, -16}, {2, 0}, {2, 1}, {4, 4},
+                                   {4, 16}, {4, -16}, {4, 0}, {4, 1}, {8, 2}, {8, 16},
+                                   {8, -16}, {8, 0}, {8, 1}};
     for (size_t m = 0; m < sizeof mixes / sizeof mixes[0] && section_on("traffic"); m++) {
         if (mixes[m][1] < 0 && prop.major < 9)
             continue; /* the bulk copy engine is sm_90's */
@@ -357,7 +359,9 @@ int main(int argc, char **argv)
             c.y[r] = dev_alloc(in_bytes);
         }
         char cfg[64];
-        if (c.k > 0)
+        if (c.k == 1)
+            snprintf(cfg, sizeof cfg, "1:%d reads, then writes", c.bits);
+        else if (c.k > 0)
             snprintf(cfg, sizeof cfg, "1:%d read %dB/lane", c.bits, c.k);
         else if (c.k == 0)
             snprintf(cfg, sizeof cfg, "1:%d readers apart", c.bits);

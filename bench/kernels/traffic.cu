@@ -12,7 +12,8 @@
  * each CTA's bytes with one bulk copy from shared memory, as dequantize does
  * on sm_90 (ZK_DQX_TMA). A third (split_kernel) moves the same mix with
  * reading and writing CTAs apart, so that no store waits for a load: if it
- * runs no faster, the mix itself sets the rate. Bench code, not a kernel of
+ * runs no faster, the mix itself sets the rate. A fourth (phase_kernel)
+ * reads everything first and then writes, as two kernels. Bench code, not a kernel of
  * the library: it has no reference and no byte-compare.
  */
 #include <cuda_runtime_api.h>
@@ -85,6 +86,21 @@ template <int RATIO> __global__ void __launch_bounds__(kThreads) split_kernel(co
     out[(t * RATIO + k - 1) * kThreads + threadIdx.x] = make_uint4((uint32_t)b, threadIdx.x, 0, ~0u);
 }
 
+/* The mix in two phases: a kernel that only reads (READ), then one that only
+ * writes, each 4 KiB per CTA: what the mix would cost if DRAM saw all its
+ * reads as one burst and then only writes. */
+template <bool READ> __global__ void __launch_bounds__(kThreads) phase_kernel(const uint8_t *in, uint4 *out)
+{
+    const uint64_t i = (uint64_t)blockIdx.x * kThreads + threadIdx.x;
+    if (READ) {
+        const uint4 v = ((const uint4 *)in)[i];
+        if ((v.x ^ v.y ^ v.z ^ v.w) == 0x9E3779B1u && v.x == 0x7F4A7C15u) /* never, in practice */
+            out[threadIdx.x] = v;
+        return;
+    }
+    out[i] = make_uint4((uint32_t)blockIdx.x, threadIdx.x, 0, ~0u);
+}
+
 template <int LB, bool BULK>
 cudaError_t launch_lb(const void *in, uint64_t in_bytes, void *out, int ratio, cudaStream_t st)
 {
@@ -114,12 +130,22 @@ cudaError_t launch_lb(const void *in, uint64_t in_bytes, void *out, int ratio, c
  * ratio 2, 4 or 8; lb -16: 16 bytes per lane, and each CTA's writes go
  * through shared memory to one bulk copy (cp.async.bulk; sm_90 and later,
  * cudaErrorNotSupported before); lb 0: split_kernel, readers and writers in
- * separate CTAs. */
+ * separate CTAs; lb 1: phase_kernel twice, all the reads and then all the
+ * writes. */
 extern "C" int zkb_traffic_cuda(const void *in, uint64_t in_bytes, void *out, int lb, int ratio,
                                 cudaStream_t st)
 {
     if (in_bytes % (16u * kThreads) || in_bytes / (16u * kThreads) > 0x7fffffffu)
         return (int)cudaErrorInvalidValue;
+    if (lb == 1) { /* phase_kernel: all reads, then all writes */
+        const uint64_t tiles = in_bytes / (16u * kThreads);
+        if (ratio < 1 || tiles * (uint64_t)ratio > 0x7fffffffu)
+            return (int)cudaErrorInvalidValue;
+        phase_kernel<true><<<(unsigned)tiles, kThreads, 0, st>>>((const uint8_t *)in, (uint4 *)out);
+        phase_kernel<false>
+            <<<(unsigned)(tiles * (uint64_t)ratio), kThreads, 0, st>>>((const uint8_t *)in, (uint4 *)out);
+        return (int)cudaGetLastError();
+    }
     if (lb == 0) { /* split_kernel */
         const uint64_t ctas = in_bytes / (16u * kThreads) * (uint64_t)(ratio + 1);
         if (ctas > 0x7fffffffu)
