@@ -223,23 +223,13 @@ __global__ void ZK_LB_FLAT dqx_kernel(const uint8_t *in, uint64_t pay_bytes, uin
              * those held each CTA for a write's latency (84-89 % of the
              * copy on an H100 for the fp32 shapes) */
             if (threadIdx.x == 0) {
-                const uint32_t src = (uint32_t)__cvta_generic_to_shared(stile);
                 uint8_t *dst = (uint8_t *)y + tile * tile_vecs * VE * es;
 #if ZK_DQX_L2PF == 2
                 uint64_t pol;
                 asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
-                asm volatile("cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint [%0], [%1], "
-                             "%2, %3;\n\t"
-                             "cp.async.bulk.commit_group;\n\t"
-                             "cp.async.bulk.wait_group.read 0;" ::"l"(dst),
-                             "r"(src), "r"((uint32_t)sizeof stile), "l"(pol)
-                             : "memory");
+                zk_bulk_store<true>(dst, stile, (uint32_t)sizeof stile, pol);
 #else
-                asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n\t"
-                             "cp.async.bulk.commit_group;\n\t"
-                             "cp.async.bulk.wait_group.read 0;" ::"l"(dst),
-                             "r"(src), "r"((uint32_t)sizeof stile)
-                             : "memory");
+                zk_bulk_store(dst, stile, (uint32_t)sizeof stile);
 #endif
             }
             __syncthreads();

@@ -145,6 +145,34 @@ template <typename T> __device__ __forceinline__ void zk_store_out(T *p, T v)
 #endif
 }
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+/* sm_90: the bulk copy engine stores `bytes` (a multiple of 16) of the
+ * CTA's shared memory at src to global dst; the calling thread waits only
+ * until the engine has read src (src is then free again), not until the
+ * writes land. The callers order the CTA's shared-memory writes first
+ * (fence.proxy.async + a barrier). policy: an L2 cache policy made by
+ * createpolicy, when hinted. */
+template <bool HINT = false>
+__device__ __forceinline__ void zk_bulk_store(void *dst, const void *src, uint32_t bytes,
+                                              uint64_t policy = 0)
+{
+    const uint32_t s = (uint32_t)__cvta_generic_to_shared(src);
+    if constexpr (HINT)
+        asm volatile("cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint [%0], [%1], %2, "
+                     "%3;\n\t"
+                     "cp.async.bulk.commit_group;\n\t"
+                     "cp.async.bulk.wait_group.read 0;" ::"l"(dst),
+                     "r"(s), "r"(bytes), "l"(policy)
+                     : "memory");
+    else
+        asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n\t"
+                     "cp.async.bulk.commit_group;\n\t"
+                     "cp.async.bulk.wait_group.read 0;" ::"l"(dst),
+                     "r"(s), "r"(bytes)
+                     : "memory");
+}
+#endif
+
 struct raw16 {
     uint32_t w[4];
 };
