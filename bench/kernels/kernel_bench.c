@@ -31,10 +31,7 @@
 #include "zpp_kernels.h"
 #include "tests/gpu/cuda_check.h"
 #include "zpp_kernels_cuda.h"
-
-/* bench/kernels/traffic.cu: a dequantize's reads and writes without its arithmetic */
-int zkb_traffic_cuda(const void *in, uint64_t in_bytes, void *out, int lb, int ratio,
-                     cudaStream_t st);
+#include "bench/kernels/traffic.h"
 
 #define BENCH_WARMUP 5
 #define BENCH_REPS 30
@@ -195,6 +192,7 @@ struct ctx {
     uint32_t block;
     uint64_t stride;
     struct zk_qgz_geom g;
+    enum zkb_form form; /* traffic rows */
 };
 
 static void run_copy(int r, void *p)
@@ -209,8 +207,8 @@ static void run_memset(int r, void *p)
 }
 static void run_traffic(int r, void *p)
 {
-    struct ctx *c = p; /* bytes read, k bytes per lane and load, bits bytes written per byte read */
-    CK(zkb_traffic_cuda(c->x[r], c->bytes, c->y[r], c->k, c->bits, 0));
+    struct ctx *c = p; /* bytes read, k bytes written per byte read */
+    CK(zkb_traffic_cuda(c->x[r], c->bytes, c->y[r], c->form, c->k, 0));
 }
 static void run_quant(int r, void *p)
 {
@@ -337,36 +335,39 @@ int main(int argc, char **argv)
                 free_ctx(&c);
             }
 
-    /* the write-heavy dequantize shapes' traffic alone: ratio bytes written
-     * per byte read, read lb bytes per lane and load (the code loads of
-     * int8 -> bf16, int8 -> fp32 or int4 -> bf16, int4 -> fp32) or 16, the
-     * latter also with each CTA's writes as one bulk copy (lb -16), and
-     * with reading and writing CTAs apart, no store waiting for a load (lb
-     * 0), and as two kernels, all reads then all writes (lb 1); a
+    /* the write-heavy dequantize shapes' traffic alone: 1 byte read per
+     * `ratio` written (int8 -> 16-bit, int8 -> fp32 or int4 -> 16-bit,
+     * int4 -> fp32), read with that shape's code loads or 16 bytes per
+     * lane, stored plainly or as one bulk copy per CTA, with readers and
+     * writers apart, or as all reads then all writes (traffic.h); a
      * reference for the dequantize rows, no goal */
-    static const int mixes[][2] = {{2, 8}, {2, 16}, {2, -16}, {2, 0}, {2, 1}, {4, 4},
-                                   {4, 16}, {4, -16}, {4, 0}, {4, 1}, {8, 2}, {8, 16},
-                                   {8, -16}, {8, 0}, {8, 1}};
+    static const struct {
+        int ratio;
+        enum zkb_form form;
+        const char *what;
+    } mixes[] = {
+        {2, ZKB_LOAD8, "read 8B/lane"},    {2, ZKB_LOAD16, "read 16B/lane"},
+        {2, ZKB_BULK, "read 16B/lane, bulk st"}, {2, ZKB_APART, "readers apart"},
+        {2, ZKB_PHASED, "reads, then writes"},   {4, ZKB_LOAD4, "read 4B/lane"},
+        {4, ZKB_LOAD16, "read 16B/lane"},  {4, ZKB_BULK, "read 16B/lane, bulk st"},
+        {4, ZKB_APART, "readers apart"},   {4, ZKB_PHASED, "reads, then writes"},
+        {8, ZKB_LOAD2, "read 2B/lane"},    {8, ZKB_LOAD16, "read 16B/lane"},
+        {8, ZKB_BULK, "read 16B/lane, bulk st"}, {8, ZKB_APART, "readers apart"},
+        {8, ZKB_PHASED, "reads, then writes"},
+    };
     for (size_t m = 0; m < sizeof mixes / sizeof mixes[0] && section_on("traffic"); m++) {
-        if (mixes[m][1] < 0 && prop.major < 9)
+        if (mixes[m].form == ZKB_BULK && prop.major < 9)
             continue; /* the bulk copy engine is sm_90's */
         memset(&c, 0, sizeof c);
-        c.bits = mixes[m][0];
-        c.k = mixes[m][1];
-        c.bytes = in_bytes / (uint64_t)c.bits;
+        c.k = mixes[m].ratio;
+        c.form = mixes[m].form;
+        c.bytes = in_bytes / (uint64_t)c.k;
         for (int r = 0; r < BENCH_ROT; r++) {
             c.x[r] = dev_random(c.bytes, ZK_FP32, &seed);
             c.y[r] = dev_alloc(in_bytes);
         }
         char cfg[64];
-        if (c.k == 1)
-            snprintf(cfg, sizeof cfg, "1:%d reads, then writes", c.bits);
-        else if (c.k > 0)
-            snprintf(cfg, sizeof cfg, "1:%d read %dB/lane", c.bits, c.k);
-        else if (c.k == 0)
-            snprintf(cfg, sizeof cfg, "1:%d readers apart", c.bits);
-        else
-            snprintf(cfg, sizeof cfg, "1:%d read %dB/lane, bulk st", c.bits, -c.k);
+        snprintf(cfg, sizeof cfg, "1:%d %s", c.k, mixes[m].what);
         row("traffic (no arith)", cfg, (double)(c.bytes + in_bytes), time_median(run_traffic, &c));
         free_ctx(&c);
     }

@@ -1,33 +1,43 @@
 /*
- * traffic.cu — kernel_bench's traffic rows: a kernel that moves the bytes
- * of a write-heavy dequantize (one byte read for every `ratio` written) and
- * does no arithmetic, so that a dequantize row can be set against what its
- * mix of reads and writes alone gets on this GPU.
- *
- * A CTA of 256 threads reads 16 bytes per thread, as `16 / lb` loads of lb
- * bytes (each warp instruction one span of 32 * lb bytes, the shape of
- * dequantize's code loads), and writes 16 * ratio bytes per thread as
- * 16-byte stores, each warp instruction one 512-byte span. What it stores
- * mixes every loaded byte, so that no load is dead. A second form stores
- * each CTA's bytes with one bulk copy from shared memory, as dequantize does
- * on sm_90 (ZK_DQX_TMA). A third (split_kernel) moves the same mix with
- * reading and writing CTAs apart, so that no store waits for a load: if it
- * runs no faster, the mix itself sets the rate. A fourth (phase_kernel)
- * reads everything first and then writes, as two kernels. Bench code, not a kernel of
- * the library: it has no reference and no byte-compare.
+ * traffic.cu — kernel_bench's traffic rows: kernels that move the bytes of
+ * a write-heavy dequantize (one byte read for every `ratio` written) and do
+ * no arithmetic, so that a dequantize row can be set against what its mix
+ * of reads and writes alone gets on this GPU. The forms (traffic.h):
+ *   - traffic_kernel: a CTA of 256 threads reads 16 bytes per thread as
+ *     16 / LB loads of LB bytes (each warp instruction one span of 32 * LB
+ *     bytes, the shape of dequantize's code loads), then writes 16 * ratio
+ *     bytes per thread as 16-byte stores, each warp instruction one
+ *     512-byte span; or, BULK, stores them with one bulk copy from shared
+ *     memory, as dequantize does on sm_90 (ZK_DQX_TMA). What it stores
+ *     mixes every loaded byte, so that no load is dead.
+ *   - split_kernel: the same mix with reading and writing CTAs apart, so
+ *     that no store waits for a load: if it runs no faster, the mix itself
+ *     sets the rate.
+ *   - phase_kernel: all the reads, then (a second kernel) all the writes.
+ * Bench code, not a kernel of the library: no reference, no byte-compare.
  */
-#include <cuda_runtime_api.h>
-#include <stdint.h>
+#include "traffic.h"
+
+#include "zk_cuda_common.cuh"
 
 namespace
 {
 
 constexpr int kThreads = 256;
 
+/* Reads 16 bytes of in for thread i and keeps the load alive: it writes
+ * them to out only in a case random data never meets. */
+__device__ __forceinline__ void read_sink(const uint8_t *in, uint64_t i, uint4 *out)
+{
+    const uint4 v = ((const uint4 *)in)[i];
+    if ((v.x ^ v.y ^ v.z ^ v.w) == 0x9E3779B1u && v.x == 0x7F4A7C15u)
+        out[threadIdx.x] = v;
+}
+
 template <int LB, int RATIO, bool BULK>
 __global__ void __launch_bounds__(kThreads) traffic_kernel(const uint8_t *in, uint4 *out)
 {
-    constexpr int U = 16 / LB, NS = RATIO; /* loads, 16-byte stores per thread */
+    constexpr int U = 16 / LB; /* loads per thread */
     const uint64_t tile = blockIdx.x;
     uint32_t acc = 0;
 #pragma unroll
@@ -48,74 +58,71 @@ __global__ void __launch_bounds__(kThreads) traffic_kernel(const uint8_t *in, ui
     }
     if constexpr (!BULK) {
 #pragma unroll
-        for (int s = 0; s < NS; s++)
-            out[(tile * NS + s) * kThreads + threadIdx.x] = make_uint4(acc, acc + s, acc ^ s, ~acc);
+        for (int s = 0; s < RATIO; s++)
+            out[(tile * RATIO + s) * kThreads + threadIdx.x] = make_uint4(acc, acc + s, acc ^ s, ~acc);
     } else {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-        /* the tile through shared memory, stored by the bulk copy engine */
-        __shared__ __align__(128) uint4 st[NS * kThreads];
+        __shared__ __align__(128) uint4 st[RATIO * kThreads];
 #pragma unroll
-        for (int s = 0; s < NS; s++)
+        for (int s = 0; s < RATIO; s++)
             st[s * kThreads + threadIdx.x] = make_uint4(acc, acc + s, acc ^ s, ~acc);
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
         __syncthreads();
         if (threadIdx.x == 0)
-            asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n\t"
-                         "cp.async.bulk.commit_group;\n\t"
-                         "cp.async.bulk.wait_group.read 0;" ::"l"(out + tile * NS * kThreads),
-                         "r"((uint32_t)__cvta_generic_to_shared(st)), "r"((uint32_t)sizeof st)
-                         : "memory");
+            zk::zk_bulk_store(out + tile * RATIO * kThreads, st, (uint32_t)sizeof st);
 #else
-        __trap(); /* no bulk copy engine: zkb_traffic_cuda refuses lb -16 before sm_90 */
+        __trap(); /* no bulk copy engine before sm_90: kernel_bench does not ask */
 #endif
     }
 }
 
-/* The same mix with no read -> write dependency: of every RATIO + 1 CTAs
- * one only reads a 4 KiB tile and the others only write one each, so that
- * DRAM sees the mix while no store waits for a load. */
+/* Of every RATIO + 1 CTAs one only reads a 4 KiB tile, the others only
+ * write one each. */
 template <int RATIO> __global__ void __launch_bounds__(kThreads) split_kernel(const uint8_t *in, uint4 *out)
 {
     const uint64_t b = blockIdx.x, t = b / (RATIO + 1), k = b % (RATIO + 1);
-    if (k == 0) {
-        const uint4 v = ((const uint4 *)in)[t * kThreads + threadIdx.x];
-        if ((v.x ^ v.y ^ v.z ^ v.w) == 0x9E3779B1u && v.x == 0x7F4A7C15u) /* never, in practice */
-            out[threadIdx.x] = v;
-        return;
-    }
-    out[(t * RATIO + k - 1) * kThreads + threadIdx.x] = make_uint4((uint32_t)b, threadIdx.x, 0, ~0u);
+    if (k == 0)
+        read_sink(in, t * kThreads + threadIdx.x, out);
+    else
+        out[(t * RATIO + k - 1) * kThreads + threadIdx.x] = make_uint4((uint32_t)b, threadIdx.x, 0, ~0u);
 }
 
-/* The mix in two phases: a kernel that only reads (READ), then one that only
- * writes, each 4 KiB per CTA: what the mix would cost if DRAM saw all its
- * reads as one burst and then only writes. */
+/* 4 KiB per CTA, only read (READ) or only written. */
 template <bool READ> __global__ void __launch_bounds__(kThreads) phase_kernel(const uint8_t *in, uint4 *out)
 {
     const uint64_t i = (uint64_t)blockIdx.x * kThreads + threadIdx.x;
-    if (READ) {
-        const uint4 v = ((const uint4 *)in)[i];
-        if ((v.x ^ v.y ^ v.z ^ v.w) == 0x9E3779B1u && v.x == 0x7F4A7C15u) /* never, in practice */
-            out[threadIdx.x] = v;
-        return;
-    }
-    out[i] = make_uint4((uint32_t)blockIdx.x, threadIdx.x, 0, ~0u);
+    if (READ)
+        read_sink(in, i, out);
+    else
+        out[i] = make_uint4((uint32_t)blockIdx.x, threadIdx.x, 0, ~0u);
 }
 
-template <int LB, bool BULK>
-cudaError_t launch_lb(const void *in, uint64_t in_bytes, void *out, int ratio, cudaStream_t st)
+/* One mix (RATIO) in one form; tiles: 4 KiB tiles read. */
+template <int RATIO>
+cudaError_t launch_mix(const uint8_t *in, unsigned tiles, uint4 *out, zkb_form form, cudaStream_t st)
 {
-    const uint64_t tiles = in_bytes / (16u * kThreads);
-    const auto *i = (const uint8_t *)in;
-    auto *o = (uint4 *)out;
-    switch (ratio) {
-    case 2:
-        traffic_kernel<LB, 2, BULK><<<(unsigned)tiles, kThreads, 0, st>>>(i, o);
+    switch (form) {
+    case ZKB_LOAD2:
+        traffic_kernel<2, RATIO, false><<<tiles, kThreads, 0, st>>>(in, out);
         break;
-    case 4:
-        traffic_kernel<LB, 4, BULK><<<(unsigned)tiles, kThreads, 0, st>>>(i, o);
+    case ZKB_LOAD4:
+        traffic_kernel<4, RATIO, false><<<tiles, kThreads, 0, st>>>(in, out);
         break;
-    case 8:
-        traffic_kernel<LB, 8, BULK><<<(unsigned)tiles, kThreads, 0, st>>>(i, o);
+    case ZKB_LOAD8:
+        traffic_kernel<8, RATIO, false><<<tiles, kThreads, 0, st>>>(in, out);
+        break;
+    case ZKB_LOAD16:
+        traffic_kernel<16, RATIO, false><<<tiles, kThreads, 0, st>>>(in, out);
+        break;
+    case ZKB_BULK:
+        traffic_kernel<16, RATIO, true><<<tiles, kThreads, 0, st>>>(in, out);
+        break;
+    case ZKB_APART:
+        split_kernel<RATIO><<<tiles * (RATIO + 1), kThreads, 0, st>>>(in, out);
+        break;
+    case ZKB_PHASED:
+        phase_kernel<true><<<tiles, kThreads, 0, st>>>(in, out);
+        phase_kernel<false><<<tiles * RATIO, kThreads, 0, st>>>(in, out);
         break;
     default:
         return cudaErrorInvalidValue;
@@ -125,66 +132,22 @@ cudaError_t launch_lb(const void *in, uint64_t in_bytes, void *out, int ratio, c
 
 } // namespace
 
-/* Reads in_bytes (a multiple of 4096, at most 2^31 tiles) from in, writes
- * ratio * in_bytes to out; lb (2, 4, 8 or 16) bytes per lane and load,
- * ratio 2, 4 or 8; lb -16: 16 bytes per lane, and each CTA's writes go
- * through shared memory to one bulk copy (cp.async.bulk; sm_90 and later,
- * cudaErrorNotSupported before); lb 0: split_kernel, readers and writers in
- * separate CTAs; lb 1: phase_kernel twice, all the reads and then all the
- * writes. */
-extern "C" int zkb_traffic_cuda(const void *in, uint64_t in_bytes, void *out, int lb, int ratio,
-                                cudaStream_t st)
+extern "C" int zkb_traffic_cuda(const void *in, uint64_t in_bytes, void *out, zkb_form form,
+                                int ratio, cudaStream_t st)
 {
-    if (in_bytes % (16u * kThreads) || in_bytes / (16u * kThreads) > 0x7fffffffu)
+    const uint64_t tiles = in_bytes / (16u * kThreads);
+    /* the most CTAs a form launches: tiles * (ratio + 1) */
+    if (in_bytes % (16u * kThreads) || ratio < 0 || tiles * (uint64_t)(ratio + 1) > 0x7fffffffu)
         return (int)cudaErrorInvalidValue;
-    if (lb == 1) { /* phase_kernel: all reads, then all writes */
-        const uint64_t tiles = in_bytes / (16u * kThreads);
-        if (ratio < 1 || tiles * (uint64_t)ratio > 0x7fffffffu)
-            return (int)cudaErrorInvalidValue;
-        phase_kernel<true><<<(unsigned)tiles, kThreads, 0, st>>>((const uint8_t *)in, (uint4 *)out);
-        phase_kernel<false>
-            <<<(unsigned)(tiles * (uint64_t)ratio), kThreads, 0, st>>>((const uint8_t *)in, (uint4 *)out);
-        return (int)cudaGetLastError();
-    }
-    if (lb == 0) { /* split_kernel */
-        const uint64_t ctas = in_bytes / (16u * kThreads) * (uint64_t)(ratio + 1);
-        if (ctas > 0x7fffffffu)
-            return (int)cudaErrorInvalidValue;
-        const auto *i = (const uint8_t *)in;
-        auto *o = (uint4 *)out;
-        switch (ratio) {
-        case 2:
-            split_kernel<2><<<(unsigned)ctas, kThreads, 0, st>>>(i, o);
-            break;
-        case 4:
-            split_kernel<4><<<(unsigned)ctas, kThreads, 0, st>>>(i, o);
-            break;
-        case 8:
-            split_kernel<8><<<(unsigned)ctas, kThreads, 0, st>>>(i, o);
-            break;
-        default:
-            return (int)cudaErrorInvalidValue;
-        }
-        return (int)cudaGetLastError();
-    }
-    if (lb < 0) {
-        int dev = 0, major = 0;
-        if (cudaGetDevice(&dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-            major < 9)
-            return (int)cudaErrorNotSupported;
-    }
-    switch (lb) {
+    const auto *i = (const uint8_t *)in;
+    auto *o = (uint4 *)out;
+    switch (ratio) {
     case 2:
-        return (int)launch_lb<2, false>(in, in_bytes, out, ratio, st);
+        return (int)launch_mix<2>(i, (unsigned)tiles, o, form, st);
     case 4:
-        return (int)launch_lb<4, false>(in, in_bytes, out, ratio, st);
+        return (int)launch_mix<4>(i, (unsigned)tiles, o, form, st);
     case 8:
-        return (int)launch_lb<8, false>(in, in_bytes, out, ratio, st);
-    case 16:
-        return (int)launch_lb<16, false>(in, in_bytes, out, ratio, st);
-    case -16:
-        return (int)launch_lb<16, true>(in, in_bytes, out, ratio, st);
+        return (int)launch_mix<8>(i, (unsigned)tiles, o, form, st);
     default:
         return (int)cudaErrorInvalidValue;
     }
