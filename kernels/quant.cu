@@ -142,7 +142,9 @@ __global__ void ZK_LB_FLAT dequantize_kernel(const uint8_t *in, uint64_t pay_byt
  * (session 16 found the write-heavy shapes held by their mix of reads and
  * writes, kernels-2026-11-23-s16/). 1: the prefetched lines are marked
  * evict_last; 2: they are not, and the tile's bulk stores are marked
- * evict_first instead. A knob to measure; 0 builds the same code as before. */
+ * evict_first instead. A knob to measure; 0 builds the same code as before.
+ * It asks the runtime for the L2's size at every call: were it to become a
+ * default, that belongs in a per-device value looked up once. */
 #define ZK_DQX_L2PF 0
 #endif
 #ifndef ZK_DQX_NV
