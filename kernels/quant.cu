@@ -136,16 +136,21 @@ __global__ void ZK_LB_FLAT dequantize_kernel(const uint8_t *in, uint64_t pay_byt
 #define ZK_DQX_BULK 0
 #endif
 #ifndef ZK_DQX_L2PF
-/* 1 or 2 (sm_90): when a dequantize's chunk (codes and scales) fits in half
- * the L2, a small kernel first has the bulk copy engine prefetch all of it
- * into L2, so that DRAM serves the reads as one burst and then only writes
- * (session 16 found the write-heavy shapes held by their mix of reads and
- * writes, kernels-2026-11-23-s16/). 1: the prefetched lines are marked
+/* 1 or 2 (sm_90): when a dequantize's chunk (codes and scales) fits in
+ * ZK_DQX_L2PF_MAX eighths of the L2, a small kernel first has the bulk copy
+ * engine prefetch all of it into L2, so that DRAM serves the reads as one
+ * burst and then only writes (session 16 found the write-heavy shapes held
+ * by their mix of reads and writes, kernels-2026-11-23-s16/). 1: the prefetched lines are marked
  * evict_last; 2: they are not, and the tile's bulk stores are marked
  * evict_first instead. A knob to measure; 0 builds the same code as before.
  * It asks the runtime for the L2's size at every call: were it to become a
  * default, that belongs in a per-device value looked up once. */
 #define ZK_DQX_L2PF 0
+#endif
+#ifndef ZK_DQX_L2PF_MAX
+#define ZK_DQX_L2PF_MAX 4 /* ZK_DQX_L2PF: the largest chunk it prefetches, in eighths of the L2
+                           * (kernel_bench's int4 -> fp32 chunk of 256 MiB is 33 MiB: 0.66 of
+                           * an H100's 50 MiB L2, 0.55 of an H200's 60 MiB) */
 #endif
 #ifndef ZK_DQX_NV
 #define ZK_DQX_NV 2 /* vectors per thread and tile, dqx_kernel (2: 93-95 % of the copy on
@@ -286,14 +291,15 @@ __global__ void __launch_bounds__(32) l2pf_kernel(const uint8_t *p, uint64_t byt
 #endif
 }
 
-/* The chunk at in into L2 first, when it fits in half of it (sm_90). */
+/* The chunk at in into L2 first, when it fits in ZK_DQX_L2PF_MAX eighths
+ * of it (sm_90). */
 static void l2_prefetch(const uint8_t *in, uint64_t bytes, cudaStream_t stream)
 {
     int dev = 0, l2 = 0, major = 0;
     if (cudaGetDevice(&dev) != cudaSuccess ||
         cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev) != cudaSuccess ||
         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-        major < 9 || bytes > (uint64_t)l2 / 2 || ((uintptr_t)in & 15))
+        major < 9 || bytes > (uint64_t)l2 / 8 * ZK_DQX_L2PF_MAX || ((uintptr_t)in & 15))
         return;
     bytes &= ~(uint64_t)15;
     if (bytes)
