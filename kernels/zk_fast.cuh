@@ -1139,11 +1139,17 @@ __device__ __forceinline__ float sub32_pow2(int k) /* 2^k, -126 <= k <= 127 */
     return __uint_as_float((uint32_t)(k + 127) << 23);
 }
 /* The lane's accumulators back to acc_i (K scaled, not PLAIN/UNSET). */
+#ifndef ZK_SUB32_MASK
+#define ZK_SUB32_MASK 0xFF /* ZK_PROBE_SUB4 == 2: the slots g (bit g) read as fp32 subnormals;
+                            * the others as session 11's fp16 subnormals, widened (one LOP3 per
+                            * two codes, then a HADD2.F32 each: FMA pipe rather than ALU) */
+#endif
 template <int S> __device__ __forceinline__ void sub32_unscale(int K, float (&acc)[8 * S])
 {
 #pragma unroll
     for (int i = 0; i < 8 * S; i++)
-        acc[i] = __fmul_rn(acc[i], sub32_pow2(K - 4 * (i % 4)));
+        if ((ZK_SUB32_MASK >> (i / 8)) & 1)
+            acc[i] = __fmul_rn(acc[i], sub32_pow2(K - 4 * (i % 4)));
 }
 template <int S>
 __device__ __forceinline__ bool probe_sub32_batch(const vcodes<4, S> (&cd)[ZK_VKB],
@@ -1176,6 +1182,12 @@ __device__ __forceinline__ bool probe_sub32_batch(const vcodes<4, S> (&cd)[ZK_VK
         const float sc = __fmul_rn(s[b], f);
 #pragma unroll
         for (int g = 0; g < S; g++) {
+            if (!((ZK_SUB32_MASK >> g) & 1)) {
+                /* unscaled: fma(u * 2^-24, s * 2^24, acc) = fma(u, s, acc) */
+                accum_sub4(cd[b].w[g], __fmul_rn(s[b], 0x1p24f), __fmul_rn(s[b], 0x1p20f), acc,
+                           8 * g);
+                continue;
+            }
             /* the XOR once per word keeps the masks immediates */
             const uint32_t c = cd[b].w[g] ^ 0x88888888u, ch = c >> 16;
             float *a = acc + 8 * g;
@@ -1302,11 +1314,11 @@ __device__ __forceinline__ void fsumv(const uint8_t *in, uint64_t stride, int k,
                         for (int i = 0; i < 8; i++)
                             acc[8 * g + i] = __fmaf_rn(__fadd_rn(q[i], 8.0f), s[b], acc[8 * g + i]);
                     }
-                    continue;
-                }
+                } else {
 #pragma unroll
-                for (int g = 0; g < S; g++)
-                    vaccum<BITS, S>(cd[b], g, s[b], acc);
+                    for (int g = 0; g < S; g++)
+                        vaccum<BITS, S>(cd[b], g, s[b], acc);
+                }
             }
         }
     }
