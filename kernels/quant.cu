@@ -311,7 +311,7 @@ __global__ void __launch_bounds__(ZK_DQS_THREADS, 1)
         return;
     const uint64_t e_hi = e_lo + slab_e < n_out ? e_lo + slab_e : n_out;
     const uint64_t c_lo = e_lo * BITS / 8, b_lo = e_lo >> lgb;
-    uint64_t c_bytes = ((e_hi - e_lo) * BITS / 8 + 15) & ~(uint64_t)15;
+    uint64_t c_bytes = (((e_hi - e_lo) * BITS + 7) / 8 + 15) & ~(uint64_t)15;
     if (c_lo + c_bytes > pay_bytes)
         c_bytes = pay_bytes - c_lo; /* the payload is padded to 16 */
     /* the scales are padded to 16 too */
