@@ -135,26 +135,6 @@ __global__ void ZK_LB_FLAT dequantize_kernel(const uint8_t *in, uint64_t pay_byt
 #else
 #define ZK_DQX_BULK 0
 #endif
-#ifndef ZK_DQX_L2PF
-/* 1 or 2 (sm_90): when a dequantize's chunk (codes and scales) fits in
- * ZK_DQX_L2PF_MAX eighths of the L2, a small kernel first has the bulk copy
- * engine prefetch all of it into L2, so that DRAM serves the reads as one
- * burst and then only writes (session 16 found the write-heavy shapes held
- * by their mix of reads and writes, kernels-2026-11-23-s16/). 1: the prefetched lines are marked
- * evict_last; 2: they are not, and the tile's bulk stores are marked
- * evict_first instead. A knob to measure; 0 builds the same code as before.
- * It asks the runtime for the L2's size at every call: were it to become a
- * default, that belongs in a per-device value looked up once. */
-#define ZK_DQX_L2PF 0
-#endif
-#ifndef ZK_DQX_PHASE
-#define ZK_DQX_PHASE 0 /* 1 (sm_90): dequantize in rounds of reads, then writes (dqs_kernel) */
-#endif
-#ifndef ZK_DQX_L2PF_MAX
-#define ZK_DQX_L2PF_MAX 4 /* ZK_DQX_L2PF: the largest chunk it prefetches, in eighths of the L2
-                           * (kernel_bench's int4 -> fp32 chunk of 256 MiB is 33 MiB: 0.66 of
-                           * an H100's 50 MiB L2, 0.55 of an H200's 60 MiB) */
-#endif
 #ifndef ZK_DQX_NV
 #define ZK_DQX_NV 2 /* vectors per thread and tile, dqx_kernel (2: 93-95 % of the copy on
                      * an H200, kernels-2026-11-22-h200-fqx.txt) */
@@ -234,13 +214,7 @@ __global__ void ZK_LB_FLAT dqx_kernel(const uint8_t *in, uint64_t pay_bytes, uin
              * copy on an H100 for the fp32 shapes) */
             if (threadIdx.x == 0) {
                 uint8_t *dst = (uint8_t *)y + tile * tile_vecs * VE * es;
-#if ZK_DQX_L2PF == 2
-                uint64_t pol;
-                asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
-                zk_bulk_store<true>(dst, stile, (uint32_t)sizeof stile, pol);
-#else
                 zk_bulk_store(dst, stile, (uint32_t)sizeof stile);
-#endif
             }
             __syncthreads();
 #endif
@@ -270,201 +244,6 @@ __global__ void ZK_LB_FLAT dqx_kernel(const uint8_t *in, uint64_t pay_bytes, uin
         }
     }
 }
-
-
-#if ZK_DQX_PHASE
-/* ZK_DQX_PHASE (sm_90, a knob to measure): dequantize in rounds, one
- * launch per round, whose CTAs (one per SM) first have the bulk copy engine
- * read a whole slab of codes and its scales into shared memory and only
- * then decode and write. DRAM so sees each round's reads as one burst and
- * then only writes: the rate of kernel_bench's "reads, then writes" rows
- * (1:8 97-98 % of the copy on an H200, against 87-92 % for the same mix
- * interleaved, session 17). Same arithmetic as dqx_kernel. */
-#define ZK_DQS_THREADS 512
-#ifndef ZK_DQS_SMEM
-#define ZK_DQS_SMEM (200u << 10) /* shared bytes per CTA: a slab's codes and scales */
-#endif
-#ifndef ZK_DQS_MIN
-#define ZK_DQS_MIN (8u << 20) /* smallest chunk (code bytes) that goes this way */
-#endif
-/* Bulk copy of bytes (16-multiple) at g into shared s, counted on mbarrier mb. */
-__device__ __forceinline__ void dqs_bulk_load(uint32_t s, const void *g, uint32_t bytes, uint32_t mb)
-{
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
-                 "[%3];" ::"r"(s),
-                 "l"(g), "r"(bytes), "r"(mb)
-                 : "memory");
-}
-template <int DT, int BITS>
-__global__ void __launch_bounds__(ZK_DQS_THREADS, 1)
-    dqs_kernel(const uint8_t *in, uint64_t pay_bytes, uint64_t n_out, int lgb, void *y,
-               uint64_t e_base, uint64_t slab_e)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    constexpr int es = shape<DT>::es, VE = shape<DT>::ve, CB = VE * BITS / 8;
-    extern __shared__ __align__(128) uint8_t dsm[];
-    __shared__ __align__(8) uint64_t mbar;
-    /* e_base and slab_e are multiples of 4 blocks and of 256 elements, so
-     * that the slab's codes and scales start 16-aligned */
-    const uint64_t e_lo = e_base + (uint64_t)blockIdx.x * slab_e;
-    if (e_lo >= n_out)
-        return;
-    const uint64_t e_hi = e_lo + slab_e < n_out ? e_lo + slab_e : n_out;
-    const uint64_t c_lo = e_lo * BITS / 8, b_lo = e_lo >> lgb;
-    uint64_t c_bytes = (((e_hi - e_lo) * BITS + 7) / 8 + 15) & ~(uint64_t)15;
-    if (c_lo + c_bytes > pay_bytes)
-        c_bytes = pay_bytes - c_lo; /* the payload is padded to 16 */
-    /* the scales are padded to 16 too */
-    const uint64_t s_bytes = ((((e_hi - 1) >> lgb) + 1 - b_lo) * 4 + 15) & ~(uint64_t)15;
-    const uint32_t s_off = (uint32_t)(slab_e * BITS / 8);
-    const uint32_t mb = (uint32_t)__cvta_generic_to_shared(&mbar);
-    if (threadIdx.x == 0) {
-        const uint32_t sm0 = (uint32_t)__cvta_generic_to_shared(dsm);
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(mb));
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(mb),
-                     "r"((uint32_t)(c_bytes + s_bytes))
-                     : "memory");
-        dqs_bulk_load(sm0, in + c_lo, (uint32_t)c_bytes, mb);
-        dqs_bulk_load(sm0 + s_off, in + pay_bytes + b_lo * 4, (uint32_t)s_bytes, mb);
-    }
-    __syncthreads(); /* the barrier is initialised before anyone waits on it */
-    asm volatile("{\n .reg .pred p;\n W:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], 0;\n"
-                 " @!p bra W;\n}" ::"r"(mb)
-                 : "memory");
-    const float *ssc = (const float *)(dsm + s_off);
-    const uint64_t nv = (e_hi - e_lo + VE - 1) / VE;
-#pragma unroll 4
-    for (uint64_t v = threadIdx.x; v < nv; v += ZK_DQS_THREADS) {
-        const uint64_t e = e_lo + v * VE;
-        const uint8_t *pc = dsm + v * CB;
-        raw16 r = {{0, 0, 0, 0}};
-        if (CB == 16) {
-            const uint4 u = *(const uint4 *)pc;
-            r.w[0] = u.x, r.w[1] = u.y, r.w[2] = u.z, r.w[3] = u.w;
-        } else if (CB == 8) {
-            const uint2 u = *(const uint2 *)pc;
-            r.w[0] = u.x, r.w[1] = u.y;
-        } else if (CB == 4) {
-            r.w[0] = *(const uint32_t *)pc;
-        } else {
-            r.w[0] = *(const uint16_t *)pc;
-        }
-        const float sc = ssc[(e >> lgb) - b_lo];
-        float val[VE];
-        dqx_decode<BITS, VE>(r, sc, val);
-        uint8_t *py = (uint8_t *)y + e * es;
-        if ((__float_as_uint(sc) & ZK_F32_ABS_MASK) < ZK_F32_EXP_MASK && n_out - e >= (uint64_t)VE)
-            store_vec_nonan<DT, VE>(py, val);
-        else
-            store_elems<DT, VE>(py, n_out - e, val);
-    }
-#else
-    __trap(); /* launched only on sm_90 and later */
-#endif
-}
-
-/* Launches the rounds of dqs_kernel; 0 when it does not apply (before
- * sm_90, an unaligned output, or fewer than ZK_DQS_MIN code bytes). */
-template <int DT, int BITS>
-int launch_dqs(const uint8_t *in, uint64_t n, uint64_t n_out, int lgb, void *y, cudaStream_t stream)
-{
-    int dev = 0, major = 0, sms = 0;
-    const uint64_t min_bytes = ZK_DQS_MIN;
-    if (((uintptr_t)y & 15) || n_out * BITS / 8 < min_bytes || cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-        major < 9 || sms <= 0)
-        return 0;
-#ifdef ZK_DQS_SMS
-    sms = sms < ZK_DQS_SMS ? sms : ZK_DQS_SMS; /* byte-compare builds: many rounds at small sizes */
-#endif
-    static bool attr_set = false; /* a measurement knob: per process, not per device */
-    if (!attr_set) {
-        if (cudaFuncSetAttribute(dqs_kernel<DT, BITS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 (int)ZK_DQS_SMEM) != cudaSuccess)
-            return 0;
-        attr_set = true;
-    }
-    /* slabs in granules of 4 blocks and 256 elements; a slab's codes and
-     * its scales (+16 for the rounding) fit in ZK_DQS_SMEM */
-    const uint64_t block = 1ull << lgb, gran = 4 * block > 256 ? 4 * block : 256;
-    const uint64_t g_bytes = gran * BITS / 8 + gran / block * 4;
-    const uint64_t slab_max = (ZK_DQS_SMEM - 16) / g_bytes * gran; /* elements */
-    if (slab_max == 0)
-        return 0;
-    const uint64_t per_round = slab_max * (uint64_t)sms;
-    for (uint64_t base = 0; base < n_out; base += per_round) {
-        const uint64_t rem = n_out - base < per_round ? n_out - base : per_round;
-        /* the round's elements spread evenly */
-        const uint64_t slab = ((rem + sms - 1) / sms + gran - 1) / gran * gran;
-        const unsigned ctas = (unsigned)((rem + slab - 1) / slab);
-        dqs_kernel<DT, BITS><<<ctas, ZK_DQS_THREADS, ZK_DQS_SMEM, stream>>>(
-            in, zk_payload_bytes(n, BITS), n_out, lgb, y, base, slab);
-    }
-    return 1;
-}
-#endif
-
-#if ZK_DQX_L2PF
-#define ZK_L2PF_PIECE (64u << 10) /* bytes one CTA of l2pf_kernel prefetches */
-#define ZK_L2PF_MODE3_THREADS 256   /* its threads in mode 3 (modes 1, 2: one warp) */
-/* Prefetches bytes [0, bytes) of p into L2 (bytes and p 16-aligned). Modes
- * 1 and 2 hand each 64 KiB piece to the bulk copy engine as a prefetch (a
- * hint); mode 3 loads every 16 bytes with an evict_last L2 policy, so the
- * lines are in L2 when the kernel ends (session 17: the hint left the
- * dequantize's DRAM reads as they were). */
-__global__ void __launch_bounds__(ZK_L2PF_MODE3_THREADS)
-    l2pf_kernel(const uint8_t *p, uint64_t bytes, unsigned *sink)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    const uint64_t lo = (uint64_t)blockIdx.x * ZK_L2PF_PIECE;
-    if (lo >= bytes)
-        return;
-    const uint32_t n = (uint32_t)(bytes - lo < ZK_L2PF_PIECE ? bytes - lo : ZK_L2PF_PIECE);
-    uint64_t pol;
-#if ZK_DQX_L2PF == 1 || ZK_DQX_L2PF == 3
-    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
-#else
-    asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(pol));
-#endif
-#if ZK_DQX_L2PF == 3
-    unsigned x = 0;
-    for (uint32_t o = threadIdx.x * 16u; o < n; o += blockDim.x * 16u) {
-        unsigned a, b, c, d;
-        asm volatile("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-                     : "=r"(a), "=r"(b), "=r"(c), "=r"(d)
-                     : "l"(p + lo + o), "l"(pol));
-        x ^= a ^ b ^ c ^ d;
-    }
-    if (x == 0x9E3779B9u && sink) /* keeps the loads; almost never true */
-        *sink = x;
-#else
-    if (threadIdx.x != 0)
-        return;
-    asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;" ::"l"(p + lo),
-                 "r"(n), "l"(pol)
-                 : "memory");
-#endif
-#endif
-}
-
-/* The chunk at in into L2 first, when it fits in ZK_DQX_L2PF_MAX eighths
- * of it (sm_90). */
-static void l2_prefetch(const uint8_t *in, uint64_t bytes, cudaStream_t stream)
-{
-    int dev = 0, l2 = 0, major = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-        major < 9 || bytes > (uint64_t)l2 / 8 * ZK_DQX_L2PF_MAX || ((uintptr_t)in & 15))
-        return;
-    bytes &= ~(uint64_t)15;
-    if (bytes)
-        l2pf_kernel<<<(unsigned)((bytes + ZK_L2PF_PIECE - 1) / ZK_L2PF_PIECE),
-                      ZK_DQX_L2PF == 3 ? ZK_L2PF_MODE3_THREADS : 32, 0, stream>>>(in, bytes, NULL);
-}
-#endif
 
 template <int DT, int BITS>
 void launch_quantize(const void *x, uint64_t n, uint64_t n_valid, uint32_t block, uint8_t *out,
@@ -497,13 +276,6 @@ void launch_dequantize(const uint8_t *in, uint64_t n, uint64_t n_out, uint32_t b
         int lgb = 0;
         while ((1u << lgb) < block)
             lgb++;
-#if ZK_DQX_L2PF
-        l2_prefetch(in, zk_chunk_bytes(n, BITS, block), stream);
-#endif
-#if ZK_DQX_PHASE
-        if (launch_dqs<DT, BITS>(in, n, n_out, lgb, y, stream))
-            return;
-#endif
         uint64_t xctas = (nvec + ZK_CTA_THREADS * ZK_DQX_NV - 1) / (ZK_CTA_THREADS * ZK_DQX_NV);
         dqx_kernel<DT, BITS, ZK_DQX_NV><<<grid_for(xctas), ZK_CTA_THREADS, 0, stream>>>(
             in, zk_payload_bytes(n, BITS), n_out, lgb, y);

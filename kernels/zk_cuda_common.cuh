@@ -150,26 +150,15 @@ template <typename T> __device__ __forceinline__ void zk_store_out(T *p, T v)
  * CTA's shared memory at src to global dst; the calling thread waits only
  * until the engine has read src (src is then free again), not until the
  * writes land. The callers order the CTA's shared-memory writes first
- * (fence.proxy.async + a barrier). policy: an L2 cache policy made by
- * createpolicy, when hinted. */
-template <bool HINT = false>
-__device__ __forceinline__ void zk_bulk_store(void *dst, const void *src, uint32_t bytes,
-                                              uint64_t policy = 0)
+ * (fence.proxy.async + a barrier). */
+__device__ __forceinline__ void zk_bulk_store(void *dst, const void *src, uint32_t bytes)
 {
     const uint32_t s = (uint32_t)__cvta_generic_to_shared(src);
-    if constexpr (HINT)
-        asm volatile("cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint [%0], [%1], %2, "
-                     "%3;\n\t"
-                     "cp.async.bulk.commit_group;\n\t"
-                     "cp.async.bulk.wait_group.read 0;" ::"l"(dst),
-                     "r"(s), "r"(bytes), "l"(policy)
-                     : "memory");
-    else
-        asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n\t"
-                     "cp.async.bulk.commit_group;\n\t"
-                     "cp.async.bulk.wait_group.read 0;" ::"l"(dst),
-                     "r"(s), "r"(bytes)
-                     : "memory");
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n\t"
+                 "cp.async.bulk.commit_group;\n\t"
+                 "cp.async.bulk.wait_group.read 0;" ::"l"(dst),
+                 "r"(s), "r"(bytes)
+                 : "memory");
 }
 #endif
 

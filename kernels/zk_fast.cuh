@@ -86,13 +86,6 @@
 #ifndef ZK_VPF
 #define ZK_VPF 1 /* int4 vector kernels: batches whose lines are prefetched into L2 ahead (0: off) */
 #endif
-#ifndef ZK_PROBE_SUB4
-#define ZK_PROBE_SUB4 0 /* a timing probe, wrong bytes by design: 1 sums int4 codes in the vector
-                         * reductions as session 11's biased fp16 subnormals (sub4-attempt.patch
-                         * in kernels-2026-11-23-h100-s11/), without the reference's change;
-                         * 2 reads each biased code u = q + 8 as an fp32 subnormal, one LOP3 per
-                         * code and no widening (probe_sub32_batch) */
-#endif
 #ifndef ZK_ROSTAGE
 #define ZK_ROSTAGE 1 /* reduce->output, vector kernel: 1 stores a warp's outputs through shared
                       * memory, so that each store instruction writes one contiguous span */
@@ -1061,146 +1054,6 @@ __device__ __forceinline__ void codes_float4h(uint32_t c, float (&q)[8])
     q[3] = __low2float(h[3]), q[6] = __high2float(h[3]);
 }
 
-/* ZK_PROBE_SUB4 only: acc[8g + i] += u_i * s for the biased codes u = q + 8
- * of word c, read as fp16 subnormals (one LOP3 per two codes, u * 2^-24 or
- * u * 2^-20) and multiplied by s24 = s * 2^24 or s20 = s * 2^20. The caller
- * takes 8 * s per chunk off at the end. Not the arithmetic of record. */
-template <int N>
-__device__ __forceinline__ void accum_sub4(uint32_t c, float s24, float s20, float (&acc)[N], int o)
-{
-    const uint32_t c8 = c >> 8;
-    const uint32_t w[4] = {
-        and_xor<0x000F000Fu>(c, 0x00080008u), and_xor<0x00F000F0u>(c, 0x00800080u),
-        and_xor<0x000F000Fu>(c8, 0x00080008u), and_xor<0x00F000F0u>(c8, 0x00800080u)};
-#pragma unroll
-    for (int r = 0; r < 4; r++) {
-        const __half2 h = *(const __half2 *)&w[r];
-        acc[o + r] = __fmaf_rn(__low2float(h), r % 2 ? s20 : s24, acc[o + r]);
-        acc[o + r + 4] = __fmaf_rn(__high2float(h), r % 2 ? s20 : s24, acc[o + r + 4]);
-    }
-}
-
-/* ZK_PROBE_SUB4 only: one whole batch of vectors cd (scales s) into the
- * biased sum, 8 * s added to bias, *smax as fsumv's. A scale too large for
- * s * 2^24 takes the exact way, fma(q + 8, s, acc), as a port would. */
-#define ZK_SUB4_MAX 0x73800000u /* |s| bits below 2^104: s * 2^24 is finite */
-template <int S>
-__device__ __forceinline__ void probe_sub4_batch(const vcodes<4, S> (&cd)[ZK_VKB],
-                                                 const float (&s)[ZK_VKB], uint32_t &smax,
-                                                 float &bias, float (&acc)[8 * S])
-{
-    bool fast = true;
-#pragma unroll
-    for (int b = 0; b < ZK_VKB; b++) {
-        const uint32_t a = __float_as_uint(s[b]) & ZK_F32_ABS_MASK;
-        smax = max(smax, a);
-        bias = __fmaf_rn(8.0f, s[b], bias);
-        fast = fast && a < ZK_SUB4_MAX;
-    }
-#pragma unroll
-    for (int b = 0; b < ZK_VKB; b++) {
-        const float s24 = __fmul_rn(s[b], 0x1p24f), s20 = __fmul_rn(s[b], 0x1p20f);
-#pragma unroll
-        for (int g = 0; g < S; g++) {
-            if (fast) {
-                accum_sub4(cd[b].w[g], s24, s20, acc, 8 * g);
-            } else {
-                float q[8];
-                codes_float4h(cd[b].w[g], q);
-#pragma unroll
-                for (int i = 0; i < 8; i++)
-                    acc[8 * g + i] = __fmaf_rn(__fadd_rn(q[i], 8.0f), s[b], acc[8 * g + i]);
-            }
-        }
-    }
-}
-
-/* ZK_PROBE_SUB4 == 2 only. Bits b < 2^24 read as the fp32 b * 2^-149
- * (subnormals and the lowest normal binade are one linear scale), so the
- * biased code u = q + 8 of nibble n < 4 of a word c' = c ^ 0x88888888 (or
- * of c' >> 16 for n = 4..7), masked in place, is the fp32 u * 2^(4n - 149):
- * one LOP3 per code, nothing to widen. With sc = s * 2^(149 - K),
- * fma(u * 2^(4n-149), sc, acc * 2^(4n-K)) is 2^(4n-K) * fma(u, s, acc)
- * exactly while every nonzero scale's exponent lies in [K - 126, K - 34]:
- * sc stays a finite normal, the scaled sums stay far from overflow, and
- * they lose no bit in the subnormal range (they are multiples of the
- * smallest scale's ulp * 2^(4n-K) >= 2^-149). So accumulator i holds
- * acc_i * 2^(4 (i % 4) - K), and one factor per chunk serves all eight
- * nibbles. K is set from the first batch: its largest exponent + 74 (later
- * scales may be 2^40 larger or 2^52 smaller), at least 22 (so that
- * 2^(149 - K) is a float), at most 127. A batch outside the range turns the
- * lane to the plain biased sum fma(q + 8, s, acc): the same arithmetic. The
- * caller takes 8 * sum(s) off at the end. Not the arithmetic of record: a
- * timing probe. */
-#define ZK_SUB32_UNSET 1000 /* K not chosen yet */
-#define ZK_SUB32_PLAIN 2000 /* the lane sums unscaled */
-__device__ __forceinline__ float sub32_pow2(int k) /* 2^k, -126 <= k <= 127 */
-{
-    return __uint_as_float((uint32_t)(k + 127) << 23);
-}
-/* The lane's accumulators back to acc_i (K scaled, not PLAIN/UNSET). */
-#ifndef ZK_SUB32_MASK
-#define ZK_SUB32_MASK 0xFF /* ZK_PROBE_SUB4 == 2: the slots g (bit g) read as fp32 subnormals;
-                            * the others as session 11's fp16 subnormals, widened (one LOP3 per
-                            * two codes, then a HADD2.F32 each: FMA pipe rather than ALU) */
-#endif
-template <int S> __device__ __forceinline__ void sub32_unscale(int K, float (&acc)[8 * S])
-{
-#pragma unroll
-    for (int i = 0; i < 8 * S; i++)
-        if ((ZK_SUB32_MASK >> (i / 8)) & 1)
-            acc[i] = __fmul_rn(acc[i], sub32_pow2(K - 4 * (i % 4)));
-}
-template <int S>
-__device__ __forceinline__ bool probe_sub32_batch(const vcodes<4, S> (&cd)[ZK_VKB],
-                                                  const float (&s)[ZK_VKB], uint32_t &smax,
-                                                  float &bias, int &K, float (&acc)[8 * S])
-{
-    if (K == ZK_SUB32_PLAIN)
-        return false;
-    if (K == ZK_SUB32_UNSET) {
-        uint32_t bmax = 0;
-#pragma unroll
-        for (int b = 0; b < ZK_VKB; b++)
-            bmax = max(bmax, __float_as_uint(s[b]) & ZK_F32_ABS_MASK);
-        const int k0 = (int)(bmax >> 23) - 53; /* largest exponent + 74 */
-        K = k0 > 127 ? ZK_SUB32_PLAIN : k0 < 22 ? 22 : k0;
-    }
-    bool fast = K != ZK_SUB32_PLAIN;
-#pragma unroll
-    for (int b = 0; b < ZK_VKB; b++) {
-        const uint32_t a = __float_as_uint(s[b]) & ZK_F32_ABS_MASK, E = a >> 23;
-        fast = fast && (a == 0 || (E >= 1 && E - (uint32_t)(K + 1) <= 92u));
-    }
-    if (!fast)
-        return false;
-    const float f = sub32_pow2(149 - K);
-#pragma unroll
-    for (int b = 0; b < ZK_VKB; b++) {
-        smax = max(smax, __float_as_uint(s[b]) & ZK_F32_ABS_MASK);
-        bias = __fmaf_rn(8.0f, s[b], bias);
-        const float sc = __fmul_rn(s[b], f);
-#pragma unroll
-        for (int g = 0; g < S; g++) {
-            if (!((ZK_SUB32_MASK >> g) & 1)) {
-                /* unscaled: fma(u * 2^-24, s * 2^24, acc) = fma(u, s, acc) */
-                accum_sub4(cd[b].w[g], __fmul_rn(s[b], 0x1p24f), __fmul_rn(s[b], 0x1p20f), acc,
-                           8 * g);
-                continue;
-            }
-            /* the XOR once per word keeps the masks immediates */
-            const uint32_t c = cd[b].w[g] ^ 0x88888888u, ch = c >> 16;
-            float *a = acc + 8 * g;
-#pragma unroll
-            for (int n = 0; n < 4; n++) {
-                a[n] = __fmaf_rn(__uint_as_float(c & (0xFu << 4 * n)), sc, a[n]);
-                a[n + 4] = __fmaf_rn(__uint_as_float(ch & (0xFu << 4 * n)), sc, a[n + 4]);
-            }
-        }
-    }
-    return true;
-}
-
 /* acc[8g .. 8g + 7] += the decoded codes of slot g of one chunk's vector cd
  * with scale s. */
 template <int BITS, int S>
@@ -1241,8 +1094,6 @@ __device__ __forceinline__ void fsumv(const uint8_t *in, uint64_t stride, int k,
         return;
     const uint8_t *pc = in + e * BITS / 8;
     const uint8_t *ps = in + pay + sb * sizeof(float);
-    float bias = 0.0f; /* ZK_PROBE_SUB4: 8 * the whole batches' scales */
-    int K = ZK_SUB32_UNSET; /* ZK_PROBE_SUB4 == 2: the lane's scaling */
     for (int c0 = 0; c0 < k; c0 += ZK_VKB) {
         vcodes<BITS, S> cd[ZK_VKB];
         float s[ZK_VKB];
@@ -1266,30 +1117,14 @@ __device__ __forceinline__ void fsumv(const uint8_t *in, uint64_t stride, int k,
                     l2_prefetch(ps + (uint64_t)(c - c1) * stride);
                 }
             }
-            if constexpr (ZK_PROBE_SUB4 == 2 && BITS == 4) {
-                if (probe_sub32_batch<S>(cd, s, smax, bias, K, acc))
-                    continue;
-                /* outside the scaled range: this batch again, plainly */
-                pc -= ZK_VKB * stride;
-                ps -= ZK_VKB * stride;
-            } else if constexpr (ZK_PROBE_SUB4 && BITS == 4) {
-                probe_sub4_batch<S>(cd, s, smax, bias, acc);
-            } else {
 #pragma unroll
-                for (int b = 0; b < ZK_VKB; b++) {
-                    smax = max(smax, __float_as_uint(s[b]) & ZK_F32_ABS_MASK);
+            for (int b = 0; b < ZK_VKB; b++) {
+                smax = max(smax, __float_as_uint(s[b]) & ZK_F32_ABS_MASK);
 #pragma unroll
-                    for (int g = 0; g < S; g++)
-                        vaccum<BITS, S>(cd[b], g, s[b], acc);
-                }
+                for (int g = 0; g < S; g++)
+                    vaccum<BITS, S>(cd[b], g, s[b], acc);
             }
-            if constexpr (!(ZK_PROBE_SUB4 == 2 && BITS == 4))
-                continue;
-        }
-        if constexpr (ZK_PROBE_SUB4 == 2 && BITS == 4) {
-            if (K != ZK_SUB32_UNSET && K != ZK_SUB32_PLAIN)
-                sub32_unscale<S>(K, acc);
-            K = ZK_SUB32_PLAIN;
+            continue;
         }
 #pragma unroll
         for (int b = 0; b < ZK_VKB; b++) {
@@ -1304,32 +1139,11 @@ __device__ __forceinline__ void fsumv(const uint8_t *in, uint64_t stride, int k,
         for (int b = 0; b < ZK_VKB; b++) {
             if (c0 + b < k) {
                 smax = max(smax, __float_as_uint(s[b]) & ZK_F32_ABS_MASK);
-                if constexpr (ZK_PROBE_SUB4 == 2 && BITS == 4) {
-                    bias = __fmaf_rn(8.0f, s[b], bias);
 #pragma unroll
-                    for (int g = 0; g < S; g++) {
-                        float q[8];
-                        codes_float4h(cd[b].w[g], q);
-#pragma unroll
-                        for (int i = 0; i < 8; i++)
-                            acc[8 * g + i] = __fmaf_rn(__fadd_rn(q[i], 8.0f), s[b], acc[8 * g + i]);
-                    }
-                } else {
-#pragma unroll
-                    for (int g = 0; g < S; g++)
-                        vaccum<BITS, S>(cd[b], g, s[b], acc);
-                }
+                for (int g = 0; g < S; g++)
+                    vaccum<BITS, S>(cd[b], g, s[b], acc);
             }
         }
-    }
-    if constexpr (ZK_PROBE_SUB4 == 2 && BITS == 4) {
-        if (K != ZK_SUB32_UNSET && K != ZK_SUB32_PLAIN)
-            sub32_unscale<S>(K, acc);
-    }
-    if constexpr (ZK_PROBE_SUB4 && BITS == 4) {
-#pragma unroll
-        for (int i = 0; i < 8 * S; i++)
-            acc[i] = __fsub_rn(acc[i], bias);
     }
 }
 
