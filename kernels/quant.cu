@@ -7,6 +7,7 @@
  * every output byte written once, 16 bytes per access on the fast path.
  */
 #include "zk_fast.cuh"
+#include <atomic>
 
 using namespace zk;
 
@@ -135,6 +136,20 @@ __global__ void ZK_LB_FLAT dequantize_kernel(const uint8_t *in, uint64_t pay_byt
 #else
 #define ZK_DQX_BULK 0
 #endif
+#ifndef ZK_DQS
+/* sm_90: which dequantize shapes go in rounds of reads, then writes
+ * (dqs_kernel): 1 fp32 from int4 only, 0 none, 2 every shape (to measure).
+ * Session 17 (kernels-2026-11-23-s17/): fp32 from int4 ran 94.2-94.7 ->
+ * 96.2-96.4 % of the copy on an H100 (98.6-98.7 % at 1 GiB) and 90.8-91.0
+ * -> 91.1-91.8 % on an H200; every other shape lost 5-21 points. */
+#define ZK_DQS 1
+#endif
+#ifndef ZK_DQS_SMEM
+#define ZK_DQS_SMEM (200u << 10) /* shared bytes per CTA: a slab's codes and scales */
+#endif
+#ifndef ZK_DQS_MIN
+#define ZK_DQS_MIN (8u << 20) /* the smallest chunk (code bytes) that goes in rounds */
+#endif
 #ifndef ZK_DQX_NV
 #define ZK_DQX_NV 2 /* vectors per thread and tile, dqx_kernel (2: 93-95 % of the copy on
                      * an H200, kernels-2026-11-22-h200-fqx.txt) */
@@ -245,6 +260,161 @@ __global__ void ZK_LB_FLAT dqx_kernel(const uint8_t *in, uint64_t pay_bytes, uin
     }
 }
 
+#if ZK_DQS
+/* Dequantize in rounds, one launch per round: each CTA (one per SM) has the
+ * bulk copy engine read a whole slab of codes and its scales into shared
+ * memory, and only then decodes and writes. DRAM so sees each round's
+ * reads as one burst and then only writes, which it serves faster than the
+ * same traffic interleaved (kernel_bench's "reads, then writes" rows: 1:8
+ * at 97-100 % of the copy, against 89-94 % interleaved). Rounds are
+ * separate launches, so no CTA waits for another: the grid needs no
+ * co-residency. Same arithmetic as dqx_kernel. */
+#define ZK_DQS_THREADS 512
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+/* Bulk copy of bytes (a multiple of 16) at g into shared s, counted on the
+ * mbarrier at shared mb. */
+__device__ __forceinline__ void dqs_bulk_load(uint32_t s, const void *g, uint32_t bytes, uint32_t mb)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
+                 "[%3];" ::"r"(s),
+                 "l"(g), "r"(bytes), "r"(mb)
+                 : "memory");
+}
+#endif
+/* CTA b of a round dequantizes elements [e_base + b * slab_e, + slab_e)
+ * (clipped to n_out). e_base and slab_e are multiples of 256 elements and
+ * of 4 blocks, so that the slab's codes and scales start 16-aligned. */
+template <int DT, int BITS>
+__global__ void __launch_bounds__(ZK_DQS_THREADS, 1)
+    dqs_kernel(const uint8_t *in, uint64_t pay_bytes, uint64_t n_out, int lgb, void *y,
+               uint64_t e_base, uint64_t slab_e)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    constexpr int es = shape<DT>::es, VE = shape<DT>::ve, CB = VE * BITS / 8;
+    extern __shared__ __align__(128) uint8_t dsm[];
+    __shared__ __align__(8) uint64_t mbar;
+    const uint64_t e_lo = e_base + (uint64_t)blockIdx.x * slab_e;
+    if (e_lo >= n_out)
+        return;
+    const uint64_t e_hi = e_lo + slab_e < n_out ? e_lo + slab_e : n_out;
+    const uint64_t c_lo = e_lo * BITS / 8, b_lo = e_lo >> lgb;
+    /* the payload and the scales are each padded to 16 bytes */
+    uint64_t c_bytes = (((e_hi - e_lo) * BITS + 7) / 8 + 15) & ~(uint64_t)15;
+    if (c_lo + c_bytes > pay_bytes)
+        c_bytes = pay_bytes - c_lo;
+    const uint64_t s_bytes = ((((e_hi - 1) >> lgb) + 1 - b_lo) * 4 + 15) & ~(uint64_t)15;
+    const uint32_t s_off = (uint32_t)(slab_e * BITS / 8);
+    const uint32_t mb = (uint32_t)__cvta_generic_to_shared(&mbar);
+    if (threadIdx.x == 0) {
+        const uint32_t sm0 = (uint32_t)__cvta_generic_to_shared(dsm);
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(mb));
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(mb),
+                     "r"((uint32_t)(c_bytes + s_bytes))
+                     : "memory");
+        dqs_bulk_load(sm0, in + c_lo, (uint32_t)c_bytes, mb);
+        dqs_bulk_load(sm0 + s_off, in + pay_bytes + b_lo * 4, (uint32_t)s_bytes, mb);
+    }
+    __syncthreads(); /* the barrier is initialised before anyone waits on it */
+    asm volatile("{\n .reg .pred p;\n W:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], 0;\n"
+                 " @!p bra W;\n}" ::"r"(mb)
+                 : "memory");
+    const float *ssc = (const float *)(dsm + s_off);
+    const uint64_t nv = (e_hi - e_lo + VE - 1) / VE;
+#pragma unroll 4
+    for (uint64_t v = threadIdx.x; v < nv; v += ZK_DQS_THREADS) {
+        const uint64_t e = e_lo + v * VE;
+        const uint8_t *pc = dsm + v * CB;
+        raw16 r = {{0, 0, 0, 0}};
+        if (CB == 16) {
+            const uint4 u = *(const uint4 *)pc;
+            r.w[0] = u.x, r.w[1] = u.y, r.w[2] = u.z, r.w[3] = u.w;
+        } else if (CB == 8) {
+            const uint2 u = *(const uint2 *)pc;
+            r.w[0] = u.x, r.w[1] = u.y;
+        } else if (CB == 4) {
+            r.w[0] = *(const uint32_t *)pc;
+        } else {
+            r.w[0] = *(const uint16_t *)pc;
+        }
+        const float sc = ssc[(e >> lgb) - b_lo];
+        float val[VE];
+        dqx_decode<BITS, VE>(r, sc, val);
+        uint8_t *py = (uint8_t *)y + e * es;
+        /* q * s (|q| <= 128) is NaN only when s is not finite */
+        if ((__float_as_uint(sc) & ZK_F32_ABS_MASK) < ZK_F32_EXP_MASK && n_out - e >= (uint64_t)VE)
+            store_vec_nonan<DT, VE>(py, val);
+        else
+            store_elems<DT, VE>(py, n_out - e, val);
+    }
+#else
+    __trap(); /* dqs_ready() lets no launch reach code built before sm_90 */
+#endif
+}
+
+/* Per device and instantiation, looked up once: the SM count when
+ * dqs_kernel<DT, BITS> can run there (its code built for sm_90 or later,
+ * its shared memory granted), else 0. Racing first calls compute the same
+ * value. */
+#define ZK_DQS_DEVICES 64
+template <int DT, int BITS> int dqs_ready()
+{
+    static std::atomic<int> state[ZK_DQS_DEVICES]; /* 0 unknown, -1 no, else SMs */
+    int dev = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= ZK_DQS_DEVICES)
+        return 0;
+    int st = state[dev].load(std::memory_order_relaxed);
+    if (st == 0) {
+        int major = 0, sms = 0;
+        cudaFuncAttributes fa;
+        st = -1;
+        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess &&
+            major >= 9 && sms > 0 &&
+            cudaFuncGetAttributes(&fa, dqs_kernel<DT, BITS>) == cudaSuccess && fa.binaryVersion >= 90 &&
+            cudaFuncSetAttribute(dqs_kernel<DT, BITS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                 (int)ZK_DQS_SMEM) == cudaSuccess)
+            st = sms;
+        (void)cudaGetLastError(); /* a refusal here is an answer, not the caller's error */
+        state[dev].store(st, std::memory_order_relaxed);
+    }
+    return st > 0 ? st : 0;
+}
+
+/* Launches the rounds of dqs_kernel; 0 when it does not apply (see
+ * dqs_ready, an unaligned output, or fewer than ZK_DQS_MIN code bytes). */
+template <int DT, int BITS>
+int launch_dqs(const uint8_t *in, uint64_t n, uint64_t n_out, int lgb, void *y, cudaStream_t stream)
+{
+    const uint64_t min_bytes = ZK_DQS_MIN;
+    if (((uintptr_t)y & 15) || n_out * BITS / 8 < min_bytes)
+        return 0;
+    int sms = dqs_ready<DT, BITS>();
+    if (sms == 0)
+        return 0;
+#ifdef ZK_DQS_SMS
+    sms = sms < ZK_DQS_SMS ? sms : ZK_DQS_SMS; /* byte-compare builds: many rounds at small sizes */
+#endif
+    /* slabs in granules of 4 blocks and 256 elements; a slab's codes and
+     * its scales (+16 for the rounding) fit in ZK_DQS_SMEM */
+    const uint64_t block = 1ull << lgb, gran = 4 * block > 256 ? 4 * block : 256;
+    const uint64_t g_bytes = gran * BITS / 8 + gran / block * 4;
+    const uint64_t slab_max = (ZK_DQS_SMEM - 16) / g_bytes * gran; /* elements */
+    if (slab_max == 0)
+        return 0;
+    const uint64_t per_round = slab_max * (uint64_t)sms;
+    for (uint64_t base = 0; base < n_out; base += per_round) {
+        const uint64_t rem = n_out - base < per_round ? n_out - base : per_round;
+        /* the round's elements spread evenly over its CTAs */
+        const uint64_t slab = ((rem + sms - 1) / sms + gran - 1) / gran * gran;
+        const unsigned ctas = (unsigned)((rem + slab - 1) / slab);
+        dqs_kernel<DT, BITS><<<ctas, ZK_DQS_THREADS, ZK_DQS_SMEM, stream>>>(
+            in, zk_payload_bytes(n, BITS), n_out, lgb, y, base, slab);
+    }
+    return 1;
+}
+#endif
+
 template <int DT, int BITS>
 void launch_quantize(const void *x, uint64_t n, uint64_t n_valid, uint32_t block, uint8_t *out,
                      unsigned long long *d_poisoned, cudaStream_t stream)
@@ -276,6 +446,12 @@ void launch_dequantize(const uint8_t *in, uint64_t n, uint64_t n_out, uint32_t b
         int lgb = 0;
         while ((1u << lgb) < block)
             lgb++;
+#if ZK_DQS
+        if constexpr (ZK_DQS == 2 || (DT == ZK_FP32 && BITS == 4)) {
+            if (launch_dqs<DT, BITS>(in, n, n_out, lgb, y, stream))
+                return;
+        }
+#endif
         uint64_t xctas = (nvec + ZK_CTA_THREADS * ZK_DQX_NV - 1) / (ZK_CTA_THREADS * ZK_DQX_NV);
         dqx_kernel<DT, BITS, ZK_DQX_NV><<<grid_for(xctas), ZK_CTA_THREADS, 0, stream>>>(
             in, zk_payload_bytes(n, BITS), n_out, lgb, y);

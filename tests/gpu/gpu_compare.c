@@ -778,6 +778,14 @@ int main(int argc, char **argv)
     /* one large case per dtype: 2^24 + 5 elements */
     for (int t = 0; t < 3 && !g_quick; t++)
         case_quant(dtypes[t], t == 1 ? 4 : 8, 256, (1u << 24) + 5, (1u << 24) + 5, D_SPECIAL, 0);
+    /* int4 -> fp32 chunks of 8 MiB of codes and more dequantize in rounds
+     * on sm_90 (quant.cu, dqs_kernel): two rounds of slabs with an odd
+     * tail, block 256 and block 2048, and one shorter than its chunk */
+    if (!g_quick) {
+        case_quant(ZK_FP32, 4, 256, (1u << 26) + 33, (1u << 26) + 33, D_NORMAL, 0);
+        case_quant(ZK_FP32, 4, 2048, (1u << 26) + 4097, (1u << 26) + 4097, D_SPECIAL, 0);
+        case_quant(ZK_FP32, 4, 32, (3u << 24) + 7, (1u << 24) + 777, D_WIDE, 0);
+    }
     report("quant+dequant", c0, f0);
 
     c0 = g_checks;
