@@ -368,14 +368,17 @@ template <int DT, int BITS> int dqs_ready()
         int major = 0, sms = 0;
         cudaFuncAttributes fa;
         st = -1;
-        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess &&
-            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess &&
-            major >= 9 && sms > 0 &&
-            cudaFuncGetAttributes(&fa, dqs_kernel<DT, BITS>) == cudaSuccess && fa.binaryVersion >= 90 &&
-            cudaFuncSetAttribute(dqs_kernel<DT, BITS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 (int)ZK_DQS_SMEM) == cudaSuccess)
-            st = sms;
-        (void)cudaGetLastError(); /* a refusal here is an answer, not the caller's error */
+        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+            cudaFuncGetAttributes(&fa, dqs_kernel<DT, BITS>) != cudaSuccess)
+            (void)cudaGetLastError(); /* a refusal here is an answer, not the caller's error */
+        else if (major >= 9 && sms > 0 && fa.binaryVersion >= 90) {
+            if (cudaFuncSetAttribute(dqs_kernel<DT, BITS>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     (int)ZK_DQS_SMEM) == cudaSuccess)
+                st = sms;
+            else
+                (void)cudaGetLastError();
+        }
         state[dev].store(st, std::memory_order_relaxed);
     }
     return st > 0 ? st : 0;
