@@ -32,7 +32,10 @@
  * input (16 fp32 or 32 fp16/bf16 elements; 16 codes per chunk in the fused
  * reduction) and reduce the block's absmax through warp shuffles, shared
  * memory or a shared atomicMax depending on the team's shape. The decoding
- * kernels are flat. One pass over memory each.
+ * kernels are flat. One pass over memory each. On sm_90, dequantize into
+ * fp32 from int4 with at least 8 MiB of codes runs in rounds, one launch
+ * each, whose CTAs read a slab of codes into shared memory before they
+ * write (DRAM serves reads, then writes faster than the two interleaved).
  */
 #ifndef ZPP_KERNELS_CUDA_H
 #define ZPP_KERNELS_CUDA_H
