@@ -6,6 +6,7 @@
  * zpp_kernels_cuda.h. One pass over memory: every input byte is read once,
  * every output byte written once, 16 bytes per access on the fast path.
  */
+#include "zk_dqs_plan.h"
 #include "zk_fast.cuh"
 #include <atomic>
 
@@ -282,8 +283,8 @@ __device__ __forceinline__ void dqs_bulk_load(uint32_t s, const void *g, uint32_
 }
 #endif
 /* CTA b of a round dequantizes elements [e_base + b * slab_e, + slab_e)
- * (clipped to n_out). e_base and slab_e are multiples of 256 elements and
- * of 4 blocks, so that the slab's codes and scales start 16-aligned. */
+ * (clipped to n_out): zk_dqs_plan.h has the arithmetic, and
+ * tests/unit/test_dqs_plan.c its checks. */
 template <int DT, int BITS>
 __global__ void __launch_bounds__(ZK_DQS_THREADS, 1)
     dqs_kernel(const uint8_t *in, uint64_t pay_bytes, uint64_t n_out, int lgb, void *y,
@@ -293,27 +294,21 @@ __global__ void __launch_bounds__(ZK_DQS_THREADS, 1)
     constexpr int es = shape<DT>::es, VE = shape<DT>::ve, CB = VE * BITS / 8;
     extern __shared__ __align__(128) uint8_t dsm[];
     __shared__ __align__(8) uint64_t mbar;
-    const uint64_t e_lo = e_base + (uint64_t)blockIdx.x * slab_e;
-    if (e_lo >= n_out)
+    zk_dqs_cta part;
+    if (!zk_dqs_cta_part(n_out, pay_bytes, BITS, lgb, e_base, slab_e, blockIdx.x, &part))
         return;
-    const uint64_t e_hi = e_lo + slab_e < n_out ? e_lo + slab_e : n_out;
-    const uint64_t c_lo = e_lo * BITS / 8, b_lo = e_lo >> lgb;
-    /* the payload and the scales are each padded to 16 bytes */
-    uint64_t c_bytes = (((e_hi - e_lo) * BITS + 7) / 8 + 15) & ~(uint64_t)15;
-    if (c_lo + c_bytes > pay_bytes)
-        c_bytes = pay_bytes - c_lo;
-    const uint64_t s_bytes = ((((e_hi - 1) >> lgb) + 1 - b_lo) * 4 + 15) & ~(uint64_t)15;
-    const uint32_t s_off = (uint32_t)(slab_e * BITS / 8);
+    const uint64_t e_lo = part.e_lo, e_hi = part.e_hi, b_lo = part.b_lo;
+    const uint32_t s_off = (uint32_t)part.s_off;
     const uint32_t mb = (uint32_t)__cvta_generic_to_shared(&mbar);
     if (threadIdx.x == 0) {
         const uint32_t sm0 = (uint32_t)__cvta_generic_to_shared(dsm);
         asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(mb));
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(mb),
-                     "r"((uint32_t)(c_bytes + s_bytes))
+                     "r"((uint32_t)(part.c_bytes + part.s_bytes))
                      : "memory");
-        dqs_bulk_load(sm0, in + c_lo, (uint32_t)c_bytes, mb);
-        dqs_bulk_load(sm0 + s_off, in + pay_bytes + b_lo * 4, (uint32_t)s_bytes, mb);
+        dqs_bulk_load(sm0, in + part.c_lo, (uint32_t)part.c_bytes, mb);
+        dqs_bulk_load(sm0 + s_off, in + pay_bytes + b_lo * 4, (uint32_t)part.s_bytes, mb);
     }
     __syncthreads(); /* the barrier is initialised before anyone waits on it */
     asm volatile("{\n .reg .pred p;\n W:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], 0;\n"
@@ -398,19 +393,12 @@ int launch_dqs(const uint8_t *in, uint64_t n, uint64_t n_out, int lgb, void *y, 
 #ifdef ZK_DQS_SMS
     sms = sms < ZK_DQS_SMS ? sms : ZK_DQS_SMS; /* byte-compare builds: many rounds at small sizes */
 #endif
-    /* slabs in granules of 4 blocks and 256 elements; a slab's codes and
-     * its scales (+16 for the rounding) fit in ZK_DQS_SMEM */
-    const uint64_t block = 1ull << lgb, gran = 4 * block > 256 ? 4 * block : 256;
-    const uint64_t g_bytes = gran * BITS / 8 + gran / block * 4;
-    const uint64_t slab_max = (ZK_DQS_SMEM - 16) / g_bytes * gran; /* elements */
+    const uint64_t slab_max = zk_dqs_slab_max(BITS, lgb, ZK_DQS_SMEM); /* elements */
     if (slab_max == 0)
         return 0;
-    const uint64_t per_round = slab_max * (uint64_t)sms;
-    for (uint64_t base = 0; base < n_out; base += per_round) {
-        const uint64_t rem = n_out - base < per_round ? n_out - base : per_round;
-        /* the round's elements spread evenly over its CTAs */
-        const uint64_t slab = ((rem + sms - 1) / sms + gran - 1) / gran * gran;
-        const unsigned ctas = (unsigned)((rem + slab - 1) / slab);
+    for (uint64_t base = 0; base < n_out; base += slab_max * (uint64_t)sms) {
+        unsigned ctas;
+        const uint64_t slab = zk_dqs_round_slab(n_out, base, slab_max, sms, lgb, &ctas);
         dqs_kernel<DT, BITS><<<ctas, ZK_DQS_THREADS, ZK_DQS_SMEM, stream>>>(
             in, zk_payload_bytes(n, BITS), n_out, lgb, y, base, slab);
     }
