@@ -65,6 +65,21 @@ __global__ void ZK_LB_TEAM quantize_kernel(const void *x, uint64_t n_valid, uint
     }
 }
 
+/* Stores the VE values v decoded with scale s at p, left elements before
+ * the output's end: as one vector when that is safe (q * s with |q| <= 128
+ * is NaN only when s is not finite, so a finite s needs no NaN fix-ups; a
+ * whole vector; p 16-aligned where the caller says so), else element by
+ * element. */
+template <int DT, int VE>
+__device__ __forceinline__ void dq_store(uint8_t *p, const float (&v)[VE], float s, uint64_t left,
+                                         bool aligned)
+{
+    if ((__float_as_uint(s) & ZK_F32_ABS_MASK) < ZK_F32_EXP_MASK && left >= (uint64_t)VE && aligned)
+        store_vec_nonan<DT, VE>(p, v);
+    else
+        store_elems<DT, VE>(p, left, v);
+}
+
 /* Flat: a CTA owns tiles of ZK_CTA_THREADS * ZK_DQ_NV output vectors; thread t
  * takes vectors t, t + 256, ... of a tile (coalesced). */
 template <int DT, int BITS>
@@ -214,11 +229,7 @@ __global__ void ZK_LB_FLAT dqx_kernel(const uint8_t *in, uint64_t pay_bytes, uin
             for (int j = 0; j < NV; j++) {
                 float v[VE];
                 dqx_decode<BITS, VE>(r[j], s[j], v);
-                /* q * s (|q| <= 128) is NaN only when s is not finite */
-                if ((__float_as_uint(s[j]) & ZK_F32_ABS_MASK) < ZK_F32_EXP_MASK)
-                    store_vec_nonan<DT, VE>(py + j * STEP * es, v);
-                else
-                    store_elems<DT, VE>(py + j * STEP * es, VE, v);
+                dq_store<DT, VE>(py + j * STEP * es, v, s[j], VE, true);
             }
 #if ZK_DQX_BULK
             static_assert(VE * es == 16, "one 16-byte vector per thread and j");
@@ -251,12 +262,7 @@ __global__ void ZK_LB_FLAT dqx_kernel(const uint8_t *in, uint64_t pay_bytes, uin
                 continue;
             float v[VE];
             dqx_decode<BITS, VE>(r[j], s[j], v);
-            uint8_t *p = (uint8_t *)y + e * es;
-            if ((__float_as_uint(s[j]) & ZK_F32_ABS_MASK) < ZK_F32_EXP_MASK &&
-                n_out - e >= (uint64_t)VE && yal)
-                store_vec_nonan<DT, VE>(p, v);
-            else
-                store_elems<DT, VE>(p, n_out - e, v);
+            dq_store<DT, VE>((uint8_t *)y + e * es, v, s[j], n_out - e, yal);
         }
     }
 }
@@ -319,28 +325,10 @@ __global__ void __launch_bounds__(ZK_DQS_THREADS, 1)
 #pragma unroll 4
     for (uint64_t v = threadIdx.x; v < nv; v += ZK_DQS_THREADS) {
         const uint64_t e = e_lo + v * VE;
-        const uint8_t *pc = dsm + v * CB;
-        raw16 r = {{0, 0, 0, 0}};
-        if (CB == 16) {
-            const uint4 u = *(const uint4 *)pc;
-            r.w[0] = u.x, r.w[1] = u.y, r.w[2] = u.z, r.w[3] = u.w;
-        } else if (CB == 8) {
-            const uint2 u = *(const uint2 *)pc;
-            r.w[0] = u.x, r.w[1] = u.y;
-        } else if (CB == 4) {
-            r.w[0] = *(const uint32_t *)pc;
-        } else {
-            r.w[0] = *(const uint16_t *)pc;
-        }
         const float sc = ssc[(e >> lgb) - b_lo];
         float val[VE];
-        dqx_decode<BITS, VE>(r, sc, val);
-        uint8_t *py = (uint8_t *)y + e * es;
-        /* q * s (|q| <= 128) is NaN only when s is not finite */
-        if ((__float_as_uint(sc) & ZK_F32_ABS_MASK) < ZK_F32_EXP_MASK && n_out - e >= (uint64_t)VE)
-            store_vec_nonan<DT, VE>(py, val);
-        else
-            store_elems<DT, VE>(py, n_out - e, val);
+        dqx_decode<BITS, VE>(load_raw_shared<CB>(dsm + v * CB), sc, val);
+        dq_store<DT, VE>((uint8_t *)y + e * es, val, sc, n_out - e, true);
     }
 #else
     __trap(); /* dqs_ready() lets no launch reach code built before sm_90 */
@@ -384,8 +372,7 @@ template <int DT, int BITS> int dqs_ready()
 template <int DT, int BITS>
 int launch_dqs(const uint8_t *in, uint64_t n, uint64_t n_out, int lgb, void *y, cudaStream_t stream)
 {
-    const uint64_t min_bytes = ZK_DQS_MIN;
-    if (((uintptr_t)y & 15) || n_out * BITS / 8 < min_bytes)
+    if (((uintptr_t)y & 15) || n_out * BITS / 8 < ZK_DQS_MIN)
         return 0;
     int sms = dqs_ready<DT, BITS>();
     if (sms == 0)

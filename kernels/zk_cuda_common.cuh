@@ -187,6 +187,24 @@ template <int BYTES> __device__ __forceinline__ raw16 load_raw(const void *p)
     return r;
 }
 
+/* load_raw's vector from shared memory (or any plain pointer). */
+template <int BYTES> __device__ __forceinline__ raw16 load_raw_shared(const void *p)
+{
+    raw16 r = {{0, 0, 0, 0}};
+    if (BYTES == 16) {
+        const uint4 u = *(const uint4 *)p;
+        r.w[0] = u.x, r.w[1] = u.y, r.w[2] = u.z, r.w[3] = u.w;
+    } else if (BYTES == 8) {
+        const uint2 u = *(const uint2 *)p;
+        r.w[0] = u.x, r.w[1] = u.y;
+    } else if (BYTES == 4) {
+        r.w[0] = *(const uint32_t *)p;
+    } else {
+        r.w[0] = *(const uint16_t *)p;
+    }
+    return r;
+}
+
 template <int BYTES> __device__ __forceinline__ void store_raw(void *p, const raw16 &r)
 {
     if (BYTES == 16)
