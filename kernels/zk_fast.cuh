@@ -83,6 +83,12 @@
 #ifndef ZK_VKB
 #define ZK_VKB 4 /* chunks whose loads are issued together (vector kernels) */
 #endif
+#ifndef ZK_VLEAN
+#define ZK_VLEAN 1 /* int4 vector kernels: the next batch's prefetch unrolled when whole */
+#endif
+#ifndef ZK_VPACK
+#define ZK_VPACK 1 /* int4 reduce+requant: codes_pack4_keep (8 instructions per 8 codes, not 10) */
+#endif
 #ifndef ZK_VPF
 #define ZK_VPF 1 /* int4 vector kernels: batches whose lines are prefetched into L2 ahead (0: off) */
 #endif
@@ -257,6 +263,19 @@ template <int BITS> __device__ __forceinline__ slot_codes<BITS> codes_pack(const
         c.w[0] = (r - K) ^ ZK_I4_BIAS;
     }
     return c;
+}
+
+/* codes_pack<4> in 8 instructions instead of 10, ANDed with keep (0 for a
+ * poisoned block): each encoded float is 0x4B400000 + u with u = q + 8 in
+ * [1, 15] (nothing in bits 4-7), so the low byte of b[2i] + (b[2i+1] << 4)
+ * is u_2i | u_2i+1 << 4 (one LEA); two byte permutes gather the four low
+ * bytes and one LOP3 flips u to q's nibble and applies keep. */
+__device__ __forceinline__ uint32_t codes_pack4_keep(const uint32_t (&b)[8], uint32_t keep)
+{
+    const uint32_t p0 = b[0] + (b[1] << 4), p1 = b[2] + (b[3] << 4);
+    const uint32_t p2 = b[4] + (b[5] << 4), p3 = b[6] + (b[7] << 4);
+    const uint32_t w = __byte_perm(__byte_perm(p0, p1, 0x0040u), __byte_perm(p2, p3, 0x0040u), 0x5410u);
+    return (w ^ ZK_I4_BIAS) & keep;
 }
 
 /* The values a team quantizes, as a source with the lane's absmax bits of
@@ -1080,7 +1099,29 @@ __device__ __forceinline__ void l2_prefetch(const void *p)
  * of the vector at element e (codes at in + c*stride + e*BITS/8, all in the
  * block of scale index sb). Issues ZK_VKB chunks' loads before any use.
  * *smax gets the max of the absolute scale bits. A lane with !ld loads
- * nothing and keeps acc at 0. */
+ * nothing and keeps acc at 0.
+ *
+ * ZK_VLEAN (since session 18): when the next batch is whole, its prefetch
+ * is unrolled, one pointer step per chunk, instead of a loop over chunk
+ * indices with a 64-bit multiply each (68 of int4 reduce+requantize's 1301
+ * instructions per warp on an H200, kernels-2026-11-23-s18/; the unrolled
+ * form about 28). A lane with !ld running no chunk, instead of returning,
+ * would save zeroing acc twice but spills at 80 registers. */
+template <int BITS, int S>
+__device__ __forceinline__ void vbatch_accum(const vcodes<BITS, S> (&cd)[ZK_VKB],
+                                             const float (&s)[ZK_VKB], int nb, float (&acc)[8 * S],
+                                             uint32_t &smax)
+{
+#pragma unroll
+    for (int b = 0; b < ZK_VKB; b++) {
+        if (b < nb) {
+            smax = max(smax, __float_as_uint(s[b]) & ZK_F32_ABS_MASK);
+#pragma unroll
+            for (int g = 0; g < S; g++)
+                vaccum<BITS, S>(cd[b], g, s[b], acc);
+        }
+    }
+}
 template <int BITS, int S>
 __device__ __forceinline__ void fsumv(const uint8_t *in, uint64_t stride, int k, uint64_t pay,
                                       uint64_t e, uint64_t sb, bool ld, float (&acc)[8 * S],
@@ -1112,18 +1153,20 @@ __device__ __forceinline__ void fsumv(const uint8_t *in, uint64_t stride, int k,
                  * one's loads and arithmetic run: no registers held (int8
                  * measured slower with it on an H200) */
                 const int c1 = c0 + ZK_VKB, c2 = min(k, c1 + ZK_VPF * ZK_VKB);
-                for (int c = c1; c < c2; c++) {
-                    l2_prefetch(pc + (uint64_t)(c - c1) * stride);
-                    l2_prefetch(ps + (uint64_t)(c - c1) * stride);
+                if (ZK_VLEAN && c2 == c1 + ZK_VKB) {
+#pragma unroll
+                    for (int b = 0; b < ZK_VKB; b++) {
+                        l2_prefetch(pc + b * stride);
+                        l2_prefetch(ps + b * stride);
+                    }
+                } else {
+                    for (int c = c1; c < c2; c++) {
+                        l2_prefetch(pc + (uint64_t)(c - c1) * stride);
+                        l2_prefetch(ps + (uint64_t)(c - c1) * stride);
+                    }
                 }
             }
-#pragma unroll
-            for (int b = 0; b < ZK_VKB; b++) {
-                smax = max(smax, __float_as_uint(s[b]) & ZK_F32_ABS_MASK);
-#pragma unroll
-                for (int g = 0; g < S; g++)
-                    vaccum<BITS, S>(cd[b], g, s[b], acc);
-            }
+            vbatch_accum<BITS, S>(cd, s, ZK_VKB, acc, smax);
             continue;
         }
 #pragma unroll
@@ -1135,15 +1178,7 @@ __device__ __forceinline__ void fsumv(const uint8_t *in, uint64_t stride, int k,
             pc += stride;
             ps += stride;
         }
-#pragma unroll
-        for (int b = 0; b < ZK_VKB; b++) {
-            if (c0 + b < k) {
-                smax = max(smax, __float_as_uint(s[b]) & ZK_F32_ABS_MASK);
-#pragma unroll
-                for (int g = 0; g < S; g++)
-                    vaccum<BITS, S>(cd[b], g, s[b], acc);
-            }
-        }
+        vbatch_accum<BITS, S>(cd, s, k - c0, acc, smax);
     }
 }
 
@@ -1209,10 +1244,14 @@ __device__ __forceinline__ int fquantv(const float (&v)[NV][8 * S], uint64_t blk
 #pragma unroll
             for (int i = 0; i < 8; i++)
                 bg[i] = b[8 * g + i];
-            slot_codes<BITS> sc = codes_pack<BITS>(bg);
+            if constexpr (BITS == 4 && ZK_VPACK) {
+                c.w[g] = codes_pack4_keep(bg, poison ? 0u : ~0u);
+            } else {
+                slot_codes<BITS> sc = codes_pack<BITS>(bg);
 #pragma unroll
-            for (int w = 0; w < slot_codes<BITS>::words; w++)
-                c.w[g * slot_codes<BITS>::words + w] = poison ? 0u : sc.w[w];
+                for (int w = 0; w < slot_codes<BITS>::words; w++)
+                    c.w[g * slot_codes<BITS>::words + w] = poison ? 0u : sc.w[w];
+            }
         }
         vcodes_store<BITS, S>(d.payload + e * BITS / 8, c);
     }
