@@ -84,7 +84,9 @@
 #define ZK_VKB 4 /* chunks whose loads are issued together (vector kernels) */
 #endif
 #ifndef ZK_VLEAN
-#define ZK_VLEAN 1 /* int4 vector kernels: the next batch's prefetch unrolled when whole */
+#define ZK_VLEAN 1 /* int4 vector kernels: the next batch's prefetch unrolled when whole (with
+                    * ZK_VPACK: int4 reduce+requant 72.1 -> 73.0 % of the copy on an H200,
+                    * 93.4 -> 94.0 % on an H100, kernels-2026-11-23-s18/) */
 #endif
 #ifndef ZK_VPACK
 #define ZK_VPACK 1 /* int4 reduce+requant: codes_pack4_keep (8 instructions per 8 codes, not 10) */
