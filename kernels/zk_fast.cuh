@@ -96,6 +96,9 @@
 #ifndef ZK_RQS
 #define ZK_RQS 1 /* int4 reduce+requant (S = 4): whole tiles staged through shared memory on sm_90 */
 #endif
+#ifndef ZK_RQS_EMPTY
+#define ZK_RQS_EMPTY 1 /* frs: warps signal a spent buffer on an mbarrier instead of __syncthreads */
+#endif
 #ifndef ZK_RQS_KMAX
 #define ZK_RQS_KMAX 16 /* the most chunks frs_kernel takes (two stages of 2 x 16 x 4.1 KiB at B = 256) */
 #endif
@@ -1412,16 +1415,20 @@ __global__ void __launch_bounds__(ZK_CTA_THREADS, ZK_VMINB)
     constexpr uint32_t CB = ZK_RQS_TILE / 2u, SB = 4u * ZK_RQS_TILE / (uint32_t)B;
     static_assert(TPW * B * (ZK_CTA_THREADS / ZK_WARP) == (int)ZK_RQS_TILE, "8 warps per tile");
     extern __shared__ __align__(128) uint8_t frs_sm[];
-    __shared__ __align__(8) uint64_t full[2];
+    __shared__ __align__(8) uint64_t full[2], empty[2];
     const int lane = (int)(threadIdx.x % ZK_WARP), li = lane % T, team = lane / T;
     const int wblk = (int)(threadIdx.x / ZK_WARP) * TPW + team; /* the team's block in a tile */
     const uint32_t stage = frs_stage_bytes(k, B);
     const uint32_t s0 = (uint32_t)__cvta_generic_to_shared(frs_sm);
     const uint32_t mb0 = (uint32_t)__cvta_generic_to_shared(&full[0]);
     const uint32_t mb1 = (uint32_t)__cvta_generic_to_shared(&full[1]);
+    const uint32_t eb0 = (uint32_t)__cvta_generic_to_shared(&empty[0]);
+    const uint32_t eb1 = (uint32_t)__cvta_generic_to_shared(&empty[1]);
     if (threadIdx.x == 0) {
         asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(mb0));
         asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(mb1));
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(eb0), "r"(ZK_CTA_THREADS / ZK_WARP));
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(eb1), "r"(ZK_CTA_THREADS / ZK_WARP));
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         for (uint64_t j = 0; j < 2; j++) {
             const uint64_t tile = blockIdx.x + j * gridDim.x;
@@ -1442,10 +1449,23 @@ __global__ void __launch_bounds__(ZK_CTA_THREADS, ZK_VMINB)
         fsums<B>(st, st + (uint32_t)k * CB + (uint32_t)wblk * 4u, k,
                  (uint32_t)(wblk * B + li * E) / 2u, v[0]);
         poisoned += fquantv<4, 4, T, 1>(v, tile * (ZK_RQS_TILE / B) + (uint64_t)wblk, true, li, d);
+#if ZK_RQS_EMPTY
+        /* each warp tells the buffer's empty barrier it is done with it; only
+         * the producer waits, for all 8, before it refills the buffer */
+        __syncwarp();
+        if (lane == 0)
+            asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(buf ? eb1 : eb0) : "memory");
+        if (threadIdx.x == 0 && tile + 2u * gridDim.x < tiles) {
+            frs_wait(buf ? eb1 : eb0, (i >> 1) & 1u);
+            frs_issue<B>(in, in_stride, k, pay_bytes, tile + 2u * gridDim.x, s0 + buf * stage,
+                         buf ? mb1 : mb0);
+        }
+#else
         __syncthreads(); /* every lane is done with this buffer */
         if (threadIdx.x == 0 && tile + 2u * gridDim.x < tiles)
             frs_issue<B>(in, in_stride, k, pay_bytes, tile + 2u * gridDim.x, s0 + buf * stage,
                          buf ? mb1 : mb0);
+#endif
     }
     if (poisoned && d_poisoned)
         atomicAdd(d_poisoned, (unsigned long long)poisoned);
