@@ -50,8 +50,6 @@
 #ifndef ZK_FAST_CUH
 #define ZK_FAST_CUH
 
-#include <atomic>
-
 #include "zk_cuda_common.cuh"
 
 #ifndef ZK_RQ_U
@@ -92,18 +90,6 @@
 #endif
 #ifndef ZK_VPACK
 #define ZK_VPACK 1 /* int4 reduce+requant: codes_pack4_keep (8 instructions per 8 codes, not 10) */
-#endif
-#ifndef ZK_RQS
-#define ZK_RQS 1 /* int4 reduce+requant (S = 4): whole tiles staged through shared memory on sm_90 */
-#endif
-#ifndef ZK_RQS_EMPTY
-#define ZK_RQS_EMPTY 1 /* frs: warps signal a spent buffer on an mbarrier instead of __syncthreads */
-#endif
-#ifndef ZK_RQS_KMAX
-#define ZK_RQS_KMAX 16 /* the most chunks frs_kernel takes (two stages of 2 x 16 x 4.1 KiB at B = 256) */
-#endif
-#ifndef ZK_RQS_MIN_TILES
-#define ZK_RQS_MIN_TILES 256 /* the fewest whole tiles (of 8192 elements) that go through frs_kernel */
 #endif
 #ifndef ZK_VPF
 #define ZK_VPF 1 /* int4 vector kernels: batches whose lines are prefetched into L2 ahead (0: off) */
@@ -1282,7 +1268,7 @@ __device__ __forceinline__ int fquantv(const float (&v)[NV][8 * S], uint64_t blk
 template <int BITS, int S, int T, int NV>
 __global__ void __launch_bounds__(ZK_CTA_THREADS, NV != 1 ? 1 : BITS == 8 ? ZK_VMINB8 : ZK_VMINB)
     frv_kernel(const uint8_t *in, uint64_t in_stride, int k, uint64_t piece, uint64_t pay_bytes,
-               uint64_t nb, uint64_t it0, uint8_t *out, unsigned long long *d_poisoned)
+               uint64_t nb, uint8_t *out, unsigned long long *d_poisoned)
 {
     constexpr int E = 8 * S, B = T * NV * E, TPW = ZK_WARP / T;
     const int lane = (int)(threadIdx.x % ZK_WARP), li = lane % T, team = lane / T;
@@ -1290,7 +1276,7 @@ __global__ void __launch_bounds__(ZK_CTA_THREADS, NV != 1 ? 1 : BITS == 8 ? ZK_V
     const uint64_t wstride = (uint64_t)gridDim.x * (ZK_CTA_THREADS / ZK_WARP);
     fdst d = fdst_whole<BITS>(out, pay_bytes, nb);
     int poisoned = 0;
-    for (uint64_t it = it0 + gw; it * TPW < nb; it += wstride) {
+    for (uint64_t it = gw; it * TPW < nb; it += wstride) {
         const uint64_t blk = it * TPW + (uint64_t)team;
         const bool inr = blk < nb;
         float v[NV][E];
@@ -1314,233 +1300,7 @@ __global__ void __launch_bounds__(ZK_CTA_THREADS, NV != 1 ? 1 : BITS == 8 ? ZK_V
         atomicAdd(d_poisoned, (unsigned long long)poisoned);
 }
 
-#if ZK_RQS
-/* ---- int4 reduce+requantize staged through shared memory (frs) ---------
- *
- * frv_kernel's lanes and arithmetic (S = 4, one vector per lane and
- * block), but the codes and scales of every chunk come into shared memory
- * by the bulk copy engine, a tile of ZK_RQS_TILE elements (8 warps' blocks)
- * at a time, two tiles in flight per CTA: thread 0 issues 2k copies per
- * tile and an mbarrier counts their bytes. A lane then reads its codes
- * with one LDS per chunk at a constant offset, with no global addressing,
- * no L2 prefetch and no load latency left in the chunk loop (session 18:
- * frv_kernel spends 138 of its 1250 warp instructions per warp on those
- * and waits on its loads as well, kernels-2026-11-23-s18/). The grid is
- * persistent (the CTAs that fit), each CTA taking tiles b, b + grid, ...
- * Only whole tiles inside the piece go this way; frv_kernel takes the rest
- * (from warp iteration it0). sm_90 and later, k <= ZK_RQS_KMAX. */
-#define ZK_RQS_TILE 8192u /* elements per tile: 8 warps x 1024 */
-#define ZK_RQS_DEVICES 64
-
-/* a tile's bytes in shared memory for k chunks and block B: k code slabs
- * of TILE / 2 bytes, then k scale slabs of 4 * TILE / B bytes */
-__host__ __device__ constexpr uint32_t frs_stage_bytes(int k, int B)
-{
-    return (uint32_t)k * (ZK_RQS_TILE / 2u + 4u * ZK_RQS_TILE / (uint32_t)B);
-}
-
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-__device__ __forceinline__ void frs_bulk_load(uint32_t s, const void *g, uint32_t bytes, uint32_t mb)
-{
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
-                 "[%3];" ::"r"(s),
-                 "l"(g), "r"(bytes), "r"(mb)
-                 : "memory");
-}
-/* thread 0: the copies of tile `tile` into stage buffer at shared sbase */
-template <int B>
-__device__ __forceinline__ void frs_issue(const uint8_t *in, uint64_t in_stride, int k,
-                                          uint64_t pay_bytes, uint64_t tile, uint32_t sbase,
-                                          uint32_t mb)
-{
-    constexpr uint32_t CB = ZK_RQS_TILE / 2u, SB = 4u * ZK_RQS_TILE / (uint32_t)B;
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(mb),
-                 "r"(frs_stage_bytes(k, B))
-                 : "memory");
-    const uint8_t *pc = in + tile * CB, *ps = in + pay_bytes + tile * SB;
-    for (int c = 0; c < k; c++) {
-        frs_bulk_load(sbase + (uint32_t)c * CB, pc, CB, mb);
-        frs_bulk_load(sbase + (uint32_t)k * CB + (uint32_t)c * SB, ps, SB, mb);
-        pc += in_stride;
-        ps += in_stride;
-    }
-}
-__device__ __forceinline__ void frs_wait(uint32_t mb, uint32_t parity)
-{
-    asm volatile("{\n .reg .pred p;\n W:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-                 " @!p bra W;\n}" ::"r"(mb),
-                 "r"(parity)
-                 : "memory");
-}
-#endif
-
-/* fsumv's sums from a stage in shared memory: chunk c's vector at
- * st + c * TILE/2 + off, its scale at sc + c * SB (in batches of ZK_VKB,
- * the last one partial). */
-template <int B>
-__device__ __forceinline__ void fsums(const uint8_t *st, const uint8_t *sc, int k, uint32_t off,
-                                      float (&acc)[32])
-{
-    constexpr uint32_t CB = ZK_RQS_TILE / 2u, SB = 4u * ZK_RQS_TILE / (uint32_t)B;
-    uint32_t smax = 0;
-#pragma unroll
-    for (int i = 0; i < 32; i++)
-        acc[i] = 0.0f;
-    const uint8_t *pc = st + off;
-    for (int c0 = 0; c0 < k; c0 += ZK_VKB) {
-        vcodes<4, 4> cd[ZK_VKB];
-        float s[ZK_VKB];
-        const int nb = k - c0 < ZK_VKB ? k - c0 : ZK_VKB;
-#pragma unroll
-        for (int b = 0; b < ZK_VKB; b++) {
-            if (b < nb) {
-                const uint4 a = *(const uint4 *)(pc + b * CB);
-                cd[b].w[0] = a.x, cd[b].w[1] = a.y, cd[b].w[2] = a.z, cd[b].w[3] = a.w;
-                s[b] = *(const float *)(sc + b * SB);
-            }
-        }
-        pc += ZK_VKB * CB;
-        sc += ZK_VKB * SB;
-        vbatch_accum<4, 4>(cd, s, nb, acc, smax);
-    }
-}
-
-template <int T>
-__global__ void __launch_bounds__(ZK_CTA_THREADS, ZK_VMINB)
-    frs_kernel(const uint8_t *in, uint64_t in_stride, int k, uint64_t pay_bytes, uint64_t nb,
-               uint64_t tiles, uint8_t *out, unsigned long long *d_poisoned)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    constexpr int E = 32, B = T * E, TPW = ZK_WARP / T;
-    constexpr uint32_t CB = ZK_RQS_TILE / 2u, SB = 4u * ZK_RQS_TILE / (uint32_t)B;
-    static_assert(TPW * B * (ZK_CTA_THREADS / ZK_WARP) == (int)ZK_RQS_TILE, "8 warps per tile");
-    extern __shared__ __align__(128) uint8_t frs_sm[];
-    __shared__ __align__(8) uint64_t full[2], empty[2];
-    const int lane = (int)(threadIdx.x % ZK_WARP), li = lane % T, team = lane / T;
-    const int wblk = (int)(threadIdx.x / ZK_WARP) * TPW + team; /* the team's block in a tile */
-    const uint32_t stage = frs_stage_bytes(k, B);
-    const uint32_t s0 = (uint32_t)__cvta_generic_to_shared(frs_sm);
-    const uint32_t mb0 = (uint32_t)__cvta_generic_to_shared(&full[0]);
-    const uint32_t mb1 = (uint32_t)__cvta_generic_to_shared(&full[1]);
-    const uint32_t eb0 = (uint32_t)__cvta_generic_to_shared(&empty[0]);
-    const uint32_t eb1 = (uint32_t)__cvta_generic_to_shared(&empty[1]);
-    if (threadIdx.x == 0) {
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(mb0));
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(mb1));
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(eb0), "r"(ZK_CTA_THREADS / ZK_WARP));
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(eb1), "r"(ZK_CTA_THREADS / ZK_WARP));
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-        for (uint64_t j = 0; j < 2; j++) {
-            const uint64_t tile = blockIdx.x + j * gridDim.x;
-            if (tile < tiles)
-                frs_issue<B>(in, in_stride, k, pay_bytes, tile, s0 + (uint32_t)j * stage,
-                             j ? mb1 : mb0);
-        }
-    }
-    __syncthreads(); /* the barriers are initialised before anyone waits on them */
-    fdst d = fdst_whole<4>(out, pay_bytes, nb);
-    int poisoned = 0;
-    uint32_t i = 0;
-    for (uint64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x, i++) {
-        const uint32_t buf = i & 1u;
-        frs_wait(buf ? mb1 : mb0, (i >> 1) & 1u);
-        const uint8_t *st = frs_sm + buf * stage;
-        float v[1][E];
-        fsums<B>(st, st + (uint32_t)k * CB + (uint32_t)wblk * 4u, k,
-                 (uint32_t)(wblk * B + li * E) / 2u, v[0]);
-        poisoned += fquantv<4, 4, T, 1>(v, tile * (ZK_RQS_TILE / B) + (uint64_t)wblk, true, li, d);
-#if ZK_RQS_EMPTY
-        /* each warp tells the buffer's empty barrier it is done with it; only
-         * the producer waits, for all 8, before it refills the buffer */
-        __syncwarp();
-        if (lane == 0)
-            asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(buf ? eb1 : eb0) : "memory");
-        if (threadIdx.x == 0 && tile + 2u * gridDim.x < tiles) {
-            frs_wait(buf ? eb1 : eb0, (i >> 1) & 1u);
-            frs_issue<B>(in, in_stride, k, pay_bytes, tile + 2u * gridDim.x, s0 + buf * stage,
-                         buf ? mb1 : mb0);
-        }
-#else
-        __syncthreads(); /* every lane is done with this buffer */
-        if (threadIdx.x == 0 && tile + 2u * gridDim.x < tiles)
-            frs_issue<B>(in, in_stride, k, pay_bytes, tile + 2u * gridDim.x, s0 + buf * stage,
-                         buf ? mb1 : mb0);
-#endif
-    }
-    if (poisoned && d_poisoned)
-        atomicAdd(d_poisoned, (unsigned long long)poisoned);
-    (void)SB;
-#else
-    __trap(); /* frs_ready() lets no launch reach code built before sm_90 */
-#endif
-}
-
-/* Per device and T, looked up once: how many frs_kernel<T> CTAs the device
- * runs at once with the largest stage (k = ZK_RQS_KMAX), its shared memory
- * granted and its code built for sm_90 or later; 0 when it cannot run. */
-template <int T> int frs_ready(int k)
-{
-    static std::atomic<int> state[ZK_RQS_DEVICES]; /* 0 unknown, -1 no, else SMs */
-    int dev = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= ZK_RQS_DEVICES)
-        return 0;
-    int st = state[dev].load(std::memory_order_relaxed);
-    if (st == 0) {
-        int major = 0, sms = 0;
-        cudaFuncAttributes fa;
-        st = -1;
-        if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-            cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-            cudaFuncGetAttributes(&fa, frs_kernel<T>) != cudaSuccess)
-            (void)cudaGetLastError(); /* a refusal here is an answer, not the caller's error */
-        else if (major >= 9 && sms > 0 && fa.binaryVersion >= 90) {
-            if (cudaFuncSetAttribute(frs_kernel<T>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     (int)(2u * frs_stage_bytes(ZK_RQS_KMAX, 32 * T))) ==
-                cudaSuccess)
-                st = sms;
-            else
-                (void)cudaGetLastError();
-        }
-        state[dev].store(st, std::memory_order_relaxed);
-    }
-    if (st <= 0)
-        return 0;
-    int per_sm = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, frs_kernel<T>, ZK_CTA_THREADS,
-                                                      2u * frs_stage_bytes(k, 32 * T)) !=
-            cudaSuccess ||
-        per_sm < 1) {
-        (void)cudaGetLastError();
-        return 0;
-    }
-    return st * per_sm;
-}
-
-/* The whole tiles of the piece through frs_kernel<T>; returns the warp
- * iteration frv_kernel starts from (0 when frs does not apply). */
-template <int T>
-uint64_t frs_launch(const uint8_t *in, uint64_t in_stride, int k, uint64_t piece, uint64_t pay,
-                    uint64_t nb, uint8_t *out, unsigned long long *d_poisoned, cudaStream_t stream)
-{
-    const uint64_t tiles = piece / ZK_RQS_TILE;
-    if (k > ZK_RQS_KMAX || tiles < ZK_RQS_MIN_TILES || tiles * (ZK_RQS_TILE / (32u * T)) > nb)
-        return 0;
-    uint64_t ctas = (uint64_t)frs_ready<T>(k);
-#ifdef ZK_RQS_CTAS
-    ctas = ctas < ZK_RQS_CTAS ? ctas : ZK_RQS_CTAS; /* byte-compare builds: many tiles per CTA */
-#endif
-    if (ctas == 0)
-        return 0;
-    ctas = ctas < tiles ? ctas : tiles;
-    frs_kernel<T><<<(unsigned)ctas, ZK_CTA_THREADS, 2u * frs_stage_bytes(k, 32 * T), stream>>>(
-        in, in_stride, k, pay, nb, tiles, out, d_poisoned);
-    return tiles * (ZK_CTA_THREADS / ZK_WARP);
-}
-#endif
-
-/* Launches frv_kernel<BITS, S, T, NV> when (t, nv) is its shape: int4
- * with S = 4 and NV = 1 sends its whole tiles through frs_kernel first
- * (ZK_RQS) and the rest here. */
+/* Launches frv_kernel<BITS, S, T, NV> when (t, nv) is its shape. */
 template <int BITS, int S, int T, int NV>
 int frv_try(int t, int nv, const uint8_t *in, uint64_t in_stride, int k, uint64_t piece,
             uint64_t pay, uint64_t nb, uint8_t *out, unsigned long long *d_poisoned,
@@ -1549,17 +1309,10 @@ int frv_try(int t, int nv, const uint8_t *in, uint64_t in_stride, int k, uint64_
     constexpr int B = T * NV * 8 * S, TPW = ZK_WARP / T;
     if constexpr (B >= (int)ZK_BLOCK_ALIGN && B <= 2048) {
         if (t == T && nv == NV) {
-            uint64_t it0 = 0;
-#if ZK_RQS
-            if constexpr (BITS == 4 && S == 4 && NV == 1)
-                it0 = frs_launch<T>(in, in_stride, k, piece, pay, nb, out, d_poisoned, stream);
-#endif
-            const uint64_t iters = (nb + TPW - 1) / TPW;
-            if (it0 >= iters)
-                return 1;
-            uint64_t ctas = (iters - it0 + ZK_CTA_THREADS / ZK_WARP - 1) / (ZK_CTA_THREADS / ZK_WARP);
+            uint64_t iters = (nb + TPW - 1) / TPW;
+            uint64_t ctas = (iters + ZK_CTA_THREADS / ZK_WARP - 1) / (ZK_CTA_THREADS / ZK_WARP);
             frv_kernel<BITS, S, T, NV><<<grid_for(ctas), ZK_CTA_THREADS, 0, stream>>>(
-                in, in_stride, k, piece, pay, nb, it0, out, d_poisoned);
+                in, in_stride, k, piece, pay, nb, out, d_poisoned);
             return 1;
         }
     }
