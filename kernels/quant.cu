@@ -163,9 +163,6 @@ __global__ void ZK_LB_FLAT dequantize_kernel(const uint8_t *in, uint64_t pay_byt
 #ifndef ZK_DQS_SMEM
 #define ZK_DQS_SMEM (200u << 10) /* shared bytes per CTA: a slab's codes and scales */
 #endif
-#ifndef ZK_DQS_PER_SM
-#define ZK_DQS_PER_SM 1 /* CTAs per SM and round (each with ZK_DQS_SMEM of slab) */
-#endif
 #ifndef ZK_DQS_MIN
 #define ZK_DQS_MIN (8u << 20) /* the smallest chunk (code bytes) that goes in rounds */
 #endif
@@ -380,7 +377,6 @@ int launch_dqs(const uint8_t *in, uint64_t n, uint64_t n_out, int lgb, void *y, 
     int sms = dqs_ready<DT, BITS>();
     if (sms == 0)
         return 0;
-    sms *= ZK_DQS_PER_SM; /* CTAs per round */
 #ifdef ZK_DQS_SMS
     sms = sms < ZK_DQS_SMS ? sms : ZK_DQS_SMS; /* byte-compare builds: many rounds at small sizes */
 #endif
