@@ -85,11 +85,8 @@
 #endif
 #ifndef ZK_VLEAN
 #define ZK_VLEAN 1 /* int4 vector kernels: the next batch's prefetch unrolled when whole (with
-                    * ZK_VPACK: int4 reduce+requant 72.1 -> 73.0 % of the copy on an H200,
-                    * 93.4 -> 94.0 % on an H100, kernels-2026-11-23-s18/) */
-#endif
-#ifndef ZK_VPACK
-#define ZK_VPACK 1 /* int4 reduce+requant: codes_pack4_keep (8 instructions per 8 codes, not 10) */
+                    * codes_pack's 8-instruction int4 form: int4 reduce+requant 72.1 -> 73.0 % of
+                    * the copy on an H200, 93.4 -> 94.0 % on an H100, kernels-2026-11-23-s18/) */
 #endif
 #ifndef ZK_VPF
 #define ZK_VPF 1 /* int4 vector kernels: batches whose lines are prefetched into L2 ahead (0: off) */
@@ -240,11 +237,16 @@ __device__ __forceinline__ void codes_float(const slot_codes<BITS> &c, float (&q
 }
 
 /* Packs the codes of 8 encoded floats (encode with magic 1.5*2^23 for int8,
- * 1.5*2^23 + 8 for int4). int8: the low byte of each float is the two's
- * complement code. int4: the low bits hold u = q + 8 in [1, 15] above the
- * constant 0x4B400000; sum_k f_k * 16^k = sum_k u_k 16^k + K (mod 2^32),
- * and u ^ 8 is q's two's complement nibble. */
-template <int BITS> __device__ __forceinline__ slot_codes<BITS> codes_pack(const uint32_t (&b)[8])
+ * 1.5*2^23 + 8 for int4), each word ANDed with keep (0 for a poisoned
+ * block, whose floats are not codes). int8: the low byte of each float is
+ * the two's complement code. int4: each float is 0x4B400000 + u with
+ * u = q + 8 in [1, 15] (nothing in bits 4-7), so the low byte of
+ * b[2i] + (b[2i+1] << 4) is u_2i | u_2i+1 << 4; two byte permutes gather
+ * the four low bytes and one LOP3 flips each u to q's two's complement
+ * nibble and applies keep: 8 instructions per 8 codes (10 with session
+ * 17's shift-and-add sum, kernels-2026-11-23-s18/). */
+template <int BITS>
+__device__ __forceinline__ slot_codes<BITS> codes_pack(const uint32_t (&b)[8], uint32_t keep = ~0u)
 {
     slot_codes<BITS> c;
     if (BITS == 8) {
@@ -252,32 +254,16 @@ template <int BITS> __device__ __forceinline__ slot_codes<BITS> codes_pack(const
         for (int k = 0; k < 2; k++) {
             uint32_t lo = __byte_perm(b[4 * k], b[4 * k + 1], 0x0040u);
             uint32_t hi = __byte_perm(b[4 * k + 2], b[4 * k + 3], 0x0040u);
-            c.w[k] = __byte_perm(lo, hi, 0x5410u);
+            c.w[k] = __byte_perm(lo, hi, 0x5410u) & keep;
         }
     } else {
-        constexpr uint32_t K = 0x4B400000u + (0x4B400000u << 4) + (0x4B400000u << 8) +
-                               (0x4B400000u << 12) + (0x4B400000u << 16) + (0x4B400000u << 20) +
-                               (0x4B400000u << 24) + (0x4B400000u << 28);
-        uint32_t r = b[0];
-#pragma unroll
-        for (int i = 1; i < 8; i++)
-            r += b[i] << (4 * i);
-        c.w[0] = (r - K) ^ ZK_I4_BIAS;
+        const uint32_t p0 = b[0] + (b[1] << 4), p1 = b[2] + (b[3] << 4);
+        const uint32_t p2 = b[4] + (b[5] << 4), p3 = b[6] + (b[7] << 4);
+        const uint32_t w =
+            __byte_perm(__byte_perm(p0, p1, 0x0040u), __byte_perm(p2, p3, 0x0040u), 0x5410u);
+        c.w[0] = (w ^ ZK_I4_BIAS) & keep;
     }
     return c;
-}
-
-/* codes_pack<4> in 8 instructions instead of 10, ANDed with keep (0 for a
- * poisoned block): each encoded float is 0x4B400000 + u with u = q + 8 in
- * [1, 15] (nothing in bits 4-7), so the low byte of b[2i] + (b[2i+1] << 4)
- * is u_2i | u_2i+1 << 4 (one LEA); two byte permutes gather the four low
- * bytes and one LOP3 flips u to q's nibble and applies keep. */
-__device__ __forceinline__ uint32_t codes_pack4_keep(const uint32_t (&b)[8], uint32_t keep)
-{
-    const uint32_t p0 = b[0] + (b[1] << 4), p1 = b[2] + (b[3] << 4);
-    const uint32_t p2 = b[4] + (b[5] << 4), p3 = b[6] + (b[7] << 4);
-    const uint32_t w = __byte_perm(__byte_perm(p0, p1, 0x0040u), __byte_perm(p2, p3, 0x0040u), 0x5410u);
-    return (w ^ ZK_I4_BIAS) & keep;
 }
 
 /* The values a team quantizes, as a source with the lane's absmax bits of
@@ -484,13 +470,7 @@ __device__ __forceinline__ int fquant(const Src &src, const uint64_t (&blk)[U],
                     b[i] = __float_as_uint(__fadd_rn(__fmul_rn(src.get(u, j, i), inv),
                                                      BITS == 8 ? ZK_ROUND_MAGIC : ZK_RMAGIC4));
             }
-            slot_codes<BITS> c = codes_pack<BITS>(b);
-            if (poison) {
-#pragma unroll
-                for (int w = 0; w < slot_codes<BITS>::words; w++)
-                    c.w[w] = 0;
-            }
-            codes_store<BITS>(d.payload + e * BITS / 8, c);
+            codes_store<BITS>(d.payload + e * BITS / 8, codes_pack<BITS>(b, poison ? 0u : ~0u));
         }
         /* the scale of block u sits in lane sj % T of round sj / T */
 #pragma unroll
@@ -681,11 +661,8 @@ __device__ __forceinline__ int fqx_quant(const raw_src<DT, U, NS> &src, uint64_t
                 for (int i = 0; i < 8; i++)
                     b[i] = __float_as_uint(
                         __fadd_rn(__fmul_rn(__fmul_rn(src.get(u, j, i), ZK_PRESCALE), inv), magic));
-                slot_codes<BITS> c = codes_pack<BITS>(b);
-#pragma unroll
-                for (int w = 0; w < slot_codes<BITS>::words; w++)
-                    c.w[w] = poison ? 0u : c.w[w];
-                codes_store<BITS>(pu + j * T * 8 * BITS / 8, c);
+                codes_store<BITS>(pu + j * T * 8 * BITS / 8,
+                                  codes_pack<BITS>(b, poison ? 0u : ~0u));
             }
         }
     }
@@ -1246,14 +1223,10 @@ __device__ __forceinline__ int fquantv(const float (&v)[NV][8 * S], uint64_t blk
 #pragma unroll
             for (int i = 0; i < 8; i++)
                 bg[i] = b[8 * g + i];
-            if constexpr (BITS == 4 && ZK_VPACK) {
-                c.w[g] = codes_pack4_keep(bg, poison ? 0u : ~0u);
-            } else {
-                slot_codes<BITS> sc = codes_pack<BITS>(bg);
+            const slot_codes<BITS> sc = codes_pack<BITS>(bg, poison ? 0u : ~0u);
 #pragma unroll
-                for (int w = 0; w < slot_codes<BITS>::words; w++)
-                    c.w[g * slot_codes<BITS>::words + w] = poison ? 0u : sc.w[w];
-            }
+            for (int w = 0; w < slot_codes<BITS>::words; w++)
+                c.w[g * slot_codes<BITS>::words + w] = sc.w[w];
         }
         vcodes_store<BITS, S>(d.payload + e * BITS / 8, c);
     }
