@@ -40,6 +40,11 @@
 #   ZPPD_OPTS           extra arguments of every cuda zppd of the run
 #                       (e.g. "-o default_stages=1": qgZ's pipeline stages)
 #   FAILURE=0           skip the member-death step
+#   GPU1=0              node 1's GPU in the 2x1 layout and the member-death
+#                       step (default 1): 0 puts both simulated nodes on one
+#                       GPU, for a machine of one GPU (NCCL accepts two ranks
+#                       on one GPU when their NCCL_HOSTID differ; the clients
+#                       take device rank % visible GPUs, so GPU 0 then)
 #   NCCL_*              passed through to daemons, test and bench alike
 set -u
 . "$(dirname "$0")/procs.sh"
@@ -49,6 +54,7 @@ max=${1:-1024}
 test_mib=${TEST_MIB:-$(( max < 256 ? max : 256 ))}
 layouts=${LAYOUTS:-2x1 2x2}
 pto=${PEER_TIMEOUT_MS:-30000}
+gpu1=${GPU1:-1}
 OUT=${OUT:-$PWD/out}
 mkdir -p "$OUT"
 C=$PWD/.carry/cu
@@ -64,7 +70,7 @@ log() { echo "== $(date -u +%FT%TZ) $*" | tee -a "$S"; }
   date -u; uname -r; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
   nvidia-smi topo -m
   ls -l /usr/lib/x86_64-linux-gnu/libnccl.so* 2>/dev/null
-  echo "run_multi.sh MAX_MIB=$max TEST_MIB=$test_mib LAYOUTS='$layouts' MPS=${MPS:-0}" \
+  echo "run_multi.sh MAX_MIB=$max TEST_MIB=$test_mib LAYOUTS='$layouts' MPS=${MPS:-0} GPU1=$gpu1" \
        "PEER_TIMEOUT_MS=$pto BENCH_ARGS='${BENCH_ARGS:-}'"
   echo "NCCL environment (daemons, test and bench; the daemons and bench ranks of node n add NCCL_HOSTID=zpp-node<n>):"
   env | grep '^NCCL_' | sort | sed 's/^/  /'
@@ -150,7 +156,7 @@ base=(-b cuda -o store_budget=16G -o store_budget_per_tenant=16G -o max_pending_
 common=("${base[@]}" -o peer_timeout_ms="$pto")
 for lay in $layouts; do
   case $lay in
-    2x1) G=1; cvd0=0; cvd1=1 ;;
+    2x1) G=1; cvd0=0; cvd1=$gpu1 ;;
     2x2) G=2; cvd0=0,1; cvd1=0,1 ;;
     2x2x4) G=2; cvd0=0,1; cvd1=2,3 ;; # four GPUs: one rank per GPU (issue 14)
     *) log "unknown layout $lay"; rc=1; continue ;;
@@ -211,7 +217,7 @@ failure_step() {
   local bound=$(( fpto + 5000 ))
   local a0=(CUDA_VISIBLE_DEVICES=0 NCCL_HOSTID=zpp-node0 -- "${base[@]}"
             -o peer_timeout_ms="$fpto" -o peer_listen=127.0.0.1:7399)
-  local a1=(CUDA_VISIBLE_DEVICES=1 NCCL_HOSTID=zpp-node1 -- "${base[@]}"
+  local a1=(CUDA_VISIBLE_DEVICES=$gpu1 NCCL_HOSTID=zpp-node1 -- "${base[@]}"
             -o peer_timeout_ms="$fpto" -o peer_listen=127.0.0.1:7400)
   local hostarg=() keep=() e n1 p1 tp r st js j d t bad=0
   [ -n "$HOSTD" ] && hostarg=(-H "$T/host.sock")
