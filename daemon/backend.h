@@ -282,9 +282,11 @@ int be_host_fatal(char *why, size_t why_len);
 #define BE_HOST_POLL_FAIL_ENV "ZPPD_TEST_POLL_FAIL_FILE"
 
 /* The cuda backend (backend_cuda.c; only in builds with CUDA and NCCL).
- * be_cuda_open finds the GPUs; returns NULL with a message if none. */
+ * be_cuda_open finds the GPUs; returns NULL with a message if none, and in
+ * *drv the CUDA result of the step that failed or a GPU_START_* code
+ * (gpu_start.h says what main does with it). */
 extern const struct be_ops be_cuda_ops;
-void *be_cuda_open(int allow_legacy_ipc, char *why, size_t why_len);
+void *be_cuda_open(int allow_legacy_ipc, int *drv, char *why, size_t why_len);
 void be_cuda_close(void *backend);
 /* 1 (with a message) once a sticky CUDA error made the process unusable:
  * the caller (main, on the loop) must log and exit non-zero. */

@@ -49,6 +49,7 @@
 
 #include "backend_cuda_int.h"
 #include "gate_flag.h"
+#include "gpu_start.h"
 #include "log.h"
 #include "zpp.h"
 
@@ -387,25 +388,30 @@ static void peer_setup(struct cu_backend *b)
            b->peer_mode == BE_PEER_LOAD ? "load" : "copy", pairs, b->ndev * (b->ndev - 1));
 }
 
-void *be_cuda_open(int allow_legacy_ipc, char *why, size_t why_len)
+void *be_cuda_open(int allow_legacy_ipc, int *drv, char *why, size_t why_len)
 {
     struct cu_backend *b = NULL;
     int n = 0;
+    *drv = GPU_START_NO_DRIVER;
     if (zcu_load(why, why_len))
         return NULL;
     CUresult r = ZCU(cuInit)(0);
+    *drv = (int)r;
     if (r != CUDA_SUCCESS) {
         cu_drv_fail(r, "cuInit", why, why_len);
         return NULL;
     }
     if ((r = ZCU(cuDeviceGetCount)(&n)) != CUDA_SUCCESS) {
+        *drv = (int)r;
         cu_drv_fail(r, "cuDeviceGetCount", why, why_len);
         return NULL;
     }
     if (n < 1) {
+        *drv = GPU_START_NO_DEVICES;
         snprintf(why, why_len, "no CUDA device is visible");
         return NULL;
     }
+    *drv = GPU_START_OTHER; /* from here on, unless a driver call says otherwise */
     /* NCCL's RAS listener would let any local user query our jobs and
      * collide between tenants (DESIGN.md); the operator may override. */
     setenv("NCCL_RAS_ENABLE", "0", 0);
@@ -423,6 +429,7 @@ void *be_cuda_open(int allow_legacy_ipc, char *why, size_t why_len)
         if ((r = ZCU(cuDeviceGet)(&d->dev, i)) != CUDA_SUCCESS ||
             (r = ZCU(cuDeviceGetUuid)(&u, d->dev)) != CUDA_SUCCESS ||
             (r = ZCU(cuDevicePrimaryCtxRetain)(&d->ctx, d->dev)) != CUDA_SUCCESS) {
+            *drv = (int)r;
             cu_drv_fail(r, "opening a device", why, why_len);
             b->ndev = i;
             be_cuda_close(b);
@@ -478,10 +485,14 @@ void *be_cuda_open(int allow_legacy_ipc, char *why, size_t why_len)
         return NULL;
     }
     cu_use(b, 0);
-    if (cudaHostAlloc((void **)&b->counters, sizeof *b->counters * CU_MAX_COUNTERS,
-                      cudaHostAllocPortable) != cudaSuccess) {
+    cudaError_t ce = cudaHostAlloc((void **)&b->counters, sizeof *b->counters * CU_MAX_COUNTERS,
+                                   cudaHostAllocPortable);
+    if (ce != cudaSuccess) {
+        /* the runtime's MPS and readiness codes are the driver's numbers */
+        *drv = (int)ce;
+        (void)cudaGetLastError();
         b->counters = NULL;
-        snprintf(why, why_len, "cannot allocate pinned host memory");
+        cu_rt_fail(ce, "allocating pinned host memory", why, why_len);
         be_cuda_close(b);
         return NULL;
     }

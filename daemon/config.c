@@ -62,6 +62,7 @@ static const struct cfg_key keys[] = {
     {"default_block", T_U32, F(default_block), 0, 32, 8192, 1},
     {"default_stages", T_U32, F(default_stages), 0, 1, 64, 1},
     {"allow_legacy_ipc", T_BOOL, F(allow_legacy_ipc), 0, 0, 1, 0},
+    {"cuda_start_wait_ms", T_U32, F(cuda_start_wait_ms), 0, 0, 600000, 0},
     {"host_threads", T_U32, F(host_threads), 0, 1, 128, 0},
     {"metrics_listen", T_STR, F(metrics_listen), SZ(metrics_listen), 0, 0, 0},
     {"tenant_max_jobs", T_U32, F(tenant_max_jobs), 0, 0, 1000000, 1},
@@ -105,6 +106,7 @@ void cfg_defaults(struct zpp_config *c)
     c->default_block = 256;
     c->default_stages = 2;
     c->host_threads = 4;
+    c->cuda_start_wait_ms = 30000;
     snprintf(c->peer_listen, sizeof c->peer_listen, "%s", "127.0.0.1:7399");
     c->peer_heartbeat_ms = 1000;
     c->peer_timeout_ms = 5000;

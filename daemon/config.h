@@ -44,6 +44,7 @@ struct zpp_config {
     uint32_t default_block;
     uint32_t default_stages;
     int allow_legacy_ipc;
+    uint32_t cuda_start_wait_ms; /* at start, how long a GPU that is not ready yet is waited for */
     uint32_t host_threads;
     char metrics_listen[128]; /* host:port of the Prometheus endpoint; empty = off */
     /* Per-tenant (uid) quotas; 0 = none. */

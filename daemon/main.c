@@ -27,6 +27,7 @@
 
 #include "cluster.h"
 #include "daemon.h"
+#include "gpu_start.h"
 #include "hpz_store.h"
 #include "job.h"
 #include "log.h"
@@ -252,7 +253,43 @@ static void on_tick(uv_timer_t *t)
     }
 }
 
-/* backend = cuda: the GPUs or an error; auto: the GPUs if any, else host. */
+#ifdef ZPP_HAVE_CUDA
+/* Opens the GPUs, waiting up to cuda_start_wait_ms for one that is not
+ * ready yet (gpu_start.h: an MPS server recovering from a client's fault
+ * refuses new clients until all of that GPU's clients are gone). Returns
+ * the backend, or NULL with *drv and why of the last attempt. */
+static void *open_gpus(struct zppd *d, int *drv, char *why, size_t why_len)
+{
+    const uint64_t t0 = zppd_now_ms();
+    int waiting = 0;
+    for (;;) {
+        void *be = be_cuda_open(d->cfg.allow_legacy_ipc, drv, why, why_len);
+        uint64_t elapsed = zppd_now_ms() - t0;
+        if (be) {
+            if (waiting)
+                ZLOG_I("main", "the GPUs are ready", "waited_ms=%" PRIu64, elapsed);
+            return be;
+        }
+        if (!gpu_start_again(*drv, elapsed, d->cfg.cuda_start_wait_ms))
+            return NULL;
+        if (!waiting) {
+            char status[320];
+            ZLOG_W("main", "the GPUs are not ready: waiting", "why=\"%s\" wait_ms=%u", why,
+                   d->cfg.cuda_start_wait_ms);
+            snprintf(status, sizeof status, "STATUS=waiting for the GPUs: %s", why);
+            notify(status);
+            waiting = 1;
+        }
+        struct timespec ts = {0, (long)GPU_START_RETRY_MS * 1000000L};
+        while (nanosleep(&ts, &ts) && errno == EINTR)
+            ;
+    }
+}
+#endif
+
+/* backend = cuda: the GPUs or an error. auto: the GPUs; the host backend
+ * only where this machine has none (no driver, no device), never in place
+ * of GPUs that fail (gpu_start.h). */
 static int pick_backend(struct zppd *d)
 {
     const char *want = d->cfg.backend;
@@ -264,15 +301,23 @@ static int pick_backend(struct zppd *d)
     if (strcmp(want, "host")) {
 #ifdef ZPP_HAVE_CUDA
         char why[256];
-        void *be = be_cuda_open(d->cfg.allow_legacy_ipc, why, sizeof why);
+        int drv = GPU_START_OTHER;
+        void *be = open_gpus(d, &drv, why, sizeof why);
         if (be) {
             d->be = &be_cuda_ops;
             d->be_state = be;
             d->backend_name = "cuda";
             return 0;
         }
-        if (!strcmp(want, "cuda")) {
-            ZLOG_E("main", "the cuda backend cannot start", "why=\"%s\"", why);
+        enum gpu_start_class c = gpu_start_classify(drv);
+        if (!strcmp(want, "cuda") || c != GPU_START_NONE) {
+            const char *hint = c == GPU_START_RETRY ? "not ready within cuda_start_wait_ms"
+                               : strcmp(want, "cuda")
+                                   ? "auto uses the host backend only where no GPU is visible; "
+                                     "backend = host runs without the GPUs"
+                                   : "";
+            ZLOG_E("main", "the cuda backend cannot start", "why=\"%s\" backend=%s hint=\"%s\"",
+                   why, want, hint);
             return -1;
         }
         ZLOG_I("main", "no usable GPU: using the host backend", "why=\"%s\"", why);
