@@ -44,7 +44,11 @@
 #                       step (default 1): 0 puts both simulated nodes on one
 #                       GPU, for a machine of one GPU (NCCL accepts two ranks
 #                       on one GPU when their NCCL_HOSTID differ; the clients
-#                       take device rank % visible GPUs, so GPU 0 then)
+#                       take device rank % visible GPUs, so GPU 0 then).
+#                       Run the member-death step so with MPS=0: under MPS
+#                       the two zppds share one GPU's fault domain, and the
+#                       kill reaches node 0 as an illegal address
+#                       (bench/results/multi-2026-11-23-h200-s19/)
 #   NCCL_*              passed through to daemons, test and bench alike
 set -u
 . "$(dirname "$0")/procs.sh"
