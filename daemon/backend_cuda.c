@@ -73,7 +73,8 @@ int zcu_load(char *why, size_t why_len)
     *(void **)&gpa = dlsym(h, "cuGetProcAddress_v2");
     if (!gpa) {
         snprintf(why, why_len, "libcuda.so.1 has no cuGetProcAddress_v2 (driver too old)");
-        return -1;
+        dlclose(h);
+        return -2;
     }
 #define ZCU_LOAD(f)                                                                                \
     {                                                                                              \
@@ -82,7 +83,7 @@ int zcu_load(char *why, size_t why_len)
                 CUDA_SUCCESS ||                                                                    \
             !zcu.p_##f) {                                                                          \
             snprintf(why, why_len, "the NVIDIA driver lacks %s (CUDA %d)", #f, ZCU_ABI);           \
-            return -1;                                                                             \
+            return -2;                                                                             \
         }                                                                                          \
     }
     ZCU_FUNCS(ZCU_LOAD)
@@ -392,9 +393,12 @@ void *be_cuda_open(int allow_legacy_ipc, int *drv, char *why, size_t why_len)
 {
     struct cu_backend *b = NULL;
     int n = 0;
-    *drv = GPU_START_NO_DRIVER;
-    if (zcu_load(why, why_len))
+    int lr = zcu_load(why, why_len);
+    if (lr) {
+        /* no library: no GPU here; a library too old for us: a driver to fix */
+        *drv = lr == -1 ? GPU_START_NO_DRIVER : GPU_START_OTHER;
         return NULL;
+    }
     CUresult r = ZCU(cuInit)(0);
     *drv = (int)r;
     if (r != CUDA_SUCCESS) {

@@ -75,7 +75,8 @@ struct zcu_table {
 extern struct zcu_table zcu;
 #define ZCU(f) (zcu.p_##f)
 
-/* Loads libcuda.so.1 and every function above (once). 0, or -1 with why. */
+/* Loads libcuda.so.1 and every function above (once). 0; -1 with why when
+ * there is no libcuda.so.1, -2 when it is there but lacks what we call. */
 int zcu_load(char *why, size_t why_len);
 
 #define CU_UUID_LEN 48            /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" + NUL */

@@ -15,8 +15,8 @@
  *   GPU_START_RETRY_MS, instead of exiting at once (systemd would give up
  *   after StartLimitBurst quick failures) or, worse, quietly serving the
  *   host backend on a GPU node.
- * - FAIL: anything else (a driver/library mismatch, an ECC error, out of
- *   memory, ...): zppd exits 1 with the driver's message, under auto too.
+ * - FAIL: anything else (a driver too old for us or mismatched with its
+ *   library, an ECC error, out of memory, ...): zppd exits 1 with the driver's message, under auto too.
  *   A GPU node whose GPUs fail is a fault to see, not a host node.
  *
  * Plain C on the driver's numeric results (stable ABI values of CUresult),
