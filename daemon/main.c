@@ -253,8 +253,35 @@ static void on_tick(uv_timer_t *t)
     }
 }
 
+/* One attempt at the GPUs: the cuda backend, or NULL with *drv (gpu_start.h)
+ * and why. Tests set ZPPD_TEST_GPU_OPEN to a comma-separated list of driver
+ * results that successive attempts report instead (the last one repeats;
+ * no GPU is touched), so that CI checks this policy without a GPU. */
+#define ZPPD_TEST_GPU_OPEN_ENV "ZPPD_TEST_GPU_OPEN"
+static void *open_gpus_once(struct zppd *d, unsigned attempt, int *drv, char *why, size_t why_len)
+{
+    const char *fake = getenv(ZPPD_TEST_GPU_OPEN_ENV);
+    if (fake && *fake) {
+        const char *p = fake;
+        for (unsigned i = 0; i < attempt && strchr(p, ','); i++)
+            p = strchr(p, ',') + 1;
+        *drv = atoi(p);
+        if (*drv == 0)
+            *drv = GPU_START_OTHER; /* a fake cannot open GPUs */
+        snprintf(why, why_len, "%s: driver result %d", ZPPD_TEST_GPU_OPEN_ENV, *drv);
+        return NULL;
+    }
 #ifdef ZPP_HAVE_CUDA
-/* Opens the GPUs, waiting up to cuda_start_wait_ms for one that is not
+    return be_cuda_open(d->cfg.allow_legacy_ipc, drv, why, why_len);
+#else
+    (void)d;
+    *drv = GPU_START_NO_DRIVER;
+    snprintf(why, why_len, "this zppd was built without CUDA and NCCL");
+    return NULL;
+#endif
+}
+
+/* Opens the GPUs, waiting up to cuda_start_wait_ms for ones that are not
  * ready yet (gpu_start.h: an MPS server recovering from a client's fault
  * refuses new clients until all of that GPU's clients are gone). Returns
  * the backend, or NULL with *drv and why of the last attempt. */
@@ -262,16 +289,20 @@ static void *open_gpus(struct zppd *d, int *drv, char *why, size_t why_len)
 {
     const uint64_t t0 = zppd_now_ms();
     int waiting = 0;
-    for (;;) {
-        void *be = be_cuda_open(d->cfg.allow_legacy_ipc, drv, why, why_len);
+    for (unsigned attempt = 0;; attempt++) {
+        void *be = open_gpus_once(d, attempt, drv, why, why_len);
         uint64_t elapsed = zppd_now_ms() - t0;
         if (be) {
             if (waiting)
                 ZLOG_I("main", "the GPUs are ready", "waited_ms=%" PRIu64, elapsed);
             return be;
         }
-        if (!gpu_start_again(*drv, elapsed, d->cfg.cuda_start_wait_ms))
+        if (!gpu_start_again(*drv, elapsed, d->cfg.cuda_start_wait_ms)) {
+            if (waiting)
+                ZLOG_W("main", "stopped waiting for the GPUs", "waited_ms=%" PRIu64 " why=\"%s\"",
+                       elapsed, why);
             return NULL;
+        }
         if (!waiting) {
             char status[320];
             ZLOG_W("main", "the GPUs are not ready: waiting", "why=\"%s\" wait_ms=%u", why,
@@ -285,7 +316,6 @@ static void *open_gpus(struct zppd *d, int *drv, char *why, size_t why_len)
             ;
     }
 }
-#endif
 
 /* backend = cuda: the GPUs or an error. auto: the GPUs; the host backend
  * only where this machine has none (no driver, no device), never in place
@@ -299,15 +329,16 @@ static int pick_backend(struct zppd *d)
         return -1;
     }
     if (strcmp(want, "host")) {
-#ifdef ZPP_HAVE_CUDA
         char why[256];
         int drv = GPU_START_OTHER;
         void *be = open_gpus(d, &drv, why, sizeof why);
         if (be) {
+#ifdef ZPP_HAVE_CUDA
             d->be = &be_cuda_ops;
             d->be_state = be;
             d->backend_name = "cuda";
             return 0;
+#endif
         }
         enum gpu_start_class c = gpu_start_classify(drv);
         if (!strcmp(want, "cuda") || c != GPU_START_NONE) {
@@ -321,12 +352,6 @@ static int pick_backend(struct zppd *d)
             return -1;
         }
         ZLOG_I("main", "no usable GPU: using the host backend", "why=\"%s\"", why);
-#else
-        if (!strcmp(want, "cuda")) {
-            ZLOG_E("main", "this zppd was built without CUDA and NCCL", NULL);
-            return -1;
-        }
-#endif
     }
     d->be = &be_host_ops;
     d->be_state = NULL;

@@ -1,0 +1,120 @@
+/*
+ * test_gpu_start_policy.c — what a real zppd does when its GPUs will not open at
+ * start (daemon/gpu_start.h, main.c's open_gpus), without a GPU: the test
+ * switch ZPPD_TEST_GPU_OPEN hands the daemon the driver results of its
+ * successive attempts.
+ *  - no device (100) under backend = auto: the host backend, at once;
+ *  - the MPS server not ready (807) twice, then no device: zppd logs that
+ *    it waits, tries again, and only then serves the host backend;
+ *  - not ready for longer than cuda_start_wait_ms: exit 1 naming the wait;
+ *    with cuda_start_wait_ms = 0, exit 1 after one attempt;
+ *  - a failing GPU (999, 2) under auto: exit 1 with the hint, never the
+ *    host backend;
+ *  - backend = cuda where no device is visible: exit 1.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "tests/test.h"
+
+#define ENV "ZPPD_TEST_GPU_OPEN"
+
+static char out[16384];
+
+/* zppd -b BACKEND on a socket that is never reached, extra -o options. */
+static int run_zppd(const char *backend, const char *opt1, const char *opt2, int timeout_ms)
+{
+    char *argv[] = {ZPPD_BIN, "-b", (char *)backend, "-s", "/nonexistent/zppd.sock", "-o",
+                    "peer_listen=", NULL, NULL, NULL, NULL, NULL};
+    int n = 7;
+    if (opt1) {
+        argv[n++] = "-o";
+        argv[n++] = (char *)opt1;
+    }
+    if (opt2) {
+        argv[n++] = "-o";
+        argv[n++] = (char *)opt2;
+    }
+    return zh_run_capture(argv, timeout_ms, out, sizeof out);
+}
+
+static void test_host_where_no_gpu(void)
+{
+    zh_daemon d;
+    setenv(ENV, "100", 1);
+    ASSERT_EQ(zh_daemon_start("backend = auto\npeer_listen =\n", &d), 0);
+    ASSERT(zh_daemon_log_contains(&d, "no usable GPU: using the host backend"));
+    ASSERT(zh_daemon_log_contains(&d, "backend=host"));
+    ASSERT(!zh_daemon_log_contains(&d, "not ready"));
+    ASSERT_EQ(zh_daemon_stop(&d), 0);
+}
+
+static void test_wait_then_host(void)
+{
+    zh_daemon d;
+    setenv(ENV, "807,807,100", 1);
+    int64_t t0 = zh_now_ms();
+    ASSERT_EQ(zh_daemon_start("backend = auto\npeer_listen =\ncuda_start_wait_ms = 8000\n", &d),
+              0);
+    int64_t took = zh_now_ms() - t0;
+    ASSERT(zh_daemon_log_contains(&d, "the GPUs are not ready: waiting"));
+    ASSERT(zh_daemon_log_contains(&d, "CUDA_ERROR") || zh_daemon_log_contains(&d, "807"));
+    ASSERT(zh_daemon_log_contains(&d, "stopped waiting for the GPUs"));
+    ASSERT(zh_daemon_log_contains(&d, "backend=host"));
+    ASSERT_GE(took, 900); /* two retries of 500 ms */
+    ASSERT_EQ(zh_daemon_stop(&d), 0);
+}
+
+static void test_not_ready_too_long(void)
+{
+    setenv(ENV, "807", 1);
+    int64_t t0 = zh_now_ms();
+    ASSERT_EQ(run_zppd("auto", "cuda_start_wait_ms=1500", NULL, 20000), 1);
+    int64_t took = zh_now_ms() - t0;
+    ASSERT_CONTAINS(out, "the GPUs are not ready: waiting");
+    ASSERT_CONTAINS(out, "the cuda backend cannot start");
+    ASSERT_CONTAINS(out, "not ready within cuda_start_wait_ms");
+    ASSERT(!strstr(out, "using the host backend"));
+    ASSERT_GE(took, 900);
+    ASSERT_LT(took, 15000);
+
+    setenv(ENV, "805", 1); /* the MPS control daemon away */
+    ASSERT_EQ(run_zppd("auto", "cuda_start_wait_ms=0", NULL, 20000), 1);
+    ASSERT_CONTAINS(out, "not ready within cuda_start_wait_ms");
+    ASSERT(!strstr(out, "waiting"));
+}
+
+static void test_failing_gpu(void)
+{
+    static const char *codes[] = {"999", "2", "214", "-3"};
+    for (size_t i = 0; i < sizeof codes / sizeof codes[0]; i++) {
+        setenv(ENV, codes[i], 1);
+        ASSERT_EQ(run_zppd("auto", NULL, NULL, 20000), 1);
+        ASSERT_CONTAINS(out, "the cuda backend cannot start");
+        ASSERT_CONTAINS(out, "auto uses the host backend only where no GPU is visible");
+        ASSERT(!strstr(out, "using the host backend"));
+        ASSERT(!strstr(out, "waiting"));
+    }
+}
+
+static void test_cuda_without_gpu(void)
+{
+    setenv(ENV, "100", 1);
+    ASSERT_EQ(run_zppd("cuda", NULL, NULL, 20000), 1);
+    ASSERT_CONTAINS(out, "the cuda backend cannot start");
+    ASSERT_CONTAINS(out, "backend=cuda");
+}
+
+int main(void)
+{
+    test_host_where_no_gpu();
+    test_wait_then_host();
+    test_not_ready_too_long();
+    test_failing_gpu();
+    test_cuda_without_gpu();
+    unsetenv(ENV);
+    printf("test_gpu_start_policy: ok\n");
+    return 0;
+}
