@@ -125,6 +125,11 @@ int cu_rt_sticky(cudaError_t r)
     case cudaErrorUnknown:
     case cudaErrorContextIsDestroyed:
     case cudaErrorDevicesUnavailable:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorNvlinkUncorrectable:
+    case cudaErrorExternalDevice:
+    /* the MPS server ended this client: CUDA is gone until a restart */
+    case cudaErrorMpsClientTerminated:
         return 1;
     default:
         return 0;
@@ -136,8 +141,16 @@ void cu_mark_fatal(struct cu_backend *b, const char *what, cudaError_t r)
     if (b->fatal)
         return;
     b->fatal = 1;
-    snprintf(b->fatal_why, sizeof b->fatal_why, "%s: %s (%s)", what, cudaGetErrorString(r),
-             cudaGetErrorName(r));
+    int mps = 0;
+    for (int i = 0; i < b->ndev; i++)
+        mps |= b->devs[i].mps > 0;
+    /* Under MPS a GPU is one fault domain (docs/cuda.md, "MPS"): the
+     * operator reading this should look at the other clients too. */
+    snprintf(b->fatal_why, sizeof b->fatal_why, "%s: %s (%s)%s", what, cudaGetErrorString(r),
+             cudaGetErrorName(r),
+             mps ? "; under MPS this may be another process's fault on the GPU, or a process "
+                   "killed while its kernels ran"
+                 : "");
 }
 
 /* Called by main on every tick: also the place where deferred releases

@@ -121,7 +121,7 @@ struct cu_backend {
     struct cu_dev *devs;
     int allow_legacy;
     int fatal; /* a sticky CUDA error was seen: the process must exit */
-    char fatal_why[256];
+    char fatal_why[384];
     struct cu_grave *graves;      /* deferred releases, reaped by be_cuda_tick */
     struct cu_job *jobs;          /* live jobs (their streams are fenced on release) */
     unsigned long long *counters; /* pinned host memory, CU_MAX_COUNTERS */

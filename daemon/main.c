@@ -211,7 +211,7 @@ static int backend_fatal(struct zppd *d, char *why, size_t why_len)
 static void check_fatal(struct zppd *d, uint64_t now)
 {
     static uint64_t fatal_since;
-    char why[256];
+    char why[384];
     if (!fatal_since) {
         if (!backend_fatal(d, why, sizeof why))
             return;
