@@ -14,6 +14,9 @@
 #     waiting and starts on the cuda backend once the faulting client is
 #     gone. ZPP_OLD=PATH also starts that zppd (an older build) in the same
 #     state first and records which backend it chose.
+#  3. the kill and the fault again, with a zppd already up and idle on the
+#     GPU: is it told, does a new client get the GPU, does a 1-rank job on
+#     zppd still pass afterwards (recorded, not asserted)
 # Binaries from .carry/cu (scripts/gpu/stage.sh); logs in $OUT (or ./out):
 # summary.txt and zppd-mps.log.
 #   scripts/gpu/run_mps.sh
@@ -114,5 +117,43 @@ else
 fi
 wait "$pc" 2>/dev/null
 stop_pids "$(cat "$T/wait.pid")" > /dev/null; keep_log wait
+# 3. the same two events while a zppd is already up and idle on the GPU
+# (observed, not asserted): is zppd told, does a new client get the GPU,
+# does zppd still serve a job?
+idle_check() { # what happened to the idle zppd "idle"
+  local p; p=$(cat "$T/idle.pid")
+  if kill -0 "$p" 2>/dev/null; then
+    log "the idle zppd is alive; a new client: $("$B/zpp-mps-probe" ping 2>&1)"
+    timeout 60 "$B/zpp-cuda-test" -s "$T/idle.sock" -w 1 -n 1 -m 1 > "$T/job.out" 2>&1
+    log "a 1-rank job on it afterwards: exit $? ($(grep -c '^PASS' "$T/job.out") PASS, $(grep -c '^FAIL' "$T/job.out") FAIL; $(grep -E '^FAIL' "$T/job.out" | head -1 | cut -c1-160))"
+  else
+    wait "$p"; log "the idle zppd exited, status $?: $(grep -E 'level=error' "$T/idle.log" | head -1 | cut -c1-300)"
+    log "a new client: $("$B/zpp-mps-probe" ping 2>&1)"
+  fi
+}
+sleep 2
+log "step 3a: zppd up and idle; another client SIGKILLed 2 s into its 30 s kernel"
+zppd_bg idle
+if up idle 40; then
+  "$B/zpp-mps-probe" spin 30 > "$T/a3.out" 2>&1 & pa=$!
+  sleep 2; kill -9 "$pa"; wait "$pa" 2>/dev/null; sleep 2
+  idle_check
+  kill -0 "$(cat "$T/idle.pid")" 2>/dev/null && stop_pids "$(cat "$T/idle.pid")" > /dev/null
+else
+  log "zppd did not come up for step 3a: $(grep -E 'level=(error|warn)' "$T/idle.log" | head -2)"
+fi
+keep_log idle
+sleep 2
+log "step 3b: zppd up and idle; another client faults and exits 6 s later"
+zppd_bg idle
+if up idle 40; then
+  "$B/zpp-mps-probe" fault 6 > "$T/c3.out" 2>&1 & pc=$!
+  wait "$pc"; log "the faulting client: $(cat "$T/c3.out")"; sleep 2
+  idle_check
+  kill -0 "$(cat "$T/idle.pid")" 2>/dev/null && stop_pids "$(cat "$T/idle.pid")" > /dev/null
+else
+  log "zppd did not come up for step 3b: $(grep -E 'level=(error|warn)' "$T/idle.log" | head -2)"
+fi
+keep_log idle
 log "done, exit $rc"
 exit $rc
