@@ -155,6 +155,38 @@ void cu_mark_fatal(struct cu_backend *b, const char *what, cudaError_t r)
 
 /* Called by main on every tick: also the place where deferred releases
  * are reaped (the loop never waits for the GPU). */
+/* Asks each GPU's context, once per CU_HEALTH_MS, whether it still works.
+ * Jobs' stream and event queries see a sticky error when there is work;
+ * this sees one with no work at all. Under MPS a GPU is one fault domain:
+ * another client's fault, or a client killed mid-kernel, poisons our idle
+ * context too, and the MPS server then takes no new client on that GPU
+ * until every client, zppd included, has exited (docs/cuda.md, "MPS";
+ * measured: an idle zppd that did not ask held the GPU closed to everyone).
+ * A query of the context's NULL stream costs microseconds and never waits. */
+#define CU_HEALTH_MS 1000u
+static void cu_health(struct cu_backend *b)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    const uint64_t now = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    if (b->fatal || now - b->health_ms < CU_HEALTH_MS)
+        return;
+    b->health_ms = now;
+    for (int i = 0; i < b->ndev && !b->fatal; i++) {
+        CUcontext popped;
+        CUresult r = ZCU(cuCtxPushCurrent)(b->devs[i].ctx);
+        if (r == CUDA_SUCCESS) {
+            r = ZCU(cuStreamQuery)(NULL);
+            ZCU(cuCtxPopCurrent)(&popped);
+        }
+        /* an MPS error on a context we hold: the server is recovering
+         * and waits for us to exit too */
+        const int mps = r >= CUDA_ERROR_MPS_CONNECTION_FAILED && r <= CUDA_ERROR_MPS_CLIENT_TERMINATED;
+        if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY && (mps || cu_rt_sticky((cudaError_t)r)))
+            cu_mark_fatal(b, "asking the GPU's context", (cudaError_t)r);
+    }
+}
+
 int be_cuda_fatal(void *backend, char *why, size_t why_len)
 {
     struct cu_backend *b = backend;
@@ -162,6 +194,7 @@ int be_cuda_fatal(void *backend, char *why, size_t why_len)
         return 0;
     cu_reap(b);
     cu_jobs_tick(b, 0);
+    cu_health(b);
     if (!b->fatal)
         return 0;
     if (why && why_len)

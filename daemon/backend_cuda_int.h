@@ -48,6 +48,9 @@
     X(cuEventRecord) \
     X(cuEventQuery) \
     X(cuCtxSetCurrent) \
+    X(cuCtxPushCurrent) \
+    X(cuCtxPopCurrent) \
+    X(cuStreamQuery) \
     X(cuStreamWaitEvent) \
     X(cuStreamWaitValue32) \
     X(cuStreamWriteValue32) \
@@ -121,6 +124,7 @@ struct cu_backend {
     struct cu_dev *devs;
     int allow_legacy;
     int fatal; /* a sticky CUDA error was seen: the process must exit */
+    uint64_t health_ms; /* when cu_health last asked each GPU's context */
     char fatal_why[384];
     struct cu_grave *graves;      /* deferred releases, reaped by be_cuda_tick */
     struct cu_job *jobs;          /* live jobs (their streams are fenced on release) */

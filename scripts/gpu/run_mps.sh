@@ -15,8 +15,8 @@
 #     gone. ZPP_OLD=PATH also starts that zppd (an older build) in the same
 #     state first and records which backend it chose.
 #  3. the kill and the fault again, with a zppd already up and idle on the
-#     GPU: is it told, does a new client get the GPU, does a 1-rank job on
-#     zppd still pass afterwards (recorded, not asserted)
+#     GPU: it must exit 3 within 5 s (the server takes no new client until
+#     it has), and a zppd started again then must serve a 1-rank job
 # Binaries from .carry/cu (scripts/gpu/stage.sh); logs in $OUT (or ./out):
 # summary.txt and zppd-mps.log.
 #   scripts/gpu/run_mps.sh
@@ -117,18 +117,30 @@ else
 fi
 wait "$pc" 2>/dev/null
 stop_pids "$(cat "$T/wait.pid")" > /dev/null; keep_log wait
-# 3. the same two events while a zppd is already up and idle on the GPU
-# (observed, not asserted): is zppd told, does a new client get the GPU,
-# does zppd still serve a job?
-idle_check() { # what happened to the idle zppd "idle"
-  local p; p=$(cat "$T/idle.pid")
+# 3. the same two events while a zppd is already up and idle on the GPU:
+# it must notice (its context is poisoned too) and exit 3 within a few
+# seconds, since the MPS server takes no new client until it has; a zppd
+# started again then (as systemd would) must serve a 1-rank job.
+idle_check() { # $1: the step's name
+  local p i st=
+  p=$(cat "$T/idle.pid")
+  for i in $(seq 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
   if kill -0 "$p" 2>/dev/null; then
-    log "the idle zppd is alive; a new client: $("$B/zpp-mps-probe" ping 2>&1)"
-    timeout 60 "$B/zpp-cuda-test" -s "$T/idle.sock" -w 1 -n 1 -m 1 > "$T/job.out" 2>&1
-    log "a 1-rank job on it afterwards: exit $? ($(grep -c '^PASS' "$T/job.out") PASS, $(grep -c '^FAIL' "$T/job.out") FAIL; $(grep -E '^FAIL' "$T/job.out" | head -1 | cut -c1-160))"
+    fail "$1: the idle zppd is still up 5 s later; a new client: $("$B/zpp-mps-probe" ping 2>&1)"
+    return
+  fi
+  wait "$p"; st=$?
+  msg=$(grep -E 'level=error' "$T/idle.log" | head -1 | cut -c1-400)
+  [ "$st" = 3 ] && pass "$1: the idle zppd exited 3: $msg" || fail "$1: the idle zppd exited $st: $msg"
+  keep_log idle
+  zppd_bg idle
+  if up idle 40; then
+    timeout 60 "$B/zpp-cuda-test" -s "$T/idle.sock" -w 1 -n 1 -m 1 > "$T/job.out" 2>&1; r=$?
+    [ "$r" = 0 ] &&
+      pass "$1: a zppd started again: $(head -1 "$T/idle.status"); a 1-rank job on it passed ($(grep -c '^PASS' "$T/job.out") PASS)" ||
+      fail "$1: a zppd started again; a 1-rank job on it: exit $r: $(grep -E '^FAIL' "$T/job.out" | head -1 | cut -c1-200)"
   else
-    wait "$p"; log "the idle zppd exited, status $?: $(grep -E 'level=error' "$T/idle.log" | head -1 | cut -c1-300)"
-    log "a new client: $("$B/zpp-mps-probe" ping 2>&1)"
+    fail "$1: a zppd started again did not come up in 40 s: $(grep -E 'level=(error|warn)' "$T/idle.log" | head -2)"
   fi
 }
 sleep 2
@@ -136,11 +148,11 @@ log "step 3a: zppd up and idle; another client SIGKILLed 2 s into its 30 s kerne
 zppd_bg idle
 if up idle 40; then
   "$B/zpp-mps-probe" spin 30 > "$T/a3.out" 2>&1 & pa=$!
-  sleep 2; kill -9 "$pa"; wait "$pa" 2>/dev/null; sleep 2
-  idle_check
+  sleep 2; kill -9 "$pa"; wait "$pa" 2>/dev/null
+  idle_check "step 3a"
   kill -0 "$(cat "$T/idle.pid")" 2>/dev/null && stop_pids "$(cat "$T/idle.pid")" > /dev/null
 else
-  log "zppd did not come up for step 3a: $(grep -E 'level=(error|warn)' "$T/idle.log" | head -2)"
+  fail "zppd did not come up for step 3a: $(grep -E 'level=(error|warn)' "$T/idle.log" | head -2)"
 fi
 keep_log idle
 sleep 2
@@ -148,11 +160,12 @@ log "step 3b: zppd up and idle; another client faults and exits 6 s later"
 zppd_bg idle
 if up idle 40; then
   "$B/zpp-mps-probe" fault 6 > "$T/c3.out" 2>&1 & pc=$!
-  wait "$pc"; log "the faulting client: $(cat "$T/c3.out")"; sleep 2
-  idle_check
+  sleep 1; log "the faulting client: $(cat "$T/c3.out")"
+  idle_check "step 3b"
+  wait "$pc"
   kill -0 "$(cat "$T/idle.pid")" 2>/dev/null && stop_pids "$(cat "$T/idle.pid")" > /dev/null
 else
-  log "zppd did not come up for step 3b: $(grep -E 'level=(error|warn)' "$T/idle.log" | head -2)"
+  fail "zppd did not come up for step 3b: $(grep -E 'level=(error|warn)' "$T/idle.log" | head -2)"
 fi
 keep_log idle
 log "done, exit $rc"
