@@ -135,14 +135,19 @@ idle_check() { # $1: the step's name
   keep_log idle
   zppd_bg idle
   if up idle 40; then
-    timeout 60 "$B/zpp-cuda-test" -s "$T/idle.sock" -w 1 -n 1 -m 1 > "$T/job.out" 2>&1; r=$?
+    timeout 60 "$B/zpp-cuda-test" -s "$T/idle.sock" -H "$T/host.sock" -w 1 -n 1 -m 1 \
+      > "$T/job.out" 2>&1; r=$?
     [ "$r" = 0 ] &&
       pass "$1: a zppd started again: $(head -1 "$T/idle.status"); a 1-rank job on it passed ($(grep -c '^PASS' "$T/job.out") PASS)" ||
-      fail "$1: a zppd started again; a 1-rank job on it: exit $r: $(grep -E '^FAIL' "$T/job.out" | head -1 | cut -c1-200)"
+      fail "$1: a zppd started again; a 1-rank job on it: exit $r: $(grep -E '^FAIL' "$T/job.out" | head -1 | cut -c1-200)$(tail -2 "$T/job.out" | cut -c1-200)"
   else
     fail "$1: a zppd started again did not come up in 40 s: $(grep -E 'level=(error|warn)' "$T/idle.log" | head -2)"
   fi
 }
+# the host backend the 1-rank jobs compare with
+"$B/zppd" -s "$T/host.sock" -l info -b host -o peer_listen= > "$T/host.log" 2>&1 &
+echo $! > "$T/host.pid"
+up host 10 || fail "the host zppd did not come up"
 sleep 2
 log "step 3a: zppd up and idle; another client SIGKILLed 2 s into its 30 s kernel"
 zppd_bg idle
@@ -168,5 +173,6 @@ else
   fail "zppd did not come up for step 3b: $(grep -E 'level=(error|warn)' "$T/idle.log" | head -2)"
 fi
 keep_log idle
+stop_pids "$(cat "$T/host.pid")" > /dev/null
 log "done, exit $rc"
 exit $rc
