@@ -17,6 +17,9 @@
 #  3. the kill and the fault again, with a zppd already up and idle on the
 #     GPU: it must exit 3 within 5 s (the server takes no new client until
 #     it has), and a zppd started again then must serve a 1-rank job
+#  4. (recorded, not asserted) whether a client that keeps running gets the
+#     GPU back after such a fault by resetting the device (zpp-mps-probe
+#     recover), after a fault and after a kill mid-kernel
 # Binaries from .carry/cu (scripts/gpu/stage.sh); logs in $OUT (or ./out):
 # summary.txt and zppd-mps.log.
 #   scripts/gpu/run_mps.sh
@@ -174,5 +177,26 @@ else
 fi
 keep_log idle
 stop_pids "$(cat "$T/host.pid")" > /dev/null
+
+# 4. (observed) can a process that keeps running get a faulted GPU back?
+# zpp-mps-probe recover idles, sees its context fail, resets the device and
+# tries to use it again: what per-GPU recovery inside zppd would rely on.
+sleep 2
+log "step 4a: an idle client that resets the device; another client faults and exits 4 s later"
+timeout 40 "$B/zpp-mps-probe" recover 20 > "$T/r4a.out" 2>&1 & pr=$!
+sleep 1
+"$B/zpp-mps-probe" fault 4 > "$T/c4.out" 2>&1
+wait "$pr"
+log "the resetting client: $(tr '\n' ' ' < "$T/r4a.out")"
+log "a new client afterwards: $("$B/zpp-mps-probe" ping 2>&1)"
+sleep 2
+log "step 4b: an idle client that resets the device; another client SIGKILLed mid-kernel"
+timeout 40 "$B/zpp-mps-probe" recover 20 > "$T/r4b.out" 2>&1 & pr=$!
+sleep 1
+"$B/zpp-mps-probe" spin 30 > /dev/null 2>&1 & pa=$!
+sleep 2; kill -9 "$pa"; wait "$pa" 2>/dev/null
+wait "$pr"
+log "the resetting client: $(tr '\n' ' ' < "$T/r4b.out")"
+log "a new client afterwards: $("$B/zpp-mps-probe" ping 2>&1)"
 log "done, exit $rc"
 exit $rc

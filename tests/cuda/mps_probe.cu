@@ -8,6 +8,12 @@
  *   zpp-mps-probe fault SECONDS   one kernel that writes to an unmapped
  *                                 address (a fatal fault), then stay alive
  *                                 SECONDS before exiting
+ *   zpp-mps-probe recover SECONDS open the GPU and stay idle, asking its
+ *                                 context every 100 ms; once that fails,
+ *                                 reset the device (cudaDeviceReset) and try
+ *                                 to use it again every 200 ms, for at most
+ *                                 SECONDS: can a process that keeps running
+ *                                 get a faulted GPU back under MPS?
  *
  * Prints one line "mps_probe MODE: ok" or "mps_probe MODE: ERROR_NAME
  * (code N): message" for the first CUDA error and exits 0 when the mode
@@ -77,6 +83,38 @@ int main(int argc, char **argv)
         report(mode, e);
         usleep((useconds_t)(secs * 1e6));
         return e != cudaSuccess ? 0 : 1;
+    }
+    if (!strcmp(mode, "recover")) {
+        const int tries = (int)(secs * 1000.0 / 200.0);
+        for (;;) { /* idle until the context fails */
+            e = cudaStreamQuery(0);
+            if (e != cudaSuccess && e != cudaErrorNotReady)
+                break;
+            usleep(100000);
+        }
+        printf("mps_probe recover: the idle context failed: %s (code %d)\n", cudaGetErrorName(e),
+               (int)e);
+        e = cudaDeviceReset();
+        printf("mps_probe recover: cudaDeviceReset: %s (code %d)\n", cudaGetErrorName(e), (int)e);
+        fflush(stdout);
+        for (int i = 0; i < tries; i++) {
+            int *p = NULL;
+            e = cudaMalloc((void **)&p, sizeof *p);
+            if (e == cudaSuccess) {
+                spin_kernel<<<1, 32>>>(0, p);
+                e = cudaGetLastError();
+                if (e == cudaSuccess)
+                    e = cudaDeviceSynchronize();
+                cudaFree(p);
+            }
+            if (e == cudaSuccess) {
+                printf("mps_probe recover: the GPU works again after %d ms in the same process\n",
+                       i * 200);
+                return 0;
+            }
+            usleep(200000);
+        }
+        return report(mode, e);
     }
     fprintf(stderr, "zpp-mps-probe: unknown mode '%s'\n", mode);
     return 2;
