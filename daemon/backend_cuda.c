@@ -153,8 +153,6 @@ void cu_mark_fatal(struct cu_backend *b, const char *what, cudaError_t r)
                  : "");
 }
 
-/* Called by main on every tick: also the place where deferred releases
- * are reaped (the loop never waits for the GPU). */
 /* Asks each GPU's context, once per CU_HEALTH_MS, whether it still works.
  * Jobs' stream and event queries see a sticky error when there is work;
  * this sees one with no work at all. Under MPS a GPU is one fault domain:
@@ -181,12 +179,16 @@ static void cu_health(struct cu_backend *b)
         }
         /* an MPS error on a context we hold: the server is recovering
          * and waits for us to exit too */
-        const int mps = r >= CUDA_ERROR_MPS_CONNECTION_FAILED && r <= CUDA_ERROR_MPS_CLIENT_TERMINATED;
+        const int mps =
+            r >= CUDA_ERROR_MPS_CONNECTION_FAILED && r <= CUDA_ERROR_MPS_CLIENT_TERMINATED;
         if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY && (mps || cu_rt_sticky((cudaError_t)r)))
             cu_mark_fatal(b, "asking the GPU's context", (cudaError_t)r);
     }
 }
 
+/* Called by main on every tick: also the place where deferred releases
+ * are reaped (the loop never waits for the GPU) and the GPUs' contexts
+ * asked (cu_health). */
 int be_cuda_fatal(void *backend, char *why, size_t why_len)
 {
     struct cu_backend *b = backend;

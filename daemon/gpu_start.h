@@ -16,8 +16,9 @@
  *   after StartLimitBurst quick failures) or, worse, quietly serving the
  *   host backend on a GPU node.
  * - FAIL: anything else (a driver too old for us or mismatched with its
- *   library, an ECC error, out of memory, ...): zppd exits 1 with the driver's message, under auto too.
- *   A GPU node whose GPUs fail is a fault to see, not a host node.
+ *   library, an ECC error, out of memory, ...): zppd exits 1 with the
+ *   driver's message, under auto too. A GPU node whose GPUs fail is a
+ *   fault to see, not a host node.
  *
  * Plain C on the driver's numeric results (stable ABI values of CUresult),
  * so that tests/unit/test_gpu_start.c checks it on machines without CUDA.
@@ -30,7 +31,7 @@
 enum gpu_start_class { GPU_START_NONE, GPU_START_RETRY, GPU_START_FAIL };
 
 /* be_cuda_open's report when no driver result applies. */
-#define GPU_START_NO_DRIVER (-1) /* libcuda.so.1 cannot be loaded */
+#define GPU_START_NO_DRIVER (-1)  /* libcuda.so.1 cannot be loaded */
 #define GPU_START_NO_DEVICES (-2) /* the driver counts 0 devices */
 #define GPU_START_OTHER (-3)      /* a failure of ours (memory, threads) */
 

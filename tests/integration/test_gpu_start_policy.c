@@ -26,8 +26,18 @@ static char out[16384];
 /* zppd -b BACKEND on a socket that is never reached, extra -o options. */
 static int run_zppd(const char *backend, const char *opt1, const char *opt2, int timeout_ms)
 {
-    char *argv[] = {ZPPD_BIN, "-b", (char *)backend, "-s", "/nonexistent/zppd.sock", "-o",
-                    "peer_listen=", NULL, NULL, NULL, NULL, NULL};
+    char *argv[] = {ZPPD_BIN,
+                    "-b",
+                    (char *)backend,
+                    "-s",
+                    "/nonexistent/zppd.sock",
+                    "-o",
+                    "peer_listen=",
+                    NULL,
+                    NULL,
+                    NULL,
+                    NULL,
+                    NULL};
     int n = 7;
     if (opt1) {
         argv[n++] = "-o";
@@ -56,8 +66,7 @@ static void test_wait_then_host(void)
     zh_daemon d;
     setenv(ENV, "807,807,100", 1);
     int64_t t0 = zh_now_ms();
-    ASSERT_EQ(zh_daemon_start("backend = auto\npeer_listen =\ncuda_start_wait_ms = 8000\n", &d),
-              0);
+    ASSERT_EQ(zh_daemon_start("backend = auto\npeer_listen =\ncuda_start_wait_ms = 8000\n", &d), 0);
     int64_t took = zh_now_ms() - t0;
     ASSERT(zh_daemon_log_contains(&d, "the GPUs are not ready: waiting"));
     ASSERT(zh_daemon_log_contains(&d, "CUDA_ERROR") || zh_daemon_log_contains(&d, "807"));
