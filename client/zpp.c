@@ -899,6 +899,23 @@ int zpp__register_dev(zpp_conn *c, const int *fds, int nfds, const uint64_t *chu
     return register_call(c, &rb, fds, nfds, buffer_id);
 }
 
+/* CheckRequest: see zpp.h. */
+int zpp_check(zpp_conn *c)
+{
+    if (!c)
+        return ZPP_EINVAL;
+    Zpp__CheckRequest cr = ZPP__CHECK_REQUEST__INIT;
+    Zpp__Request req = ZPP__REQUEST__INIT;
+    req.body_case = ZPP__REQUEST__BODY_CHECK;
+    req.check = &cr;
+    Zpp__Reply *rep = NULL;
+    int rc = conn_call(c, &req, ZPP__REPLY__BODY_CHECK, &rep);
+    if (rc < 0)
+        return rc;
+    zpp_reply_free(rep);
+    return 0;
+}
+
 /* ---- admin -------------------------------------------------------------------- */
 
 /* Sends an admin query (Status, Jobs, Sessions, Store, Metrics; no Hello

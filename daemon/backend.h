@@ -107,6 +107,11 @@ struct be_ops {
     int (*events_open)(void *backend, int device, const uint8_t *const *ready, int n,
                        uint8_t (*done_out)[64], void **state, char *why, size_t why_len);
     void (*events_close)(void *backend, void *state);
+    /* Whether everything this backend was asked to do for a session (its
+     * event pools; NULL for none) has completed on a device that still
+     * works: 0, ZPP_EBUSY while some of it runs, ZPP_EBACKEND with why
+     * when the device failed. Absent: 0 (work completes before its reply). */
+    int (*check)(void *backend, void *events, char *why, size_t why_len);
 
     /* ---- a job's communicators (both backends) ----------------------
      * Two phases, so that the loop never waits while communicators connect

@@ -976,6 +976,48 @@ fail:
     return rc;
 }
 
+/* be_ops.check: the GPUs' contexts asked now (cu_health), then each done
+ * event of the session: an answered call recorded its event on its stream
+ * before the reply, and the event completes once the work before it has. */
+static int cuda_check(void *backend, void *events, char *why, size_t why_len)
+{
+    struct cu_backend *b = backend;
+    struct cu_events *ev = events;
+    b->health_ms = 0; /* ask now, whatever the last tick did */
+    cu_health(b);
+    if (!b->fatal && ev) {
+        CUcontext popped;
+        CUresult r = ZCU(cuCtxPushCurrent)(b->devs[ev->device].ctx);
+        if (r != CUDA_SUCCESS) {
+            cu_drv_fail(r, "checking the session's GPU", why, why_len);
+            return ZPP_EBACKEND;
+        }
+        int busy = 0;
+        for (int i = 0; i < ev->n && !b->fatal; i++) {
+            r = ZCU(cuEventQuery)(ev->done[i]);
+            if (r == CUDA_ERROR_NOT_READY)
+                busy = 1;
+            else if (r != CUDA_SUCCESS && cu_rt_sticky((cudaError_t)r))
+                cu_mark_fatal(b, "checking a call's completion", (cudaError_t)r);
+            else if (r != CUDA_SUCCESS) {
+                ZCU(cuCtxPopCurrent)(&popped);
+                cu_drv_fail(r, "checking a call's completion", why, why_len);
+                return ZPP_EBACKEND;
+            }
+        }
+        ZCU(cuCtxPopCurrent)(&popped);
+        if (busy && !b->fatal) {
+            snprintf(why, why_len, "calls answered on this session still run on the GPU");
+            return ZPP_EBUSY;
+        }
+    }
+    if (b->fatal) {
+        snprintf(why, why_len, "%s", b->fatal_why);
+        return ZPP_EBACKEND;
+    }
+    return 0;
+}
+
 static int cuda_call_wait(struct be_call *c, int s, void *events, int slot_ev)
 {
     struct cu_events *ev = events;
@@ -1107,6 +1149,7 @@ const struct be_ops be_cuda_ops = {
     .buf_release = cuda_buf_release,
     .events_open = cuda_events_open,
     .events_close = cuda_events_close,
+    .check = cuda_check,
     .job_open = cu_job_open,
     .job_close = cu_job_close,
     .job_poll = cu_job_poll,

@@ -77,6 +77,15 @@ int be_host_fatal(char *why, size_t why_len)
     return 1;
 }
 
+/* be_ops.check: host work completes before its reply; only the injected
+ * sticky error can make a completed call's results untrustworthy. */
+static int host_check(void *backend, void *events, char *why, size_t why_len)
+{
+    (void)backend;
+    (void)events;
+    return be_host_fatal(why, why_len) ? ZPP_EBACKEND : 0;
+}
+
 /* Counts a transfer (count = 1) or only checks; fails once sticky. */
 static int fault_check(struct be_call *c, int count)
 {
@@ -600,6 +609,7 @@ static int host_peer_qwz(struct be_call *c, int comm, void *const *in, void *con
 
 const struct be_ops be_host_ops = {
     .name = "host",
+    .check = host_check,
     .scratch = host_scratch,
     .quantize = host_quantize,
     .dequantize = host_dequantize,

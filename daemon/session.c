@@ -237,6 +237,25 @@ static void do_deregister(struct session *s, uint64_t req_id, const Zpp__Deregis
     sess_send(s, &rep);
 }
 
+/* CheckRequest (zpp_check): every call answered on this session has
+ * completed on a device that still works. */
+static void do_check(struct session *s, uint64_t req_id)
+{
+    char why[384] = "";
+    const struct be_ops *be = s->d->be;
+    int rc = be->check ? be->check(s->d->be_state, s->events, why, sizeof why) : 0;
+    if (rc < 0) {
+        sess_send_error(s, req_id, rc, "%s", why);
+        return;
+    }
+    Zpp__CheckReply cr = ZPP__CHECK_REPLY__INIT;
+    Zpp__Reply rep = ZPP__REPLY__INIT;
+    rep.req_id = req_id;
+    rep.body_case = ZPP__REPLY__BODY_CHECK;
+    rep.check = &cr;
+    sess_send(s, &rep);
+}
+
 void sess_dispatch(struct session *s, const Zpp__Request *req)
 {
     switch (req->body_case) {
@@ -265,6 +284,9 @@ void sess_dispatch(struct session *s, const Zpp__Request *req)
         break;
     case ZPP__REQUEST__BODY_JOBS:
         admin_jobs(s, req->req_id);
+        break;
+    case ZPP__REQUEST__BODY_CHECK:
+        do_check(s, req->req_id);
         break;
     case ZPP__REQUEST__BODY_SESSIONS:
         admin_sessions(s, req->req_id);

@@ -329,6 +329,7 @@ int zpp_request_validate(const Zpp__Request *req, const char **why)
         return validate_collective(req->collective, why);
     case ZPP__REQUEST__BODY_STATUS:
     case ZPP__REQUEST__BODY_JOBS:
+    case ZPP__REQUEST__BODY_CHECK:
     case ZPP__REQUEST__BODY_SESSIONS:
     case ZPP__REQUEST__BODY_STORE:
     case ZPP__REQUEST__BODY_METRICS:

@@ -238,6 +238,17 @@ ZPP_EXPORT int zpp_reduce_scatter(zpp_conn *c, zpp_bufref in, zpp_bufref out, ui
                                   zpp_result *res);
 ZPP_EXPORT int zpp_barrier(zpp_conn *c, zpp_result *res);
 
+/* Did every call this connection got an answer for also complete, on a
+ * device that still works? On the cuda backend an answer means the work is
+ * enqueued on the GPU: if the device fails before it runs (and zppd exits
+ * 3), a stream waiting on the daemon's done events may go on without the
+ * results. Ask after the stream has waited for the last call's results
+ * (e.g. before an optimizer step or a checkpoint): 0 yes; ZPP_EBUSY some
+ * of that work still runs (ask again); ZPP_EBACKEND the device failed, the
+ * results are not to be used (zpp_last_error says how); ZPP_ECLOSED the
+ * daemon is gone. Calls not yet answered are not covered. */
+ZPP_EXPORT int zpp_check(zpp_conn *c);
+
 /* ---- admin (zppctl) ------------------------------------------------------ */
 /* Sends a StatusQuery / JobsQuery and returns the reply as a JSON object
  * string in buf (NUL-terminated; ZPP_ERANGE if it does not fit). */

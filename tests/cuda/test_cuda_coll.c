@@ -720,6 +720,13 @@ static int coll_child(int rank, void *arg)
     }
     /* Leave the job only when every rank's GPU work is done (cut_meet). */
     cuCtxSynchronize();
+    /* Every call answered to this rank also completed on a working GPU
+     * (zpp_check): the stream has waited for all of them, so 0 at once. */
+    int crc = zpp_check(gc);
+    printf("%s check rank=%d: %s %s\n", crc ? "FAIL" : "PASS", rank, zpp_err_name(crc),
+           crc ? zpp_last_error(gc) : "every answered call completed");
+    if (crc)
+        fails++;
     if (cut_meet(o->meet, W, 1, 30000))
         printf("info: rank %d: the other ranks did not finish within 30 s\n", rank);
     zpp_close(gc);

@@ -133,6 +133,10 @@ static void requests(void)
     req.body_case = ZPP__REQUEST__BODY_JOBS;
     req.jobs = &jq;
     put_request(&req, &stream, &slen);
+    Zpp__CheckRequest ck = ZPP__CHECK_REQUEST__INIT;
+    req.body_case = ZPP__REQUEST__BODY_CHECK;
+    req.check = &ck;
+    put_request(&req, &stream, &slen);
 
     put(stream, slen); /* every request back to back */
     free(stream);

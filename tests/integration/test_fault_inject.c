@@ -7,6 +7,9 @@
  *  - job f2 has a call pending (rank 1 never submits it): rank 0 gets an
  *    error (ZPP_EABORTED, or ZPP_ECLOSED once the daemon is gone), not a
  *    hang;
+ *  - zpp_check answers 0 while the device works, and after the fault an
+ *    error (ZPP_EBACKEND naming the sticky error, or ZPP_ECLOSED once the
+ *    daemon is gone), never 0;
  *  - zppd exits by itself with status 3 (EXIT_FATAL_DEVICE) within a few
  *    seconds, having logged why — systemd's Restart=on-failure takes over;
  *  - a bad fault_inject value is refused by --check-config, and the switch
@@ -98,7 +101,15 @@ int main(void)
                 ASSERT_CONTAINS(zpp_last_error(f1[r]), "sticky device error");
             }
         }
+        if (call == 2)
+            for (int r = 0; r < 2; r++)
+                ASSERT_EQ(zpp_check(f1[r]), 0);
     }
+    int crc = zpp_check(f1[1]);
+    printf("f1 rank 1 check after the fault: %s %s\n", zpp_err_name(crc), zpp_last_error(f1[1]));
+    ASSERT(crc == ZPP_EBACKEND || crc == ZPP_ECLOSED);
+    if (crc == ZPP_EBACKEND)
+        ASSERT_CONTAINS(zpp_last_error(f1[1]), "sticky device error");
     int rc = zpp_wait(f2[0], bar_req, NULL);
     printf("f2 rank 0 barrier: %s %s\n", zpp_err_name(rc), zpp_last_error(f2[0]));
     ASSERT(rc == ZPP_EABORTED || rc == ZPP_ECLOSED);

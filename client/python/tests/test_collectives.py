@@ -82,6 +82,7 @@ def body_allgather(rank: int, job: Job):
             assert res.logical_bytes == full.nbytes
             algos.append((res.algo, res.bytes_inter > 0))
         c.barrier()
+        c.check()  # every answered call completed on a working device
     return algos
 
 

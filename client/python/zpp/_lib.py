@@ -182,6 +182,7 @@ SIGNATURES: Dict[str, Tuple[Any, Sequence[Any]]] = {
     "zpp_wait": (c_int, [conn_p, c_uint64, P(ResultC)]),
     "zpp_test": (c_int, [conn_p, c_uint64, P(ResultC)]),
     "zpp_barrier": (c_int, [conn_p, P(ResultC)]),
+    "zpp_check": (c_int, [conn_p]),
     "zpp_admin_status_json": (c_int, [conn_p, c_char_p, c_size_t]),
     "zpp_admin_jobs_json": (c_int, [conn_p, c_char_p, c_size_t]),
     # ---- zpp_cuda.h (CUDA builds of libzpp only: OPTIONAL below) ---------------

@@ -34,6 +34,7 @@ import json
 import os
 import re
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
@@ -568,6 +569,21 @@ class Connection:
         LIB.zpp_coll_init(ctypes.byref(call), Op.BARRIER, DType.FP32, 0)
         _apply(call, timeout_ms=timeout_ms)
         return self._go(call, (), async_op)
+
+    def check(self, *, wait_s: float = 10.0) -> None:
+        """zpp_check: every call answered so far also completed, on a device
+        that still works. Call it after the stream has waited for the last
+        call's results (before an optimizer step or a checkpoint). Asks
+        again while the work still runs (for at most wait_s); raises ZppError
+        when the device failed or the daemon is gone."""
+        deadline = time.monotonic() + wait_s
+        while True:
+            rc = LIB.zpp_check(self._handle())
+            if rc == -19 and time.monotonic() < deadline:  # ZPP_EBUSY: still running
+                time.sleep(0.001)
+                continue
+            self._check(rc, "check")
+            return
 
     # ---- admin --------------------------------------------------------------------
     def _admin(self, fn: Any) -> Dict[str, Any]:
