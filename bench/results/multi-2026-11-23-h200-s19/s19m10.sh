@@ -1,0 +1,18 @@
+#!/bin/bash
+# session 19, call 11 (one H200): zpp_check on the cuda backend. scripts/gpu/run_mps.sh (its step-3 jobs end
+# with zpp_check per rank), then run_multi.sh's 2x1 layout on one GPU under MPS (GPU1=0 MPS=1), correctness up to
+# 64 MiB, every rank ending with zpp_check after its stream has synchronised; no member-death step.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+R=$OUT/r; mkdir -p $R
+H=$R/head.txt
+echo "# device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1) x$(nvidia-smi -L | wc -l); tree $(cat .carry/tree 2>/dev/null) (CMake Release build, sm_90, carried as .carry/cu); command: bash bench/results/multi-2026-11-23-h200-s19/s19m10.sh" > $H
+echo "run_mps start $(date -u '+%F %T UTC')" >> $H
+(OUT=$R/mps ZPP_OLD=$PWD/.carry/cu/bin/zppd.old timeout 200 bash scripts/gpu/run_mps.sh) > $R/mps.log 2>&1; echo "mps rc=$?" >> $H
+echo "run_multi 64 start $(date -u '+%F %T UTC')" >> $H
+(OUT=$R/m MPS=1 GPU1=0 LAYOUTS=2x1 TEST_MIB=64 FAILURE=0 timeout 300 bash scripts/gpu/run_multi.sh 64) > $R/m.log 2>&1; echo "multi rc=$?" >> $H
+echo "end $(date -u '+%F %T UTC')" >> $H
+cat $H
+grep -E "PASS|FAIL" $R/mps/summary.txt | cut -c1-220
+grep -E "PASS lines|FAIL|exit" $R/m/summary.txt | head
+grep -E "check rank" $R/m/test-2x1.log
+tar czf $OUT/r.tgz -C $R . ; rm -rf $R
