@@ -215,6 +215,11 @@ class _Comm:
         while self._inflight:
             self._inflight.pop(0).wait()
 
+    def check(self) -> None:
+        """Raises if a call answered so far did not complete on a working
+        device. The torch.distributed baseline has NCCL's own checks."""
+        self.drain()
+
 
 class _DaemonComm(_Comm):
     """What HostComm and CudaComm share: hpZ invalidation and the barrier
@@ -233,6 +238,10 @@ class _DaemonComm(_Comm):
     def barrier(self) -> None:
         self.drain()
         self.conn.barrier(timeout_ms=self.timeout_ms)
+
+    def check(self) -> None:
+        self.drain()
+        self.conn.check()
 
 
 class HostComm(_DaemonComm):
@@ -1294,6 +1303,10 @@ class ZeroPP(nn.Module):
                       for u in self.units],  # fmt: skip
             "extra": extra or {},
         }
+        # The copies above waited for every result this rank used; a
+        # checkpoint must not keep results of calls the device never ran
+        # (zpp_check: raises when the daemon's GPU failed or it is gone).
+        self.comm.check()
         tmp = os.path.join(path, f".rank-{self.rank:05d}.pt.tmp")
         torch.save(state, tmp)
         os.replace(tmp, os.path.join(path, f"rank-{self.rank:05d}.pt"))
