@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """Per-region warp instructions of frv_kernel<4, 4, 8, 1> (session 18, call 1).
 
+Device: the input it was written for came from one NVIDIA H200 (nvidia-h200,
+SM 1980 MHz max, driver 580.159.04), session 18's call 1 (s18k1.sh, 2026-11-23);
+the script itself runs on any machine with python3 (it reads ncu's CSV).
+
   python3 sass_regions.py listing SOURCE.csv WARPS > LISTING
       turns ncu's source page (`ncu -i R.ncu-rep --page source --print-source sass --csv`,
       as s18k1.sh writes it) into the listing of call1-frv-int4-executed-sass.txt:
