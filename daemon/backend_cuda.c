@@ -985,35 +985,33 @@ static int cuda_check(void *backend, void *events, char *why, size_t why_len)
     struct cu_events *ev = events;
     b->health_ms = 0; /* ask now, whatever the last tick did */
     cu_health(b);
-    if (!b->fatal && ev) {
-        CUcontext popped;
-        CUresult r = ZCU(cuCtxPushCurrent)(b->devs[ev->device].ctx);
-        if (r != CUDA_SUCCESS) {
-            cu_drv_fail(r, "checking the session's GPU", why, why_len);
-            return ZPP_EBACKEND;
-        }
-        int busy = 0;
-        for (int i = 0; i < ev->n && !b->fatal; i++) {
+    CUresult r = CUDA_SUCCESS;
+    int busy = 0;
+    if (!b->fatal && ev && (r = ZCU(cuCtxPushCurrent)(b->devs[ev->device].ctx)) == CUDA_SUCCESS) {
+        /* the first result that is neither done nor running ends the look */
+        for (int i = 0; i < ev->n && r == CUDA_SUCCESS; i++) {
             r = ZCU(cuEventQuery)(ev->done[i]);
-            if (r == CUDA_ERROR_NOT_READY)
+            if (r == CUDA_ERROR_NOT_READY) {
                 busy = 1;
-            else if (r != CUDA_SUCCESS && cu_rt_sticky((cudaError_t)r))
-                cu_mark_fatal(b, "checking a call's completion", (cudaError_t)r);
-            else if (r != CUDA_SUCCESS) {
-                ZCU(cuCtxPopCurrent)(&popped);
-                cu_drv_fail(r, "checking a call's completion", why, why_len);
-                return ZPP_EBACKEND;
+                r = CUDA_SUCCESS;
             }
         }
+        CUcontext popped;
         ZCU(cuCtxPopCurrent)(&popped);
-        if (busy && !b->fatal) {
-            snprintf(why, why_len, "calls answered on this session still run on the GPU");
-            return ZPP_EBUSY;
-        }
     }
+    if (r != CUDA_SUCCESS && cu_rt_sticky((cudaError_t)r))
+        cu_mark_fatal(b, "checking a call's completion", (cudaError_t)r);
     if (b->fatal) {
         snprintf(why, why_len, "%s", b->fatal_why);
         return ZPP_EBACKEND;
+    }
+    if (r != CUDA_SUCCESS) {
+        cu_drv_fail(r, "checking a call's completion", why, why_len);
+        return ZPP_EBACKEND;
+    }
+    if (busy) {
+        snprintf(why, why_len, "calls answered on this session still run on the GPU");
+        return ZPP_EBUSY;
     }
     return 0;
 }

@@ -332,14 +332,16 @@ static int pick_backend(struct zppd *d)
         char why[256];
         int drv = GPU_START_OTHER;
         void *be = open_gpus(d, &drv, why, sizeof why);
-        if (be) {
 #ifdef ZPP_HAVE_CUDA
+        if (be) {
             d->be = &be_cuda_ops;
             d->be_state = be;
             d->backend_name = "cuda";
             return 0;
-#endif
         }
+#else
+        (void)be; /* a build without CUDA opens no GPU */
+#endif
         enum gpu_start_class c = gpu_start_classify(drv);
         if (!strcmp(want, "cuda") || c != GPU_START_NONE) {
             const char *hint = c == GPU_START_RETRY ? "not ready within cuda_start_wait_ms"
