@@ -91,6 +91,9 @@
 #ifndef ZK_VMMA
 #define ZK_VMMA 0 /* int4 vector sums: 1 widens the codes with tensor-core MMAs (codes_float4m) */
 #endif
+#ifndef ZK_VMMA_PL
+#define ZK_VMMA_PL 0 /* with ZK_VMMA: the next slot's MMAs issued before this slot's FMAs */
+#endif
 #ifndef ZK_VPF
 #define ZK_VPF 1 /* int4 vector kernels: batches whose lines are prefetched into L2 ahead (0: off) */
 #endif
@@ -1128,6 +1131,27 @@ __device__ __forceinline__ void vbatch_accum(const vcodes<BITS, S> (&cd)[ZK_VKB]
                                              const float (&s)[ZK_VKB], int nb, float (&acc)[8 * S],
                                              uint32_t &smax, uint32_t eye)
 {
+    if constexpr (BITS == 4 && ZK_VMMA && ZK_VMMA_PL) {
+        /* software-pipelined by one slot: the next slot's MMAs go out
+         * before this slot's FMAs wait on their own */
+        constexpr int N = ZK_VKB * S;
+        float q[2][8];
+        codes_float4m(cd[0].w[0], eye, q[0]);
+#pragma unroll
+        for (int i = 0; i < N; i++) {
+            const int b = i / S, g = i % S;
+            if (b >= nb)
+                break;
+            if (i + 1 < N && (i + 1) / S < nb)
+                codes_float4m(cd[(i + 1) / S].w[(i + 1) % S], eye, q[(i + 1) & 1]);
+            if (g == 0)
+                smax = max(smax, __float_as_uint(s[b]) & ZK_F32_ABS_MASK);
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                acc[8 * g + j] = __fmaf_rn(q[i & 1][j], s[b], acc[8 * g + j]);
+        }
+        return;
+    }
 #pragma unroll
     for (int b = 0; b < ZK_VKB; b++) {
         if (b < nb) {
