@@ -1150,15 +1150,15 @@ __device__ __forceinline__ void vbatch_accum(const vcodes<BITS, S> (&cd)[ZK_VKB]
             for (int j = 0; j < 8; j++)
                 acc[8 * g + j] = __fmaf_rn(q[i & 1][j], s[b], acc[8 * g + j]);
         }
-        return;
-    }
+    } else {
 #pragma unroll
-    for (int b = 0; b < ZK_VKB; b++) {
-        if (b < nb) {
-            smax = max(smax, __float_as_uint(s[b]) & ZK_F32_ABS_MASK);
+        for (int b = 0; b < ZK_VKB; b++) {
+            if (b < nb) {
+                smax = max(smax, __float_as_uint(s[b]) & ZK_F32_ABS_MASK);
 #pragma unroll
-            for (int g = 0; g < S; g++)
-                vaccum<BITS, S>(cd[b], g, s[b], acc, eye);
+                for (int g = 0; g < S; g++)
+                    vaccum<BITS, S>(cd[b], g, s[b], acc, eye);
+            }
         }
     }
 }
