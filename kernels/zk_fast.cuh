@@ -88,12 +88,6 @@
                     * codes_pack's 8-instruction int4 form: int4 reduce+requant 72.1 -> 73.0 % of
                     * the copy on an H200, 93.4 -> 94.0 % on an H100, kernels-2026-11-23-s18/) */
 #endif
-#ifndef ZK_VMMA
-#define ZK_VMMA 0 /* int4 vector sums: 1 widens the codes with tensor-core MMAs (codes_float4m) */
-#endif
-#ifndef ZK_VMMA_PL
-#define ZK_VMMA_PL 0 /* with ZK_VMMA: the next slot's MMAs issued before this slot's FMAs */
-#endif
 #ifndef ZK_VPF
 #define ZK_VPF 1 /* int4 vector kernels: batches whose lines are prefetched into L2 ahead (0: off) */
 #endif
@@ -1058,48 +1052,14 @@ __device__ __forceinline__ void codes_float4h(uint32_t c, float (&q)[8])
     q[3] = __low2float(h[3]), q[6] = __high2float(h[3]);
 }
 
-/* The same 8 codes widened by the tensor cores (ZK_VMMA): the four half
- * pairs of codes_float4h, before their bias, are two rows of the A operand
- * of an m16n8k8 MMA whose B is the 8 x 8 identity and whose C holds the
- * biases, so lane (g, t)'s D is exactly its own halves minus their biases
- * (products by 1 and 0 are exact, every sum is a small integer, and the
- * halves are finite whatever the codes, so the zeros never meet an Inf).
- * Two MMAs replace the 4 HADD2 and 8 HADD2.F32 of codes_float4h, on a pipe
- * the reductions leave idle. Every lane of the warp must run it together. */
-__device__ __forceinline__ uint32_t mma_eye_b()
-{
-    /* lane (g, t) holds B[2t][g] and B[2t + 1][g] of the identity (1.0 = 0x3C00) */
-    const int lane = (int)(threadIdx.x % ZK_WARP), g = lane >> 2, t = lane & 3;
-    return (2 * t == g ? 0x3C00u : 0u) | (2 * t + 1 == g ? 0x3C000000u : 0u);
-}
-__device__ __forceinline__ void codes_float4m(uint32_t c, uint32_t eye, float (&q)[8])
-{
-    const uint32_t c8 = c >> 8;
-    const uint32_t w0 = and_xor<0x00F0000Fu>(c, 0x54806408u),
-                   w1 = and_xor<0x000F00F0u>(c, 0x64085480u),
-                   w2 = and_xor<0x00F0000Fu>(c8, 0x54806408u),
-                   w3 = and_xor<0x000F00F0u>(c8, 0x64085480u);
-    /* D = {w0.lo, w0.hi, w1.lo, w1.hi} - (1032, 72, 72, 1032) */
-    asm("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
-        "{%7, %8, %8, %7};"
-        : "=f"(q[0]), "=f"(q[5]), "=f"(q[1]), "=f"(q[4])
-        : "r"(w0), "r"(w1), "r"(eye), "f"(-1032.0f), "f"(-72.0f));
-    asm("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
-        "{%7, %8, %8, %7};"
-        : "=f"(q[2]), "=f"(q[7]), "=f"(q[3]), "=f"(q[6])
-        : "r"(w2), "r"(w3), "r"(eye), "f"(-1032.0f), "f"(-72.0f));
-}
-
 /* acc[8g .. 8g + 7] += the decoded codes of slot g of one chunk's vector cd
- * with scale s (eye: mma_eye_b(), used only with ZK_VMMA). */
+ * with scale s. */
 template <int BITS, int S>
 __device__ __forceinline__ void vaccum(const vcodes<BITS, S> &cd, int g, float s,
-                                       float (&acc)[8 * S], uint32_t eye)
+                                       float (&acc)[8 * S])
 {
     float q[8];
-    if constexpr (BITS == 4 && ZK_VMMA)
-        codes_float4m(cd.w[g], eye, q);
-    else if constexpr (BITS == 4)
+    if constexpr (BITS == 4)
         codes_float4h(cd.w[g], q);
     else
         codes_float<BITS>(vcodes_slot<BITS, S>(cd, g), q);
@@ -1129,36 +1089,15 @@ __device__ __forceinline__ void l2_prefetch(const void *p)
 template <int BITS, int S>
 __device__ __forceinline__ void vbatch_accum(const vcodes<BITS, S> (&cd)[ZK_VKB],
                                              const float (&s)[ZK_VKB], int nb, float (&acc)[8 * S],
-                                             uint32_t &smax, uint32_t eye)
+                                             uint32_t &smax)
 {
-    if constexpr (BITS == 4 && ZK_VMMA && ZK_VMMA_PL) {
-        /* software-pipelined by one slot: the next slot's MMAs go out
-         * before this slot's FMAs wait on their own */
-        constexpr int N = ZK_VKB * S;
-        float q[2][8];
-        codes_float4m(cd[0].w[0], eye, q[0]);
 #pragma unroll
-        for (int i = 0; i < N; i++) {
-            const int b = i / S, g = i % S;
-            if (b >= nb)
-                break;
-            if (i + 1 < N && (i + 1) / S < nb)
-                codes_float4m(cd[(i + 1) / S].w[(i + 1) % S], eye, q[(i + 1) & 1]);
-            if (g == 0)
-                smax = max(smax, __float_as_uint(s[b]) & ZK_F32_ABS_MASK);
+    for (int b = 0; b < ZK_VKB; b++) {
+        if (b < nb) {
+            smax = max(smax, __float_as_uint(s[b]) & ZK_F32_ABS_MASK);
 #pragma unroll
-            for (int j = 0; j < 8; j++)
-                acc[8 * g + j] = __fmaf_rn(q[i & 1][j], s[b], acc[8 * g + j]);
-        }
-    } else {
-#pragma unroll
-        for (int b = 0; b < ZK_VKB; b++) {
-            if (b < nb) {
-                smax = max(smax, __float_as_uint(s[b]) & ZK_F32_ABS_MASK);
-#pragma unroll
-                for (int g = 0; g < S; g++)
-                    vaccum<BITS, S>(cd[b], g, s[b], acc, eye);
-            }
+            for (int g = 0; g < S; g++)
+                vaccum<BITS, S>(cd[b], g, s[b], acc);
         }
     }
 }
@@ -1171,15 +1110,8 @@ __device__ __forceinline__ void fsumv(const uint8_t *in, uint64_t stride, int k,
 #pragma unroll
     for (int i = 0; i < 8 * S; i++)
         acc[i] = 0.0f;
-    /* with ZK_VMMA every lane runs the int4 arithmetic (its MMAs need the
-     * whole warp): a lane with !ld reads chunk 0's first codes and scale
-     * and sums them with scale 0, so acc stays +0 and smax 0 */
-    constexpr bool warp = BITS == 4 && ZK_VMMA;
-    if (!warp && !ld)
+    if (!ld)
         return;
-    const uint32_t eye = warp ? mma_eye_b() : 0u;
-    if (warp && !ld)
-        e = 0, sb = 0;
     const uint8_t *pc = in + e * BITS / 8;
     const uint8_t *ps = in + pay + sb * sizeof(float);
     for (int c0 = 0; c0 < k; c0 += ZK_VKB) {
@@ -1191,11 +1123,8 @@ __device__ __forceinline__ void fsumv(const uint8_t *in, uint64_t stride, int k,
             for (int b = 0; b < ZK_VKB; b++)
                 vcodes_load<BITS, S>(cd[b], pc + b * stride);
 #pragma unroll
-            for (int b = 0; b < ZK_VKB; b++) {
+            for (int b = 0; b < ZK_VKB; b++)
                 s[b] = __ldg((const float *)(ps + b * stride));
-                if (warp && !ld)
-                    s[b] = 0.0f;
-            }
             pc += ZK_VKB * stride;
             ps += ZK_VKB * stride;
             if (ZK_VPF && BITS == 4) {
@@ -1216,7 +1145,7 @@ __device__ __forceinline__ void fsumv(const uint8_t *in, uint64_t stride, int k,
                     }
                 }
             }
-            vbatch_accum<BITS, S>(cd, s, ZK_VKB, acc, smax, eye);
+            vbatch_accum<BITS, S>(cd, s, ZK_VKB, acc, smax);
             continue;
         }
 #pragma unroll
@@ -1224,13 +1153,11 @@ __device__ __forceinline__ void fsumv(const uint8_t *in, uint64_t stride, int k,
             if (c0 + b < k) {
                 vcodes_load<BITS, S>(cd[b], pc);
                 s[b] = __ldg((const float *)ps);
-                if (warp && !ld)
-                    s[b] = 0.0f;
             }
             pc += stride;
             ps += stride;
         }
-        vbatch_accum<BITS, S>(cd, s, k - c0, acc, smax, eye);
+        vbatch_accum<BITS, S>(cd, s, k - c0, acc, smax);
     }
 }
 
