@@ -477,8 +477,9 @@ static void srv_abort(struct peer *p, struct peer_join_call *sc, const struct pe
         return;
     }
     /* The reason reaches users and logs: printable only. It is at most
-     * PEER_MAX_REASON bytes, so it fits in place. */
-    if (req->reason)
+     * PEER_MAX_REASON bytes, so it fits in place. An absent reason is
+     * protobuf-c's shared read-only "": nothing to sanitise, never written. */
+    if (req->reason && req->reason[0])
         peer_check_sanitize(req->reason, strlen(req->reason) + 1, req->reason);
     char msg[PEER_MAX_TEXT] = "";
     rc = p->h.on_abort(p->ctx, req, from, msg, sizeof(msg));
