@@ -681,6 +681,14 @@ int cluster_suspect(const struct job *j, uint64_t now, char *buf, size_t len)
     return 0;
 }
 
+/* A peer clock moved on by a loop stall of `gap` ms, never past now: one
+ * read after the previous tick, just before the stall, would otherwise lie
+ * in the future and `now - t` wrap around. */
+static uint64_t stall_shift(uint64_t t, uint64_t gap, uint64_t now)
+{
+    return t + gap < now ? t + gap : now;
+}
+
 void cluster_tick(struct zppd *d)
 {
     struct cl_state *st = cls(d);
@@ -700,10 +708,10 @@ void cluster_tick(struct zppd *d)
             if (!j->cl)
                 continue;
             if (!j->cl->formed)
-                j->cl->form_start_ms += gap;
+                j->cl->form_start_ms = stall_shift(j->cl->form_start_ms, gap, now);
             for (uint32_t n = 0; n < j->cl->nodes; n++)
                 if (j->cl->m[n].last_ok_ms)
-                    j->cl->m[n].last_ok_ms += gap;
+                    j->cl->m[n].last_ok_ms = stall_shift(j->cl->m[n].last_ok_ms, gap, now);
         }
     }
     for (struct job *j = d->jobs; j; j = j->next) {
