@@ -411,6 +411,23 @@ int sess_take_fd(struct session *s)
     return fd;
 }
 
+/* A request refused before dispatch still owns the descriptors it
+ * announced: close them, or the next RegisterBuffer would claim them in
+ * place of its own. */
+static void drop_announced_fds(struct session *s, const Zpp__Request *req)
+{
+    uint32_t n = 0;
+    if (req->body_case == ZPP__REQUEST__BODY_REGISTER_BUFFER && req->register_buffer)
+        n = req->register_buffer->nfds;
+    else if (req->body_case == ZPP__REQUEST__BODY_HELLO && req->hello)
+        n = req->hello->flags_nfds;
+    for (uint32_t i = 0; i < n && i < SESS_MAX_FDS; i++) {
+        int fd = sess_take_fd(s);
+        if (fd >= 0)
+            close(fd);
+    }
+}
+
 /* Handles every complete frame in the input buffer. */
 static void process_frames(struct session *s)
 {
@@ -440,6 +457,7 @@ static void process_frames(struct session *s)
         int vrc = zpp_request_validate(req, &why);
         if (vrc) {
             log_proto(s, why ? why : "invalid request");
+            drop_announced_fds(s, req);
             sess_send_error(s, req->req_id, vrc, "%s", why ? why : "invalid request");
         } else {
             sess_dispatch(s, req);

@@ -8,6 +8,11 @@
  *  - valid Requests with bad fields (bits 5, block 33, rank >= world, a
  *    200-byte job id, a wrong protocol version, no body): each gets an
  *    error reply and the connection stays (a status query answers after);
+ *  - a RegisterBuffer and a Hello refused by validation with a descriptor
+ *    attached: the descriptor is dropped with them, so the next
+ *    RegisterBuffer maps the memfd it carries itself;
+ *  - a collective refused for its event_slot leaves no call behind: the
+ *    1-rank job still ends gracefully when its rank leaves;
  * and then a real 2-rank job completes and `zppctl status` answers.
  */
 #include <signal.h>
@@ -266,6 +271,130 @@ static void bad_fields(void)
     assert_alive("bad fields");
 }
 
+/* Sends req with one descriptor; returns the reply's code. */
+static int request_with_fd(int fd, Zpp__Request *req, int xfd)
+{
+    static uint64_t id = 1000;
+    req->req_id = ++id;
+    ASSERT_EQ(zh_raw_request(fd, req, &xfd, 1), 0);
+    Zpp__Reply *rep = NULL;
+    ASSERT_EQ(zh_raw_reply(fd, 5000, &rep), 0);
+    ASSERT_EQ(rep->req_id, id);
+    int code = rep->code;
+    printf("test_garbage: stale descriptors: req %llu -> %s: %s\n", (unsigned long long)id,
+           zpp_err_name(code), rep->message);
+    zpp_reply_free(rep);
+    return code;
+}
+
+static void refused_with_fds(void)
+{
+    int fd = zh_raw_connect(g_d.socket);
+    ASSERT(fd >= 0);
+    zpp_shm *decoy, *buf;
+    ASSERT_EQ(zpp_shm_create(8192, &decoy), 0);
+    ASSERT_EQ(zpp_shm_create(4096, &buf), 0);
+    int dfd = zpp_shm_fd(decoy), bfd = zpp_shm_fd(buf);
+    Zpp__Request req = ZPP__REQUEST__INIT;
+    req.version = ZPP__PROTOCOL_VERSION__PROTOCOL_VERSION;
+    Zpp__Hello h = ZPP__HELLO__INIT;
+    h.job_id = "garbage-fds";
+    h.world_size = 1;
+    h.node_count = 1;
+    h.gpu_uuid = "host";
+    req.body_case = ZPP__REQUEST__BODY_HELLO;
+    req.hello = &h;
+    ASSERT_EQ(zh_raw_request(fd, &req, NULL, 0), 0);
+    Zpp__Reply *rep = NULL;
+    ASSERT_EQ(zh_raw_reply(fd, 5000, &rep), 0);
+    ASSERT_EQ(rep->code, 0);
+    zpp_reply_free(rep);
+
+    /* Refused by validation (length 0), the 8 KiB decoy attached. */
+    Zpp__RegisterBuffer rb = ZPP__REGISTER_BUFFER__INIT;
+    rb.nfds = 1;
+    rb.length = 0;
+    req.body_case = ZPP__REQUEST__BODY_REGISTER_BUFFER;
+    req.register_buffer = &rb;
+    ASSERT_EQ(request_with_fd(fd, &req, dfd), ZPP_EINVAL);
+    /* A second Hello refused by validation (a flag array of 0 bytes). */
+    h.flags_nfds = 1;
+    h.nslots = 1;
+    h.flags_size = 0;
+    req.body_case = ZPP__REQUEST__BODY_HELLO;
+    req.hello = &h;
+    ASSERT_EQ(request_with_fd(fd, &req, dfd), ZPP_EINVAL);
+
+    /* 8 KiB of the 4 KiB buffer: refused, since the daemon must map this
+     * frame's descriptor, not a leftover decoy of 8 KiB. */
+    rb.length = 8192;
+    req.body_case = ZPP__REQUEST__BODY_REGISTER_BUFFER;
+    req.register_buffer = &rb;
+    ASSERT_EQ(request_with_fd(fd, &req, bfd), ZPP_ERANGE);
+    rb.length = 4096;
+    ASSERT_EQ(request_with_fd(fd, &req, bfd), 0);
+    close(fd);
+    zpp_shm_destroy(decoy);
+    zpp_shm_destroy(buf);
+    assert_alive("refused requests with descriptors");
+}
+
+static void refused_event_slot(void)
+{
+    int fd = zh_raw_connect(g_d.socket);
+    ASSERT(fd >= 0);
+    Zpp__Request req = ZPP__REQUEST__INIT;
+    req.version = ZPP__PROTOCOL_VERSION__PROTOCOL_VERSION;
+    Zpp__Hello h = ZPP__HELLO__INIT;
+    h.job_id = "garbage-slot";
+    h.world_size = 1;
+    h.node_count = 1;
+    h.gpu_uuid = "host";
+    req.body_case = ZPP__REQUEST__BODY_HELLO;
+    req.hello = &h;
+    req.req_id = 1;
+    ASSERT_EQ(zh_raw_request(fd, &req, NULL, 0), 0);
+    Zpp__Reply *rep = NULL;
+    ASSERT_EQ(zh_raw_reply(fd, 5000, &rep), 0);
+    ASSERT_EQ(rep->code, 0);
+    zpp_reply_free(rep);
+
+    /* Call 2 names an event slot the session does not have (host: none). */
+    Zpp__Collective co = ZPP__COLLECTIVE__INIT;
+    co.seq = 2;
+    co.op = ZPP__OP__BARRIER;
+    co.event_slot = 1;
+    req.body_case = ZPP__REQUEST__BODY_COLLECTIVE;
+    req.collective = &co;
+    req.req_id = 2;
+    ASSERT_EQ(zh_raw_request(fd, &req, NULL, 0), 0);
+    ASSERT_EQ(zh_raw_reply(fd, 5000, &rep), 0);
+    ASSERT_EQ(rep->code, ZPP_EINVAL);
+    zpp_reply_free(rep);
+    /* Call 1 completes; then the rank leaves between calls. */
+    co.seq = 1;
+    co.event_slot = 0;
+    req.req_id = 3;
+    ASSERT_EQ(zh_raw_request(fd, &req, NULL, 0), 0);
+    ASSERT_EQ(zh_raw_reply(fd, 5000, &rep), 0);
+    ASSERT_EQ(rep->code, 0);
+    zpp_reply_free(rep);
+    close(fd);
+    char needle[160];
+    snprintf(needle, sizeof needle,
+             "msg=\"job freed\" job=garbage-slot uid=%u backend=", (unsigned)getuid());
+    for (int i = 0; i < 250 && !zh_daemon_log_contains(&g_d, needle); i++)
+        usleep(20000);
+    ASSERT(zh_daemon_log_contains(&g_d, needle));
+    strcat(needle, "graceful");
+    if (!zh_daemon_log_contains(&g_d, needle)) {
+        fprintf(stderr, "test_garbage: the job of a refused call did not end gracefully\n");
+        zh_daemon_dump_log(&g_d);
+        exit(1);
+    }
+    assert_alive("a call refused for its event slot");
+}
+
 static int rank_main(int rank, void *arg)
 {
     (void)arg;
@@ -303,6 +432,8 @@ int main(void)
     framing();
     many_fds();
     bad_fields();
+    refused_with_fds();
+    refused_event_slot();
     ASSERT_EQ(zh_run_ranks(2, rank_main, NULL, 30000, NULL), 0);
     char *argv[] = {ZPPCTL_BIN, "-s", g_d.socket, "status", NULL};
     char out[8192];
