@@ -813,6 +813,11 @@ void job_submit(struct session *s, uint64_t req_id, const Zpp__Collective *w)
                         s->pending);
         return;
     }
+    if (w->event_slot > s->nevents) {
+        sess_send_error(s, req_id, ZPP_EINVAL, "event_slot %u: this session has %u events",
+                        w->event_slot, s->nevents);
+        return;
+    }
     struct call *c = call_get(j, w->seq);
     if (!c) {
         sess_send_error(s, req_id, ZPP_ENOMEM, "out of memory for a call");
@@ -822,11 +827,6 @@ void job_submit(struct session *s, uint64_t req_id, const Zpp__Collective *w)
     if (sub->submitted) {
         sess_send_error(s, req_id, ZPP_EINVAL, "rank %u already submitted call %" PRIu64, s->rank,
                         w->seq);
-        return;
-    }
-    if (w->event_slot > s->nevents) {
-        sess_send_error(s, req_id, ZPP_EINVAL, "event_slot %u: this session has %u events",
-                        w->event_slot, s->nevents);
         return;
     }
     sub->submitted = 1;
@@ -1173,7 +1173,10 @@ void job_leave(struct session *s, const char *reason)
     s->job = NULL;
     if (j->njoined == 0 && !j->multi) {
         /* The last rank connected here left: the job ends, and the ranks
-         * that were away will not find it. */
+         * that were away will not find it. Calls it queued (the job still
+         * forming, or waiting for a rank that is away) end with it. */
+        if (j->state != JOB_ABORTED && j->calls)
+            job_abort(j, MET_ABORT_DISCONNECT, "rank %u (pid %u) left: %s", r, s->pid, reason);
         if (j->state != JOB_ABORTED) {
             /* Nothing was pending (a rank that leaves during a call aborts
              * the job first): the backend may end the job gracefully

@@ -10,6 +10,9 @@
  *  4. call_timeout_ms = 1000 and one rank never submits: the others get an
  *     error naming the missing rank within ~2 s (docs/protocol.md: the
  *     call ends with ZPP_ETIMEDOUT on the ranks that submitted it).
+ *  5. Rank 0 of a 2-rank job that never forms (rank 1 never comes) queues
+ *     a call and dies: its session, buffers and call are freed (the
+ *     session count goes back, the daemon exits clean under LSan).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -186,6 +189,45 @@ static int rank_timeout(int rank, void *arg)
     return 0;
 }
 
+/* Scenario 5: rank 0 alone in a forming job queues an all-gather, dies. */
+static int rank_alone_dies(int rank, void *arg)
+{
+    (void)arg;
+    zpp_conn *c;
+    if (zh_connect_join(&g_d, g_job, (uint32_t)rank, 2, 1, &c) != 0)
+        return 1;
+    bufs_t b;
+    make_bufs(c, 4096, &b);
+    zpp_coll call;
+    zpp_coll_init(&call, ZPP_OP_ALLGATHER, ZPP_FP32, 1000);
+    call.input = (zpp_bufref){b.in_id, 0};
+    call.output = (zpp_bufref){b.out_id, 0};
+    uint64_t req;
+    ASSERT_EQ(zpp_submit(c, &call, &req), 0);
+    sleep_ms(200); /* the call is queued in the daemon */
+    raise(SIGKILL);
+    return 1;
+}
+
+/* Waits up to 5 s for `zppd status` to count n sessions (the asking one
+ * included). */
+static int sessions_become(int n)
+{
+    char want[32], buf[8192] = "";
+    snprintf(want, sizeof want, "\"sessions\":%d,", n);
+    for (int64_t end = zh_now_ms() + 5000; zh_now_ms() < end; usleep(20000)) {
+        zpp_conn *c;
+        if (zpp_connect(g_d.socket, &c) != 0)
+            continue;
+        int rc = zpp_admin_status_json(c, buf, sizeof buf);
+        zpp_close(c);
+        if (rc == 0 && strstr(buf, want))
+            return 1;
+    }
+    fprintf(stderr, "test_kill: status never counted %d sessions: %s\n", n, buf);
+    return 0;
+}
+
 /* Waits up to 5 s for the daemon to log how job `job`'s backend state
  * ended ("graceful", "abort" or "none"); returns that word's first letter,
  * or 0 if the job was not freed in time. */
@@ -255,6 +297,15 @@ int main(void)
         return 1;
     }
     printf("test_kill: call time-out: ok\n");
+
+    ASSERT_EQ(zh_daemon_start(NULL, &g_d), 0);
+    g_job = "kill-forming";
+    zh_run_ranks(1, rank_alone_dies, NULL, 30000, codes);
+    ASSERT_EQ(codes[0], 128 + SIGKILL);
+    ASSERT(zh_daemon_alive(&g_d));
+    ASSERT(sessions_become(1));
+    ASSERT_EQ(zh_daemon_stop(&g_d), 0);
+    printf("test_kill: rank alone in a forming job killed with a call queued: ok\n");
     printf("test_kill: ok\n");
     return 0;
 }
