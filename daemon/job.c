@@ -424,6 +424,12 @@ void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h)
     }
     static uint8_t done[ZPP_MAX_EVENTS][64];
     uint32_t ndone = 0;
+    /* A Hello refused after its events were opened leaves them on the
+     * session (role still none); a retry opens them again. */
+    if (s->events && d->be->events_close)
+        d->be->events_close(d->be_state, s->events);
+    s->events = NULL;
+    s->nevents = 0;
     if (d->be->device_of_uuid) {
         s->device = d->be->device_of_uuid(d->be_state, h->gpu_uuid);
         if (s->device < 0) {
