@@ -106,6 +106,8 @@ struct chan {
     struct chan *next;
     char addr[PEER_MAX_ADDRESS + 1];
     grpc_channel *ch;
+    uint32_t calls; /* client calls on it not yet done: it stays while any */
+    uint64_t used;  /* p->chan_clock when last asked for */
 };
 
 struct cli_call {
@@ -162,6 +164,7 @@ struct peer {
     struct cli_call *cli;
     uint32_t n_chans;
     struct chan *chans;
+    uint64_t chan_clock;
 };
 
 /* ---- log ------------------------------------------------------------------ */
@@ -660,12 +663,35 @@ static const char *conn_state_name(grpc_connectivity_state s)
     }
 }
 
+/* Makes room for one more channel when the cache is full: the least
+ * recently asked-for one with no call on it goes. A long-lived daemon meets
+ * many peers over its life (jobs come and go, nodes are replaced); only
+ * PEER_MAX_CHANNELS of them busy at once is a limit. 0 when every cached
+ * channel has a call in flight. */
+static int chan_evict(struct peer *p)
+{
+    struct chan **victim = NULL;
+    for (struct chan **pc = &p->chans; *pc; pc = &(*pc)->next)
+        if ((*pc)->calls == 0 && (!victim || (*pc)->used < (*victim)->used))
+            victim = pc;
+    if (!victim)
+        return 0;
+    struct chan *c = *victim;
+    *victim = c->next;
+    grpc_channel_destroy(c->ch);
+    free(c);
+    p->n_chans--;
+    return 1;
+}
+
 static struct chan *chan_get(struct peer *p, const char *addr)
 {
     for (struct chan *c = p->chans; c; c = c->next)
-        if (!strcmp(c->addr, addr))
+        if (!strcmp(c->addr, addr)) {
+            c->used = ++p->chan_clock;
             return c;
-    if (p->n_chans >= PEER_MAX_CHANNELS)
+        }
+    if (p->n_chans >= PEER_MAX_CHANNELS && !chan_evict(p))
         return NULL;
     struct chan *c = calloc(1, sizeof(*c));
     if (!c)
@@ -705,6 +731,7 @@ static struct chan *chan_get(struct peer *p, const char *addr)
         free(c);
         return NULL;
     }
+    c->used = ++p->chan_clock;
     c->next = p->chans;
     p->chans = c;
     p->n_chans++;
@@ -770,6 +797,7 @@ static int cli_start(struct peer *p, const char *addr, int method, const Protobu
         free(c);
         return ZPP_EIO;
     }
+    c->ch->calls++;
     c->next = p->cli;
     if (p->cli)
         p->cli->prev = c;
@@ -908,6 +936,7 @@ static void cli_done(struct peer *p, struct cli_call *c, int success)
 
     if (m)
         protobuf_c_message_free_unpacked(m, NULL);
+    c->ch->calls--;
     grpc_call_unref(c->call);
     grpc_metadata_array_destroy(&c->md_init);
     grpc_metadata_array_destroy(&c->md_trail);
