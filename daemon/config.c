@@ -302,6 +302,23 @@ static char *trim(char *s)
     return s;
 }
 
+/* Reads one line, without its '\n', into line (NUL-terminated). Returns its
+ * length in bytes (NUL bytes included; more than cap - 1 when it was too long:
+ * the rest of it is skipped), or -1 at the end of the file. */
+static long read_line(FILE *f, char *line, size_t cap)
+{
+    size_t n = 0;
+    int ch;
+    while ((ch = getc(f)) != EOF && ch != '\n') {
+        if (n < cap - 1)
+            line[n] = (char)ch;
+        if (n < cap)
+            n++;
+    }
+    line[n < cap ? n : cap - 1] = 0;
+    return ch == EOF && n == 0 ? -1 : (long)n;
+}
+
 int cfg_load(struct zpp_config *c, const char *path, int *nbad, char *why, size_t why_len)
 {
     FILE *f = fopen(path, "re");
@@ -311,14 +328,17 @@ int cfg_load(struct zpp_config *c, const char *path, int *nbad, char *why, size_
     }
     char line[1024];
     int lineno = 0, bad = 0;
-    while (fgets(line, sizeof line, f)) {
+    long len;
+    while ((len = read_line(f, line, sizeof line)) >= 0) {
         lineno++;
-        if (!strchr(line, '\n') && !feof(f)) {
+        if ((size_t)len >= sizeof line) {
             ZLOG_W("config", "line too long, ignoring", "file=%s line=%d", path, lineno);
             bad++;
-            int ch;
-            while ((ch = fgetc(f)) != EOF && ch != '\n')
-                ;
+            continue;
+        }
+        if (strlen(line) != (size_t)len) {
+            ZLOG_W("config", "NUL byte in line, ignoring", "file=%s line=%d", path, lineno);
+            bad++;
             continue;
         }
         char *hash = strchr(line, '#');
@@ -340,6 +360,11 @@ int cfg_load(struct zpp_config *c, const char *path, int *nbad, char *why, size_
             ZLOG_W("config", err, "file=%s line=%d ignoring=1", path, lineno);
             bad++;
         }
+    }
+    if (ferror(f)) {
+        snprintf(why, why_len, "cannot read %s: %s", path, strerror(errno));
+        fclose(f);
+        return -1;
     }
     fclose(f);
     if (nbad)
