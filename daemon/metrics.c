@@ -283,15 +283,18 @@ char *metrics_render(struct zppd *d, size_t *len)
     out(&b, "zppd_hpz_lookups_total{result=\"hit\"} %" PRIu64 "\n", hits);
     out(&b, "zppd_hpz_lookups_total{result=\"miss\"} %" PRIu64 "\n", misses);
 
+    /* One group per family (the text format requires it): a loop each. */
     header(&b, "zppd_jobs", "gauge", "Jobs by tenant and state.");
+    for (struct job *j = d->jobs; j; j = j->next)
+        out(&b, "zppd_jobs{tenant=\"%u\",job=\"%s\",state=\"%s\"} 1\n", j->uid, j->id,
+            job_state_label(j));
     header(&b, "zppd_job_hpz_bytes", "gauge", "hpZ bytes held per job.");
+    for (struct job *j = d->jobs; j; j = j->next)
+        out(&b, "zppd_job_hpz_bytes{tenant=\"%u\",job=\"%s\"} %" PRIu64 "\n", j->uid, j->id,
+            hpz_store_job_bytes(d->store, j));
     header(&b, "zppd_job_device_memory_bytes", "gauge",
            "Device memory held per job (communicators, staging).");
     for (struct job *j = d->jobs; j; j = j->next) {
-        out(&b, "zppd_jobs{tenant=\"%u\",job=\"%s\",state=\"%s\"} 1\n", j->uid, j->id,
-            job_state_label(j));
-        out(&b, "zppd_job_hpz_bytes{tenant=\"%u\",job=\"%s\"} %" PRIu64 "\n", j->uid, j->id,
-            hpz_store_job_bytes(d->store, j));
         uint64_t mem = j->be_job && d->be->job_memory ? d->be->job_memory(d->be_state, j->be_job)
                                                       : 0;
         out(&b, "zppd_job_device_memory_bytes{tenant=\"%u\",job=\"%s\"} %" PRIu64 "\n", j->uid,
