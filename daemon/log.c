@@ -39,13 +39,14 @@ const char *zlog_level_name(int level)
     return level >= 0 && level < 4 ? level_names[level] : "?";
 }
 
-/* Copies s into out, escaping quotes, backslashes and control bytes. */
-static void escape(char *out, size_t cap, const char *s)
+/* Copies s into out, escaping control bytes, and quotes and backslashes
+ * too with quotes set. */
+static void escape(char *out, size_t cap, const char *s, int quotes)
 {
     size_t o = 0;
     for (; *s && o + 7 < cap; s++) {
         unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') {
+        if (quotes && (ch == '"' || ch == '\\')) {
             out[o++] = '\\';
             out[o++] = (char)ch;
         } else if (ch < 0x20 || ch == 0x7f) {
@@ -76,14 +77,16 @@ void zlog(int level, const char *mod, const char *msg, const char *fmt, ...)
         va_end(ap);
     }
     char emsg[1024];
-    escape(emsg, sizeof emsg, msg ? msg : "");
+    escape(emsg, sizeof emsg, msg ? msg : "", 1);
+    /* The pairs keep their own quoting in text; a newline in a value (a
+     * client's string) must not start a line of its own. */
+    char ekv[2048];
+    escape(ekv, sizeof ekv, kv, g_json);
     if (g_json) {
-        char ekv[2048];
-        escape(ekv, sizeof ekv, kv);
         fprintf(stderr, "{\"ts\":\"%s\",\"level\":\"%s\",\"mod\":\"%s\",\"msg\":\"%s\",\"kv\":\"%s\"}\n",
                 ts, level_names[level], mod, emsg, ekv);
     } else {
         fprintf(stderr, "ts=%s level=%s mod=%s msg=\"%s\"%s%s\n", ts, level_names[level], mod, emsg,
-                kv[0] ? " " : "", kv);
+                ekv[0] ? " " : "", ekv);
     }
 }
