@@ -643,6 +643,7 @@ static void sub_finish(struct call_sub *sub, const Zpp__Reply *rep, uint64_t req
 
 static void call_free(struct call *c)
 {
+    c->job->ncalls--;
     free(c->subs);
     free(c->slots);
     free(c);
@@ -685,13 +686,25 @@ static void call_fail(struct job *j, struct call *c, int code, const char *fmt, 
 
 /* ---- matching ------------------------------------------------------------ */
 
-static struct call *call_get(struct job *j, uint64_t seq)
+/* The call for seq, made when it is the first rank's; NULL with *code set
+ * when it cannot be. A call lives until every hosted rank has submitted it,
+ * also one refused at once (the ranks still to come must get the same
+ * answer), so the job's calls are capped: a rank alone could otherwise
+ * hold JOB_SEQ_WINDOW of them, each with a world-sized array, answered and
+ * so not counted by max_pending. In a live job a rank is at most
+ * max_pending calls ahead of the slowest, so the cap never binds there. */
+static struct call *call_get(struct job *j, uint64_t seq, int *code)
 {
     struct call **pp = &j->calls;
     for (; *pp && (*pp)->seq < seq; pp = &(*pp)->next)
         ;
     if (*pp && (*pp)->seq == seq)
         return *pp;
+    if (j->ncalls >= j->nlocal * j->d->cfg.max_pending_per_session) {
+        *code = ZPP_ELIMIT;
+        return NULL;
+    }
+    *code = ZPP_ENOMEM;
     struct call *c = calloc(1, sizeof *c);
     if (!c)
         return NULL;
@@ -705,6 +718,7 @@ static struct call *call_get(struct job *j, uint64_t seq)
     c->t_first_ms = zppd_now_ms();
     c->next = *pp;
     *pp = c;
+    j->ncalls++;
     return c;
 }
 
@@ -824,9 +838,16 @@ void job_submit(struct session *s, uint64_t req_id, const Zpp__Collective *w)
                         w->event_slot, s->nevents);
         return;
     }
-    struct call *c = call_get(j, w->seq);
+    int code = 0;
+    struct call *c = call_get(j, w->seq, &code);
     if (!c) {
-        sess_send_error(s, req_id, ZPP_ENOMEM, "out of memory for a call");
+        if (code == ZPP_ELIMIT)
+            sess_send_error(s, req_id, code,
+                            "job %s holds %u calls that wait for other ranks (%u hosted ranks x "
+                            "max_pending_per_session)",
+                            j->id, j->ncalls, j->nlocal);
+        else
+            sess_send_error(s, req_id, ZPP_ENOMEM, "out of memory for a call");
         return;
     }
     struct call_sub *sub = &c->subs[s->rank];
