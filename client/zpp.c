@@ -417,9 +417,19 @@ static Zpp__Reply *stash_take(zpp_conn *c, uint64_t id)
     return NULL;
 }
 
+static int stash_has(const zpp_conn *c, uint64_t id)
+{
+    for (const stash_node *n = c->stash; n; n = n->next)
+        if (n->rep->req_id == id)
+            return 1;
+    return 0;
+}
+
 /* Returns 1 and the reply to `id` (removing it from the outstanding set),
  * 0 if !block and it has not arrived, or a negative code. Replies to other
- * outstanding requests are stashed; unsolicited ones are dropped, except a
+ * outstanding requests are stashed, once (a second reply to the same
+ * request, a daemon's bug, would otherwise pile up and be returned to a later
+ * wait on a finished id); unsolicited ones are dropped, except a
  * req_id 0 error (a daemon's last word before it closes), whose message is
  * kept. */
 static int conn_take(zpp_conn *c, uint64_t id, int block, Zpp__Reply **out)
@@ -437,7 +447,7 @@ static int conn_take(zpp_conn *c, uint64_t id, int block, Zpp__Reply **out)
             return r;
         if (rep->req_id == id)
             goto found;
-        if (out_find(c, rep->req_id) >= 0) {
+        if (out_find(c, rep->req_id) >= 0 && !stash_has(c, rep->req_id)) {
             stash_node *n = malloc(sizeof(*n));
             if (!n) {
                 zpp_reply_free(rep);

@@ -270,6 +270,48 @@ static void test_replies_out_of_order_are_matched_by_req_id(void)
     reap(pid);
 }
 
+/* A faulty daemon answers one request three times while the client waits
+ * for another: the client keeps one answer, and a wait on the id once it
+ * has been returned is ENOENT, not a stale duplicate. */
+static void script_duplicates(int fd)
+{
+    Zpp__Request *r[2];
+    for (int i = 0; i < 2; i++)
+        r[i] = srv_read(fd, NULL);
+    for (int k = 0; k < 3; k++)
+        srv_coll_reply(fd, r[1]->req_id, 2);
+    srv_coll_reply(fd, r[0]->req_id, 1);
+    Zpp__Request *bye = srv_read(fd, NULL); /* a barrier: the client is done */
+    srv_coll_reply(fd, bye->req_id, 3);
+    for (int i = 0; i < 2; i++)
+        zpp_request_free(r[i]);
+    zpp_request_free(bye);
+}
+
+static void test_duplicate_replies_are_kept_once(void)
+{
+    pid_t pid = serve(script_duplicates);
+    zpp_conn *c = NULL;
+    ASSERT_EQ(zpp_connect(sock_path, &c), 0);
+    zpp_coll call;
+    zpp_coll_init(&call, ZPP_OP_ALLGATHER, ZPP_FP32, 1000);
+    call.input.buffer_id = 1;
+    call.output.buffer_id = 2;
+    uint64_t id[2];
+    for (int i = 0; i < 2; i++)
+        ASSERT_EQ(zpp_submit(c, &call, &id[i]), 0);
+    zpp_result res;
+    ASSERT_EQ(zpp_wait(c, id[0], &res), 0);
+    ASSERT_EQ(res.seq, 1);
+    ASSERT_EQ(zpp_wait(c, id[1], &res), 0);
+    ASSERT_EQ(res.seq, 2);
+    ASSERT_EQ(zpp_wait(c, id[1], &res), ZPP_ENOENT);
+    ASSERT_EQ(zpp_barrier(c, &res), 0);
+    ASSERT_EQ(res.seq, 3);
+    zpp_close(c);
+    reap(pid);
+}
+
 static void script_register_and_errors(int fd)
 {
     int passed = -1;
@@ -476,6 +518,7 @@ int main(void)
     test_hello_fills_info_then_daemon_close_is_eclosed();
     test_hello_refuses_bad_job_locally();
     test_replies_out_of_order_are_matched_by_req_id();
+    test_duplicate_replies_are_kept_once();
     test_register_passes_memfd_and_errors_carry_message();
     test_admin_json_escapes_strings();
     unlink(sock_path);
