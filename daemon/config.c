@@ -302,14 +302,23 @@ static char *trim(char *s)
     return s;
 }
 
+/* A config file is read whole at start and on SIGHUP, on the loop thread:
+ * one that never ends (-c /dev/zero, a FIFO) must not hang the daemon. */
+#define CFG_MAX_BYTES (1u << 20)
+
 /* Reads one line, without its '\n', into line (NUL-terminated). Returns its
  * length in bytes (NUL bytes included; more than cap - 1 when it was too long:
- * the rest of it is skipped), or -1 at the end of the file. */
-static long read_line(FILE *f, char *line, size_t cap)
+ * the rest of it is skipped), -1 at the end of the file, or -2 once *left
+ * bytes have been read. */
+static long read_line(FILE *f, char *line, size_t cap, size_t *left)
 {
     size_t n = 0;
     int ch;
-    while ((ch = getc(f)) != EOF && ch != '\n') {
+    while ((ch = getc(f)) != EOF) {
+        if ((*left)-- == 0)
+            return -2;
+        if (ch == '\n')
+            break;
         if (n < cap - 1)
             line[n] = (char)ch;
         if (n < cap)
@@ -329,7 +338,8 @@ int cfg_load(struct zpp_config *c, const char *path, int *nbad, char *why, size_
     char line[1024];
     int lineno = 0, bad = 0;
     long len;
-    while ((len = read_line(f, line, sizeof line)) >= 0) {
+    size_t left = CFG_MAX_BYTES;
+    while ((len = read_line(f, line, sizeof line, &left)) >= 0) {
         lineno++;
         if ((size_t)len >= sizeof line) {
             ZLOG_W("config", "line too long, ignoring", "file=%s line=%d", path, lineno);
@@ -360,6 +370,12 @@ int cfg_load(struct zpp_config *c, const char *path, int *nbad, char *why, size_
             ZLOG_W("config", err, "file=%s line=%d ignoring=1", path, lineno);
             bad++;
         }
+    }
+    if (len == -2) {
+        snprintf(why, why_len, "%s is longer than %u bytes: not a config file", path,
+                 CFG_MAX_BYTES);
+        fclose(f);
+        return -1;
     }
     if (ferror(f)) {
         snprintf(why, why_len, "cannot read %s: %s", path, strerror(errno));

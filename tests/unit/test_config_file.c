@@ -7,7 +7,8 @@
  *  - an overlong line: bad, the next one still applies;
  *  - no newline at the end of the file: the last line applies;
  *  - the path is a directory: cfg_load fails (the daemon would otherwise
- *    run on the defaults, and --check-config report no problem).
+ *    run on the defaults, and --check-config report no problem);
+ *  - a file that never ends (/dev/zero): refused after 1 MiB.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,6 +93,19 @@ static void directory(void)
     printf("directory: %s\n", why);
 }
 
+/* A file that never ends (here /dev/zero) is refused after 1 MiB, not read
+ * forever on the loop thread. */
+static void endless(void)
+{
+    struct zpp_config c;
+    char why[256] = "";
+    int nbad = 0;
+    cfg_defaults(&c);
+    ASSERT_EQ(cfg_load(&c, "/dev/zero", &nbad, why, sizeof why), -1);
+    ASSERT_CONTAINS(why, "longer than");
+    printf("endless: %s\n", why);
+}
+
 int main(void)
 {
     zlog_setup(ZLOG_ERROR, 0); /* the ignored lines' warnings are expected */
@@ -101,6 +115,7 @@ int main(void)
     overlong_line();
     no_newline_at_eof();
     directory();
+    endless();
     unlink(g_path);
     rmdir(g_dir);
     printf("test_config_file: ok\n");
