@@ -156,3 +156,37 @@ def test_two_connections_in_one_process_complete_async_calls(daemon, job) -> Non
         assert q1.wait().algo == q0.wait().algo == "ag_exact"
         assert np.array_equal(outs[0], full) and np.array_equal(outs[1], full)
         del ins, outs
+
+
+def test_hello_refuses_a_local_rank_that_does_not_fit_32_bits(daemon, job) -> None:
+    # ctypes would store 2^32 in the uint32 field as 0: a wrong local rank
+    # the daemon cannot tell from a right one.
+    with zpp.Connection(daemon.socket) as c:
+        for bad in (1 << 32, -1):
+            with pytest.raises(zpp.ZppInvalidArgumentError, match="local_rank"):
+                c.hello(job, 0, 1, local_rank=bad)
+        assert c.world_size is None
+        c.hello(job, 0, 1, local_rank=0)
+
+
+def test_strings_with_a_NUL_byte_are_refused_not_cut(daemon, job) -> None:
+    # C reads a string up to its first NUL: "job\0a" would join "job", and
+    # two hpZ keys that differ after a NUL would name the same slices.
+    with pytest.raises(zpp.ZppInvalidArgumentError, match="NUL"):
+        zpp.Connection(daemon.socket + "\0.other")
+    with zpp.Connection(daemon.socket) as c, zpp.SharedBuffer(4096) as shm:
+        with pytest.raises(zpp.ZppInvalidArgumentError, match="NUL"):
+            c.hello(job + "\0a", 0, 1)
+        with pytest.raises(zpp.ZppInvalidArgumentError, match="NUL"):
+            c.hello(job, 0, 1, tenant_label="t\0x")
+        with zpp.Connection(daemon.socket) as probe:
+            assert job not in [j["job_id"] for j in probe.jobs()["jobs"]]
+        c.hello(job, 0, 1)
+        a = shm.numpy(np.float32, 64)
+        before = calls(c)
+        with pytest.raises(zpp.ZppInvalidArgumentError, match="NUL"):
+            c.qwz_allgather(a, a, hpz_key="k\0a")
+        with pytest.raises(zpp.ZppInvalidArgumentError, match="NUL"):
+            c.hpz_invalidate("k\0a")
+        assert calls(c) == before
+        del a

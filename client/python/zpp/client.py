@@ -254,7 +254,7 @@ class Connection:
     def __init__(self, socket_path: Optional[str] = None) -> None:
         h = conn_p()
         path = os.fspath(socket_path) if socket_path is not None else None
-        rc = LIB.zpp_connect(path.encode() if path else None, ctypes.byref(h))
+        rc = LIB.zpp_connect(_cstr(path, "socket path"), ctypes.byref(h))
         if rc < 0:
             where = path or os.environ.get("ZPP_SOCKET") or "the default socket"
             raise errors.error_from_code(
@@ -315,11 +315,12 @@ class Connection:
                 raise errors.invalid(f"{name} must be an int in 0..2^32-1, got {v!r}")
         if local_rank is None:
             local_rank = rank % (world_size // node_count) if node_count and world_size >= node_count else rank
-        enc = lambda s: s.encode() if s else None  # noqa: E731
+        if not isinstance(local_rank, int) or local_rank < 0 or local_rank > 0xFFFFFFFF:
+            raise errors.invalid(f"local_rank must be an int in 0..2^32-1, got {local_rank!r}")
         desc = JobDesc(
-            job_id=enc(job_id), rank=rank, world_size=world_size, local_rank=local_rank,
-            node_count=node_count, gpu_uuid=enc(gpu_uuid), leader_addr=enc(leader_addr),
-            tenant_label=enc(tenant_label),
+            job_id=_cstr(job_id, "job_id"), rank=rank, world_size=world_size, local_rank=local_rank,
+            node_count=node_count, gpu_uuid=_cstr(gpu_uuid, "gpu_uuid"),
+            leader_addr=_cstr(leader_addr, "leader_addr"), tenant_label=_cstr(tenant_label, "tenant_label"),
         )  # fmt: skip
         out = _HelloInfoC()
         self._check(LIB.zpp_hello(self._handle(), ctypes.byref(desc), ctypes.byref(out)), "hello")
@@ -648,6 +649,17 @@ def connect(socket_path: Optional[str] = None) -> Connection:
     return Connection(socket_path)
 
 
+def _cstr(s: Optional[str], what: str) -> Optional[bytes]:
+    """s as a C string (None for None or ""); C would cut it at a NUL byte,
+    so one is refused."""
+    if not s:
+        return None
+    b = s.encode()
+    if b"\0" in b:
+        raise errors.invalid(f"{what} contains a NUL byte: {s!r}")
+    return b
+
+
 def _check_count(count: int) -> None:
     if not isinstance(count, int) or count < 1 or count >= 1 << 62:
         raise errors.invalid(f"count must be a positive int, got {count!r}")
@@ -716,7 +728,7 @@ def _apply(call: CollC, *, bits: Optional[int] = None, block: int = 0, stages: i
         raise errors.invalid(f"stages must be in 0..64, got {stages}")
     if not 0 <= timeout_ms <= 0xFFFFFFFF:
         raise errors.invalid(f"timeout_ms out of range: {timeout_ms}")
-    key = hpz_key.encode() if hpz_key else None
+    key = _cstr(hpz_key, "hpz_key")
     if key is not None and len(key) > 256:
         raise errors.invalid("hpz_key is longer than 256 bytes")
     call._key = key  # type: ignore[attr-defined]
