@@ -18,6 +18,7 @@ import functools
 import math
 import re
 import os
+import shutil
 import tempfile
 
 import pytest
@@ -445,6 +446,22 @@ def test_resume_equals_continuing(daemon, job):
         resumed = train(daemon, job + "-b", steps=2, load=d)
     for a, b in zip(full, resumed):
         assert a["loss"][3:] == b["loss"], (a["loss"], b["loss"])
+
+
+def test_load_refuses_a_checkpoint_of_mixed_steps(daemon, job):
+    """A save cut short after some ranks replaced their files leaves rank
+    files of two steps beside one manifest: the load refuses it, naming the
+    file, rather than resume a model no rank ever had."""
+    with tempfile.TemporaryDirectory(dir="/tmp") as d:
+        train(daemon, job + "-a", steps=1, ckpt=d, save_at=0)
+        old = os.path.join(d, "old-rank-00001.pt")
+        shutil.copy(os.path.join(d, "rank-00001.pt"), old)
+        train(daemon, job + "-b", steps=3, ckpt=d, save_at=2)
+        os.replace(old, os.path.join(d, "rank-00001.pt"))
+        job_id = re.sub(r"[^A-Za-z0-9._:@/+=-]", "-", job + "-c")
+        res = run(functools.partial(body_train, cfg={"steps": 1, "load": d}),
+                  Job(socket=daemon.socket, job_id=job_id, world=4, nodes=2), raise_errors=False)  # fmt: skip
+    assert "rank-00001.pt is rank 1 of 4 at step 1; the manifest says rank 1 of 4 at step 3" in str(res[1]), res[1]
 
 
 def test_fp16_loss_scale_skips_nonfinite(daemon, job):

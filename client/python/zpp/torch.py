@@ -1310,6 +1310,10 @@ class ZeroPP(nn.Module):
         tmp = os.path.join(path, f".rank-{self.rank:05d}.pt.tmp")
         torch.save(state, tmp)
         os.replace(tmp, os.path.join(path, f"rank-{self.rank:05d}.pt"))
+        # The manifest goes last, once every rank's file is in place: a save
+        # cut short leaves the old manifest, and load_checkpoint refuses a
+        # rank file whose step is not the manifest's.
+        self.comm.barrier()
         if self.rank == 0:
             manifest = {
                 "format": 1,
@@ -1342,7 +1346,14 @@ class ZeroPP(nn.Module):
         names = [(u.name, u.numel) for u in self.units]
         if [(m["name"], m["numel"]) for m in manifest["units"]] != names:
             raise ValueError("checkpoint units differ from this model's")
-        state = torch.load(os.path.join(path, f"rank-{self.rank:05d}.pt"), map_location="cpu")
+        fname = f"rank-{self.rank:05d}.pt"
+        state = torch.load(os.path.join(path, fname), map_location="cpu")
+        if (state.get("rank"), state.get("world_size"), state.get("step")) != (self.rank, self.world, manifest["step"]):
+            raise ValueError(
+                f"{os.path.join(path, fname)} is rank {state.get('rank')} of {state.get('world_size')} at step "
+                f"{state.get('step')}; the manifest says rank {self.rank} of {self.world} at step {manifest['step']}: "
+                "a save into this directory was cut short (or files were mixed)"
+            )
         for u, s in zip(self.units, state["units"]):
             u.master.copy_(s["master"])
             u.exp_avg.copy_(s["exp_avg"])
