@@ -464,6 +464,41 @@ def test_load_refuses_a_checkpoint_of_mixed_steps(daemon, job):
     assert "rank-00001.pt is rank 1 of 4 at step 1; the manifest says rank 1 of 4 at step 3" in str(res[1]), res[1]
 
 
+def body_wait_fails(rank: int, job: Job):
+    """Every rank is told its first gather failed (the call itself ran):
+    the unit it was for must not look gathered afterwards."""
+    torch.set_num_threads(1)
+    with job.connect(rank) as c:
+        zp = wrap(rank, job, c, {})
+        real, told = zp.comm.wait, []
+
+        def flaky(h, kind):
+            r = real(h, kind)
+            if not told and kind.startswith("gather"):
+                told.append(kind)
+                raise RuntimeError("injected: the gather failed")
+            return r
+
+        zp.comm.wait = flaky
+        x, _ = batch(rank, 0, 0)
+        with pytest.raises(RuntimeError, match="injected"):
+            zp(x)
+        tag = zp._tag()
+        looks_gathered = [u.name for u in zp.units if u.slot is not None and u.pending is None and u.tag == tag]
+        forgotten = [u.name for u in zp.units if u.slot is not None and u.pending is None and u.tag is None]
+        zp.comm.wait = real
+        c.barrier()
+    return {"told": told, "gathered": looks_gathered, "forgotten": forgotten}
+
+
+def test_failed_gather_wait_leaves_no_valid_slot(daemon, job):
+    job_id = re.sub(r"[^A-Za-z0-9._:@/+=-]", "-", job)
+    res = run(body_wait_fails, Job(socket=daemon.socket, job_id=job_id, world=4, nodes=2))
+    for r in res:
+        assert r["told"], r
+        assert len(r["forgotten"]) == 1, r
+
+
 def test_fp16_loss_scale_skips_nonfinite(daemon, job):
     res = train(daemon, job, steps=8, dtype="float16", qgz=False, init_scale=2.0**20)
     for r in res:

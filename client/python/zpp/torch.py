@@ -944,7 +944,14 @@ class ZeroPP(nn.Module):
     def _complete(self, u: _Unit) -> None:
         if u.pending is not None:
             h, u.pending = u.pending, None
-            self.comm.wait(h, u.pending_kind)
+            try:
+                self.comm.wait(h, u.pending_kind)
+            except BaseException:
+                # The slot holds no gathered copy (nor the daemon a key for
+                # it): a caller that goes on after the error must gather again.
+                u.tag = None
+                u.keyed_tag = None
+                raise
 
     def _ensure(self, u: _Unit, backward: bool, want_key: bool) -> None:
         self._clock += 1
