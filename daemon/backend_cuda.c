@@ -320,14 +320,12 @@ void cu_defer(struct cu_backend *b, int device, void (*fn)(struct cu_backend *, 
 {
     cudaEvent_t *ev = NULL;
     int nev = 0;
-    if (cu_jobs_fence(b, device, &ev, &nev) || nev == 0) {
+    int frc = cu_jobs_fence(b, device, &ev, &nev);
+    if (frc || nev == 0) {
         free(ev);
-        if (nev == 0) {
-            fn(b, arg);
-            return;
-        }
-        /* no memory for the fence: wait on the GPU (rare) */
-        cudaDeviceSynchronize();
+        /* no memory for the fence (it says nev 0 then): wait on the GPU (rare) */
+        if (frc)
+            cudaDeviceSynchronize();
         fn(b, arg);
         return;
     }
@@ -911,8 +909,10 @@ static void cuda_events_close(void *backend, void *state)
     for (int i = 0; i < ev->n; i++) {
         if (ev->ready && ev->ready[i])
             ZCU(cuEventDestroy)(ev->ready[i]);
-        if (ev->done && ev->done[i])
+        if (ev->done && ev->done[i]) {
+            cu_call_done_forget(b, ev->done[i]);
             ZCU(cuEventDestroy)(ev->done[i]);
+        }
     }
     free(ev->ready);
     free(ev->done);

@@ -233,6 +233,9 @@ int cu_peer_gather(struct be_call *c, int comm, void *const *send, void *const *
  * call (1: nothing to record). */
 void cu_call_done_note(struct be_call *c, int s, CUevent done);
 int cu_call_done_early(struct be_call *c, int s, CUevent done);
+/* done is about to be destroyed (its session closes): no slot keeps it
+ * noted (a call that failed between call_wait and call_record left it). */
+void cu_call_done_forget(struct cu_backend *b, CUevent done);
 int cu_peer_qwz(struct be_call *c, int comm, void *const *in, void *const *out, uint64_t shard,
                 uint64_t count, int dtype, int bits, uint32_t block, uint64_t *poisoned);
 int cu_lane_wait(struct be_call *c, int s, int lane, int m);

@@ -249,6 +249,17 @@ int cu_call_done_early(struct be_call *c, int s, CUevent done)
     return early;
 }
 
+void cu_call_done_forget(struct cu_backend *b, CUevent done)
+{
+    for (struct cu_job *j = b->jobs; j; j = j->next)
+        for (int s = 0; s < j->t.nslots; s++)
+            if (j->slots[s].done == done) {
+                j->slots[s].done = NULL;
+                j->slots[s].done_call = NULL;
+                j->slots[s].early = 0;
+            }
+}
+
 /* Makes slot s current; 0 and *sl, or a code with c->err. */
 static int slot_use(struct be_call *c, int s, struct cu_slot **sl)
 {
@@ -462,6 +473,16 @@ static void comms_release(struct cu_job *j, int abort)
             for (int k = 0; k < CU_NCOMM; k++)
                 if (j->slots[s].comm[k])
                     d->comm[d->n++] = j->slots[s].comm[k];
+    } else if (n && !j->comms_gone) {
+        /* no memory to hand them over: end them here rather than lose them */
+        for (int s = 0; s < j->t.nslots; s++)
+            for (int k = 0; k < CU_NCOMM; k++)
+                if (j->slots[s].comm[k]) {
+                    if (abort)
+                        ncclCommAbort(j->slots[s].comm[k]);
+                    else
+                        ncclCommDestroy(j->slots[s].comm[k]);
+                }
     }
     for (int s = 0; s < j->t.nslots; s++)
         for (int k = 0; k < CU_NCOMM; k++)
