@@ -21,6 +21,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -75,16 +76,16 @@ static struct {
 #define ZCU_MEMBER(f) __typeof__(&f) p_##f;
     ZCU_FUNCS(ZCU_MEMBER)
 #undef ZCU_MEMBER
-    int loaded;
 } zcu;
 #define ZCU(f) (zcu.p_##f)
+/* 0: not loaded (or the last try failed), 1: a thread is loading, 2: loaded.
+ * zcu is process-wide while connections are per thread (zpp.h): threads
+ * with connections of their own may make their first CUDA call at once. */
+static atomic_int zcu_state;
 
-/* Loads the driver functions once; 0 or ZPP_EUNSUPPORTED. Not thread-safe
- * on the first call (like the rest of a connection's use). */
-static int zcu_load(void)
+/* Fills zcu; 0 or ZPP_EUNSUPPORTED. Only one thread at a time (zcu_load). */
+static int zcu_fill(void)
 {
-    if (zcu.loaded)
-        return 0;
     void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!h)
         return ZPP_EUNSUPPORTED;
@@ -102,7 +103,25 @@ static int zcu_load(void)
     }
     ZCU_FUNCS(ZCU_LOAD)
 #undef ZCU_LOAD
-    zcu.loaded = 1;
+    return 0;
+}
+
+/* Loads the driver functions once per process; 0 or ZPP_EUNSUPPORTED.
+ * Thread-safe: one thread fills zcu, the others wait for its outcome. */
+static int zcu_load(void)
+{
+    int st = atomic_load_explicit(&zcu_state, memory_order_acquire);
+    while (st != 2) {
+        if (st == 0 && atomic_compare_exchange_strong(&zcu_state, &st, 1)) {
+            int rc = zcu_fill();
+            atomic_store_explicit(&zcu_state, rc ? 0 : 2, memory_order_release);
+            return rc;
+        }
+        if (st == 1) {
+            sched_yield();
+            st = atomic_load_explicit(&zcu_state, memory_order_acquire);
+        }
+    }
     return 0;
 }
 
@@ -170,8 +189,8 @@ static void ext_free(void *state)
         if (z->done && z->done[i])
             ZCU(cuEventDestroy)(z->done[i]);
     }
-    if (prev)
-        ZCU(cuCtxSetCurrent)(prev);
+    if (z->ctx && prev != z->ctx)
+        ZCU(cuCtxSetCurrent)(prev); /* NULL too: leave no context bound here */
     free(z->ready);
     free(z->done);
     free(z->ready_h);
@@ -367,7 +386,11 @@ int zpp_register_cuda(zpp_conn *c, const void *dptr, size_t len, uint64_t *buffe
             close(fds[i]);
         return rc;
     }
-    /* cudaMalloc memory: the legacy IPC handle of the allocation. */
+    /* cudaMalloc memory: the legacy IPC handle of the allocation, which
+     * must hold all of [p, p + len) (cuMemGetAddressRange: p - base < size). */
+    if (len > size - (p - base))
+        return zpp__set_err(c, ZPP_ERANGE,
+                            "zpp_register_cuda: the range runs past the end of its allocation");
     CUipcMemHandle ih;
     if ((r = ZCU(cuIpcGetMemHandle)(&ih, base)) != CUDA_SUCCESS)
         return drv_err(c, r, "cuIpcGetMemHandle");

@@ -46,7 +46,8 @@ ZPP_EXPORT int zpp_cuda_attach(zpp_conn *c, int n_events);
  * allow_legacy_ipc). The registered region is the whole covering
  * allocation(s): *offset_out is dptr's byte offset inside it, to use in
  * zpp_bufref.offset. A VMM range over more than ZPP_CUDA_MAX_CHUNKS chunks
- * is refused (ZPP_ELIMIT): register smaller ranges. If the allocator
+ * is refused (ZPP_ELIMIT): register smaller ranges; a range that runs
+ * past the end of its allocation is refused (ZPP_ERANGE). If the allocator
  * unmaps a chunk and maps new memory at the same address, the daemon keeps
  * reading the old memory: register again after the caching allocator
  * frees memory (libzpp caches nothing by address). */
