@@ -1,11 +1,14 @@
 #!/bin/bash
-# session 20, call 7 (one H200): does a client in its own IPC and PID namespaces, with its own /dev/shm (what a
+# session 20, calls 7 and 8 (one H200; call 8 added d-g): does a client in its own IPC and PID namespaces, with its own /dev/shm (what a
 # training pod beside the zppd DaemonSet pod has), reach a cuda zppd? docs/kubernetes.md says no hostIPC or
 # hostPID is needed (descriptors travel over the socket, a legacy IPC handle opens across namespaces); a
 # review doubted it for the IPC *events* of zpp_cuda_attach / Hello. One cuda zppd (allow_legacy_ipc) and
 # one host zppd in this machine's namespaces; zpp-cuda-test -w 1 -n 1 -m 1 (and -L: a cudaMalloc buffer via
 # a legacy handle) run (a) in the same namespaces, (b) under unshare --ipc --mount with a fresh tmpfs on
-# /dev/shm, (c) as (b) plus --pid --fork. Needs root (CAP_SYS_ADMIN) for unshare; says so when refused.
+# /dev/shm, (c) as (b) plus --pid --fork; then which part matters: (d) --ipc alone (the same /dev/shm),
+# (e) --mount with a fresh /dev/shm alone (the same IPC namespace), (f) --ipc --mount with the machine's
+# /dev/shm bound back in (a hostPath /dev/shm in both pods), (g) --pid --fork alone. Needs root
+# (CAP_SYS_ADMIN) for unshare; says so when refused.
 export NCCL_NVLS_ENABLE=0
 R=$OUT/r; mkdir -p $R
 H=$R/head.txt
@@ -27,6 +30,11 @@ NS="mount -t tmpfs -o size=64m tmpfs /dev/shm && exec env LD_LIBRARY_PATH=$LD_LI
 echo "unshare probe: $(unshare --ipc --mount --propagation private true 2>&1 && echo ok)" >> $H
 run b-own-ipc-shm unshare --ipc --mount --propagation private sh -c "$NS \"\$0\" \"\$@\""
 run c-own-ipc-shm-pid unshare --ipc --mount --pid --fork --propagation private sh -c "$NS \"\$0\" \"\$@\""
+run d-own-ipc unshare --ipc env
+run e-own-shm unshare --mount --propagation private sh -c "$NS \"\$0\" \"\$@\""
+BIND="mkdir -p /tmp/zpp-ns-shm && mount --bind /dev/shm /tmp/zpp-ns-shm && mount -t tmpfs tmpfs /dev/shm && mount --bind /tmp/zpp-ns-shm /dev/shm && exec env LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+run f-own-ipc-host-shm unshare --ipc --mount --propagation private sh -c "$BIND \"\$0\" \"\$@\""
+run g-own-pid unshare --pid --fork env
 kill $PC $PH; wait $PC $PH 2>/dev/null
 echo "zppd cuda: $(grep -cE 'level=(warn|error)' $R/zppd-cuda.log) warn/error lines" >> $H
 cat $H
