@@ -228,7 +228,11 @@ static int ext_hello_in(void *state, zpp_conn *c, const Zpp__HelloReply *hr)
         CUresult r = ZCU(cuIpcOpenEventHandle)(&z->done[i], h);
         if (r != CUDA_SUCCESS) {
             z->done[i] = NULL;
-            return drv_err(c, r, "cuIpcOpenEventHandle (daemon done event)");
+            return drv_err(c, r,
+                           r == CUDA_ERROR_MAP_FAILED
+                               ? "cuIpcOpenEventHandle (daemon done event; zppd and its clients "
+                                 "must run as one uid and share /dev/shm: docs/cuda.md)"
+                               : "cuIpcOpenEventHandle (daemon done event)");
         }
     }
     z->have_done = 1;

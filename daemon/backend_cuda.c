@@ -954,7 +954,16 @@ static int cuda_events_open(void *backend, int device, const uint8_t *const *rea
         memcpy(&h, ready[i], sizeof h);
         if ((r = ZCU(cuIpcOpenEventHandle)(&ev->ready[i], h)) != CUDA_SUCCESS) {
             ev->ready[i] = NULL;
-            rc = cu_drv_fail(r, "cuIpcOpenEventHandle (client ready event)", why, why_len);
+            /* An IPC event lives in a /dev/shm file of its creator's, mode
+             * 0600 (measured on driver 580: bench/results/
+             * robust-2026-11-24-h200-s20/): another uid or another /dev/shm
+             * cannot map it. Say so rather than leave the driver's words. */
+            rc = cu_drv_fail(r,
+                             r == CUDA_ERROR_MAP_FAILED
+                                 ? "cuIpcOpenEventHandle (client ready event; zppd and its "
+                                   "clients must run as one uid and share /dev/shm: docs/cuda.md)"
+                                 : "cuIpcOpenEventHandle (client ready event)",
+                             why, why_len);
             goto fail;
         }
         r = ZCU(cuEventCreate)(&ev->done[i], CU_EVENT_INTERPROCESS | CU_EVENT_DISABLE_TIMING);
