@@ -486,6 +486,14 @@ void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h)
                         multi ? h->leader_addr : "none");
         return;
     }
+    /* A rank that rejoins opens a rank session too. */
+    uint32_t qs = d->cfg.tenant_max_sessions;
+    if (qs && tenant_rank_sessions(d, s->uid) >= qs) {
+        sess_send_error(s, req_id, ZPP_ELIMIT,
+                        "tenant uid %u has %u rank sessions (tenant_max_sessions = %u)", s->uid,
+                        tenant_rank_sessions(d, s->uid), qs);
+        return;
+    }
     if (j && j->detached_ms && j->detached_ms[h->rank]) {
         /* A rank that left between calls comes back: same job, same
          * communicators and hpZ slices; it resumes at the job's next call. */
@@ -512,13 +520,6 @@ void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h)
     if (j && j->members[h->rank]) {
         sess_send_error(s, req_id, ZPP_EEXIST, "rank %u of job %s has already joined (pid %u)",
                         h->rank, j->id, j->members[h->rank]->pid);
-        return;
-    }
-    uint32_t qs = d->cfg.tenant_max_sessions;
-    if (qs && tenant_rank_sessions(d, s->uid) >= qs) {
-        sess_send_error(s, req_id, ZPP_ELIMIT,
-                        "tenant uid %u has %u rank sessions (tenant_max_sessions = %u)", s->uid,
-                        tenant_rank_sessions(d, s->uid), qs);
         return;
     }
     if (!j) {
@@ -946,6 +947,7 @@ static void reply_done(struct job *j, struct call *c)
         snprintf(msg, sizeof msg, "job %s was aborted: %s", j->id, j->abort_reason);
         for (uint32_t r = 0; r < j->world; r++)
             sub_finish(&c->subs[r], NULL, c->subs[r].req_id, ZPP_EABORTED, msg);
+        ring_push(j, c, 3, msg); /* its record said running */
     } else {
         c->running = 0;
         call_fail(j, c, x->status, "call %" PRIu64 " (%s) failed: %s", c->seq,
