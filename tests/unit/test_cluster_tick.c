@@ -27,6 +27,7 @@ int main(void)
 #include "job.h"
 #include "peer.h"
 #include "test.h"
+#include "uv_wait.h"
 #include "zpp.h"
 
 /* ---- main.c's part, faked ------------------------------------------------------ */
@@ -52,22 +53,9 @@ void zppd_maybe_exit(struct zppd *d)
 
 static uv_loop_t loop;
 
-static void tick_cb(uv_timer_t *t)
-{
-    (void)t;
-}
-
 static void run_until(const int *flag, uint64_t ms)
 {
-    uv_timer_t tick;
-    uv_timer_init(&loop, &tick);
-    uv_timer_start(&tick, tick_cb, 5, 5);
-    uv_update_time(&loop);
-    uint64_t t0 = uv_now(&loop);
-    while ((!flag || !*flag) && uv_now(&loop) - t0 < ms)
-        uv_run(&loop, UV_RUN_ONCE);
-    uv_close((uv_handle_t *)&tick, NULL);
-    uv_run(&loop, UV_RUN_NOWAIT);
+    uv_wait_until(&loop, flag, ms);
 }
 
 struct res {

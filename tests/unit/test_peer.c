@@ -28,6 +28,7 @@ int main(void)
 
 #include "peer.h"
 #include "test.h"
+#include "uv_wait.h"
 #include "zpp.h"
 
 static uv_loop_t loop;
@@ -37,25 +38,9 @@ static const struct peer_tenant ptenant = {1000, "team-a"};
 
 /* ---- loop helpers ---------------------------------------------------------- */
 
-static void tick_cb(uv_timer_t *t)
-{
-    (void)t;
-}
-
-/* Runs the loop until *flag is nonzero or `ms` pass; returns the ms spent. */
 static uint64_t run_until(const int *flag, uint64_t ms)
 {
-    uv_timer_t tick;
-    uv_timer_init(&loop, &tick);
-    uv_timer_start(&tick, tick_cb, 5, 5);
-    uv_update_time(&loop);
-    uint64_t t0 = uv_now(&loop);
-    while ((!flag || !*flag) && uv_now(&loop) - t0 < ms)
-        uv_run(&loop, UV_RUN_ONCE);
-    uint64_t spent = uv_now(&loop) - t0;
-    uv_close((uv_handle_t *)&tick, NULL);
-    uv_run(&loop, UV_RUN_NOWAIT);
-    return spent;
+    return uv_wait_until(&loop, flag, ms);
 }
 
 static void pump(uint64_t ms)

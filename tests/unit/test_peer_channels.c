@@ -22,6 +22,7 @@ int main(void)
 
 #include "peer.h"
 #include "test.h"
+#include "uv_wait.h"
 #include "zpp.h"
 
 #define CALLS 1100 /* more than peer.c's PEER_MAX_CHANNELS (1024) */
@@ -29,23 +30,9 @@ int main(void)
 static uv_loop_t loop;
 static const struct peer_tenant ptenant = {1000, "team-a"};
 
-static void tick_cb(uv_timer_t *t)
-{
-    (void)t;
-}
-
-/* Runs the loop until *flag is nonzero or `ms` pass. */
 static void run_until(const int *flag, uint64_t ms)
 {
-    uv_timer_t tick;
-    uv_timer_init(&loop, &tick);
-    uv_timer_start(&tick, tick_cb, 5, 5);
-    uv_update_time(&loop);
-    uint64_t t0 = uv_now(&loop);
-    while ((!flag || !*flag) && uv_now(&loop) - t0 < ms)
-        uv_run(&loop, UV_RUN_ONCE);
-    uv_close((uv_handle_t *)&tick, NULL);
-    uv_run(&loop, UV_RUN_NOWAIT);
+    uv_wait_until(&loop, flag, ms);
 }
 
 static int aborts;
