@@ -439,6 +439,40 @@ class _NoComm(zpp.torch._Comm):
         return [torch.zeros(max(n, 1), dtype=dt)[:n] for n, dt in plan]
 
 
+def test_zero_grad_drops_the_nonfinite_count():
+    """zero_grad() drops the accumulated gradients and with them the
+    non-finite blocks their reduces reported: the next step is not skipped
+    for gradients it never sees."""
+    model, _ = make_model(0)
+    zp = zpp.torch.ZeroPP(model, rank=0, world_size=1, comm=_NoComm(), device="cpu", qwz=False, hpz=False,
+                          qgz=False)  # fmt: skip
+    zp._nonfinite = 3  # as _finish_reduce counts a qgZ reply's nonfinite_blocks
+    zp.zero_grad()
+    assert zp._nonfinite == 0 and zp._micro == 0
+
+
+def test_cuda_request_failure_raises_on_every_wait(monkeypatch):
+    """A CudaComm call whose wait failed (e.g. first waited by the in-flight
+    cap or a drain) raises again when its gather or reduce waits for it,
+    as zpp.Request does; it never returns as if completed."""
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: None)
+    calls = []
+
+    class Zc:
+        def wait_stream(self, conn, rid, stream):
+            calls.append(rid)
+            raise RuntimeError("injected: the call failed")
+
+    class Comm:
+        zc, conn, device = Zc(), None, torch.device("cpu")
+
+    req = zpp.torch._CudaReq(Comm(), 7)
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="injected"):
+            req.wait()
+    assert calls == [7]
+
+
 def test_resume_equals_continuing(daemon, job):
     with tempfile.TemporaryDirectory(dir="/tmp") as d:
         full = train(daemon, job + "-a", steps=5, ckpt=d, save_at=2)

@@ -410,12 +410,22 @@ class _CudaReq:
     def __init__(self, comm: CudaComm, rid: int) -> None:
         self.comm, self.rid, self.res = comm, rid, None
         self.done = False
+        self.err: Optional[BaseException] = None
 
     def wait(self) -> Optional[Result]:
+        """The Result; a failed call raises its error again on every later
+        wait (as Request.wait): a handle waited first by the in-flight cap
+        or a drain must not look completed to its gather or reduce."""
         if not self.done:
             self.done = True
-            self.res = self.comm.zc.wait_stream(self.comm.conn, self.rid,
-                                                torch.cuda.current_stream(self.comm.device))  # fmt: skip
+            try:
+                self.res = self.comm.zc.wait_stream(self.comm.conn, self.rid,
+                                                    torch.cuda.current_stream(self.comm.device))  # fmt: skip
+            except BaseException as e:
+                self.err = e
+                raise
+        if self.err is not None:
+            raise self.err
         return self.res
 
 
@@ -801,10 +811,13 @@ class ZeroPP(nn.Module):
         self._placeholder = torch.full((), float("nan"), dtype=self.dtype, device=self.device)
         for u in self.units:
             flat = torch.zeros(u.shard * W, dtype=torch.float32)
-            mask = torch.ones(u.shard * W, dtype=torch.float32) if no_decay else None
+            # (a frozen parameter is not decayed either: its gradient is
+            # always zero, as torch.optim.AdamW leaves a parameter without one)
+            frozen = len(u.trainable) < len(u.params)
+            mask = torch.ones(u.shard * W, dtype=torch.float32) if no_decay or frozen else None
             for name, p, off, n, _ in u.params:
                 flat[off : off + n] = p.detach().reshape(-1).to("cpu", torch.float32)
-                if mask is not None and no_decay(name, p):
+                if mask is not None and ((no_decay and no_decay(name, p)) or not p.requires_grad):
                     mask[off : off + n] = 0
             lo = r * u.shard
             u.master = flat[lo : lo + u.shard].clone().to(self.device)
@@ -1265,6 +1278,7 @@ class ZeroPP(nn.Module):
         for u in self.units:
             u.gacc = None  # its memory goes back until the next backward reduces
         self._micro = 0
+        self._nonfinite = 0  # (the dropped reduces' non-finite blocks go with them)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Drops the accumulated gradients (step() does it itself)."""
