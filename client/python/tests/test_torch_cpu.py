@@ -195,7 +195,7 @@ def body_train(rank: int, job: Job, cfg: dict):
             for m in range(cfg.get("accum", 1)):
                 x, y = batch(rank, step, m)
                 loss = loss_of(zp(x), y)
-                zp.backward(loss)
+                zp.backward(loss * float("inf") if cfg.get("poison_step") == step else loss)
                 out["loss"].append(loss.item())
                 if cfg.get("mem"):
                     out["mem"].append(("backward", dict(zp.memory_report())))
@@ -532,6 +532,16 @@ def test_failed_gather_wait_leaves_no_valid_slot(daemon, job):
     for r in res:
         assert r["told"], r
         assert len(r["forgotten"]) == 1, r
+
+
+def test_bf16_step_with_nonfinite_gradients_is_skipped(daemon, job):
+    """bf16, plain reduce-scatter, no clipping: a backward whose gradients
+    are Inf/NaN (the loss times Inf at step 1) is skipped on every rank, and
+    training goes on with finite losses instead of NaN weights."""
+    res = train(daemon, job, steps=4, qgz=False, poison_step=1)
+    for r in res:
+        assert r["skipped"] == 1, (r["skipped"], r["loss"])
+        assert all(math.isfinite(v) for v in r["loss"]), r["loss"]
 
 
 def test_fp16_loss_scale_skips_nonfinite(daemon, job):

@@ -1199,7 +1199,9 @@ class ZeroPP(nn.Module):
         bad: Union[float, torch.Tensor] = float(self._nonfinite > 0)
         # (a unit without gradients since the last step has gacc None: zeros,
         # whose terms are the same 0-d values as an all-zero accumulator's)
-        if self.dtype == torch.float16 and self.units:
+        # Every dtype: a bf16 or fp32 gradient can overflow too, and the
+        # plain reduce-scatter reports nothing (only qgZ counts blocks).
+        if self.units:
             no = torch.zeros((), dtype=torch.bool, device=self.device)
             bad = bad + torch.stack([no if u.gacc is None else (~torch.isfinite(u.gacc)).any()
                                      for u in self.units]).any().float()  # fmt: skip
