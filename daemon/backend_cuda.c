@@ -164,9 +164,7 @@ void cu_mark_fatal(struct cu_backend *b, const char *what, cudaError_t r)
 #define CU_HEALTH_MS 1000u
 static void cu_health(struct cu_backend *b)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    const uint64_t now = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    const uint64_t now = cu_now_ms();
     if (b->fatal || now - b->health_ms < CU_HEALTH_MS)
         return;
     b->health_ms = now;
@@ -308,9 +306,7 @@ struct cu_grave *cu_grave_add(struct cu_backend *b, cudaEvent_t *ev, int nev,
     g->nev = nev;
     g->fn = fn;
     g->arg = arg;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    g->since_ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    g->since_ms = cu_now_ms();
     g->next = b->graves;
     b->graves = g;
     return g;
@@ -336,9 +332,7 @@ void cu_defer(struct cu_backend *b, int device, void (*fn)(struct cu_backend *, 
 
 void cu_reap(struct cu_backend *b)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    uint64_t now = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    uint64_t now = cu_now_ms();
     struct cu_grave **pp = &b->graves;
     while (*pp) {
         struct cu_grave *g = *pp;
@@ -1105,9 +1099,7 @@ static void cuda_store_free(void *backend, int device, void *p)
 static int cuda_dev_stats(void *backend, struct be_dev_stat *out, int max)
 {
     struct cu_backend *b = backend;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    uint64_t now = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    uint64_t now = cu_now_ms();
     int ending = cu_reaper_pending(b);
     for (int i = 0; i < b->ndev && i < max; i++) {
         const struct cu_dev *dv = &b->devs[i];

@@ -15,8 +15,18 @@
 #include <nccl.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "backend.h"
+
+/* CLOCK_MONOTONIC in ms: the backend's clock, on the loop and its threads
+ * alike (zppd_now_ms is main.c's, which tests replace). */
+static inline uint64_t cu_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
 
 /* The driver API is reached through libcuda.so.1 loaded at run time
  * (zcu_load), never linked: a zppd built with CUDA still starts, and falls

@@ -148,13 +148,6 @@ struct cu_job {
     int xbroken; /* a fenced launch failed half-way: the job has to end */
 };
 
-static uint64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static int nccl_fail(ncclResult_t r, ncclComm_t comm, const char *what, char *why, size_t len)
 {
     const char *last = comm ? ncclGetLastError(comm) : NULL;
@@ -168,7 +161,7 @@ static int nccl_fail(ncclResult_t r, ncclComm_t comm, const char *what, char *wh
 static int wait_comms(ncclComm_t *comms, int n, int deadline_ms, const char *what, char *why,
                       size_t len)
 {
-    uint64_t end = now_ms() + (uint64_t)deadline_ms;
+    uint64_t end = cu_now_ms() + (uint64_t)deadline_ms;
     for (;;) {
         int busy = 0;
         for (int i = 0; i < n; i++) {
@@ -185,7 +178,7 @@ static int wait_comms(ncclComm_t *comms, int n, int deadline_ms, const char *wha
         }
         if (!busy)
             return 0;
-        if (now_ms() > end) {
+        if (cu_now_ms() > end) {
             snprintf(why, len, "%s: still in progress after %d ms", what, deadline_ms);
             return ZPP_ETIMEDOUT;
         }
@@ -353,14 +346,14 @@ struct cu_reaper {
 
 static void dead_end(struct cu_dead *d)
 {
-    uint64_t t0 = now_ms();
+    uint64_t t0 = cu_now_ms();
     for (int i = 0; i < d->n; i++) {
         if (d->abort)
             ncclCommAbort(d->comm[i]);
         else
             ncclCommDestroy(d->comm[i]);
     }
-    uint64_t ms = now_ms() - t0;
+    uint64_t ms = cu_now_ms() - t0;
     if (ms >= 1000)
         ZLOG_I("cuda", "communicators ended (off the loop)", "n=%d how=%s ms=%" PRIu64, d->n,
                d->abort ? "abort" : "destroy", ms);
@@ -595,7 +588,7 @@ static void job_reap(struct cu_backend *b, void *arg)
     struct cu_job *j = arg;
     if (!j->abort && !j->comms_gone && comms_finalize_start(j)) {
         j->finalizing = 1;
-        j->fin_ms = now_ms();
+        j->fin_ms = cu_now_ms();
         return;
     }
     comms_release(j, j->abort);
@@ -610,13 +603,13 @@ void cu_jobs_tick(struct cu_backend *b, int all)
         if (!j->finalizing)
             continue;
         int busy = comms_busy(j);
-        if (busy > 0 && !all && now_ms() - j->fin_ms < CU_FINALIZE_MS)
+        if (busy > 0 && !all && cu_now_ms() - j->fin_ms < CU_FINALIZE_MS)
             continue;
         /* failed, or still finalizing after CU_FINALIZE_MS (a peer gone
          * quiet): abort instead */
         if (busy > 0)
             ZLOG_I("cuda", "finalize not done: aborting the job's communicators", "ms=%" PRIu64,
-                   now_ms() - j->fin_ms);
+                   cu_now_ms() - j->fin_ms);
         comms_release(j, busy != 0);
         job_free(b, j);
     }
