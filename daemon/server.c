@@ -399,8 +399,6 @@ static int take_fds(struct session *s, struct msghdr *mh)
     return rc;
 }
 
-int sess_take_fd(struct session *s);
-/* Pops the oldest unclaimed descriptor, or -1. The caller owns it. */
 int sess_take_fd(struct session *s)
 {
     if (!s->nfds)
@@ -411,10 +409,7 @@ int sess_take_fd(struct session *s)
     return fd;
 }
 
-/* A request refused before dispatch still owns the descriptors it
- * announced: close them, or the next RegisterBuffer would claim them in
- * place of its own. */
-static void drop_announced_fds(struct session *s, const Zpp__Request *req)
+void sess_drop_announced_fds(struct session *s, const Zpp__Request *req)
 {
     uint32_t n = 0;
     if (req->body_case == ZPP__REQUEST__BODY_REGISTER_BUFFER && req->register_buffer)
@@ -457,7 +452,7 @@ static void process_frames(struct session *s)
         int vrc = zpp_request_validate(req, &why);
         if (vrc) {
             log_proto(s, why ? why : "invalid request");
-            drop_announced_fds(s, req);
+            sess_drop_announced_fds(s, req); /* refused: nothing claims them */
             sess_send_error(s, req->req_id, vrc, "%s", why ? why : "invalid request");
         } else {
             sess_dispatch(s, req);

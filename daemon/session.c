@@ -26,8 +26,6 @@
 #include "session.h"
 #include "zpp.h"
 
-int sess_take_fd(struct session *s);
-
 void buffer_ref(struct buffer *b)
 {
     b->refs++;
@@ -260,14 +258,8 @@ void sess_dispatch(struct session *s, const Zpp__Request *req)
 {
     switch (req->body_case) {
     case ZPP__REQUEST__BODY_HELLO:
-        /* This daemon takes no stream-flag array (a reserved field): close
-         * the descriptor a Hello announces, or the next RegisterBuffer
-         * would claim it in place of its own. */
-        for (uint32_t i = 0; i < req->hello->flags_nfds; i++) {
-            int fd = sess_take_fd(s);
-            if (fd >= 0)
-                close(fd);
-        }
+        /* this daemon takes no stream-flag array (a reserved field) */
+        sess_drop_announced_fds(s, req);
         job_hello(s, req->req_id, req->hello);
         break;
     case ZPP__REQUEST__BODY_REGISTER_BUFFER:

@@ -106,6 +106,14 @@ void sess_close_later(struct session *s, const char *reason);
 void sess_ref(struct session *s);
 void sess_unref(struct session *s);
 
+/* server.c: pops the oldest descriptor received on the connection and not
+ * yet claimed, or -1; the caller owns it. */
+int sess_take_fd(struct session *s);
+/* server.c: closes the descriptors req announced (a RegisterBuffer's nfds,
+ * a Hello's flags_nfds) when nothing will claim them: a refused request,
+ * the flag array this daemon does not take. Left queued, they would be
+ * claimed by the next RegisterBuffer in place of its own. */
+void sess_drop_announced_fds(struct session *s, const Zpp__Request *req);
 /* session.c: handles one unpacked, validated request. */
 void sess_dispatch(struct session *s, const Zpp__Request *req);
 /* Drops every registered buffer (session end). */
