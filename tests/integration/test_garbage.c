@@ -271,6 +271,29 @@ static void bad_fields(void)
     assert_alive("bad fields");
 }
 
+/* A raw connection that said Hello as the one rank of job_id. */
+static int raw_joined(const char *job_id)
+{
+    int fd = zh_raw_connect(g_d.socket);
+    ASSERT(fd >= 0);
+    Zpp__Request req = ZPP__REQUEST__INIT;
+    req.version = ZPP__PROTOCOL_VERSION__PROTOCOL_VERSION;
+    Zpp__Hello h = ZPP__HELLO__INIT;
+    h.job_id = (char *)job_id;
+    h.world_size = 1;
+    h.node_count = 1;
+    h.gpu_uuid = "host";
+    req.body_case = ZPP__REQUEST__BODY_HELLO;
+    req.hello = &h;
+    req.req_id = 1;
+    ASSERT_EQ(zh_raw_request(fd, &req, NULL, 0), 0);
+    Zpp__Reply *rep = NULL;
+    ASSERT_EQ(zh_raw_reply(fd, 5000, &rep), 0);
+    ASSERT_EQ(rep->code, 0);
+    zpp_reply_free(rep);
+    return fd;
+}
+
 /* Sends req with one descriptor; returns the reply's code. */
 static int request_with_fd(int fd, Zpp__Request *req, int xfd)
 {
@@ -289,26 +312,13 @@ static int request_with_fd(int fd, Zpp__Request *req, int xfd)
 
 static void refused_with_fds(void)
 {
-    int fd = zh_raw_connect(g_d.socket);
-    ASSERT(fd >= 0);
+    int fd = raw_joined("garbage-fds");
     zpp_shm *decoy, *buf;
     ASSERT_EQ(zpp_shm_create(8192, &decoy), 0);
     ASSERT_EQ(zpp_shm_create(4096, &buf), 0);
     int dfd = zpp_shm_fd(decoy), bfd = zpp_shm_fd(buf);
     Zpp__Request req = ZPP__REQUEST__INIT;
     req.version = ZPP__PROTOCOL_VERSION__PROTOCOL_VERSION;
-    Zpp__Hello h = ZPP__HELLO__INIT;
-    h.job_id = "garbage-fds";
-    h.world_size = 1;
-    h.node_count = 1;
-    h.gpu_uuid = "host";
-    req.body_case = ZPP__REQUEST__BODY_HELLO;
-    req.hello = &h;
-    ASSERT_EQ(zh_raw_request(fd, &req, NULL, 0), 0);
-    Zpp__Reply *rep = NULL;
-    ASSERT_EQ(zh_raw_reply(fd, 5000, &rep), 0);
-    ASSERT_EQ(rep->code, 0);
-    zpp_reply_free(rep);
 
     /* Refused by validation (length 0), the 8 KiB decoy attached. */
     Zpp__RegisterBuffer rb = ZPP__REGISTER_BUFFER__INIT;
@@ -318,6 +328,11 @@ static void refused_with_fds(void)
     req.register_buffer = &rb;
     ASSERT_EQ(request_with_fd(fd, &req, dfd), ZPP_EINVAL);
     /* A second Hello refused by validation (a flag array of 0 bytes). */
+    Zpp__Hello h = ZPP__HELLO__INIT;
+    h.job_id = "garbage-fds";
+    h.world_size = 1;
+    h.node_count = 1;
+    h.gpu_uuid = "host";
     h.flags_nfds = 1;
     h.nslots = 1;
     h.flags_size = 0;
@@ -341,23 +356,10 @@ static void refused_with_fds(void)
 
 static void refused_event_slot(void)
 {
-    int fd = zh_raw_connect(g_d.socket);
-    ASSERT(fd >= 0);
+    int fd = raw_joined("garbage-slot");
     Zpp__Request req = ZPP__REQUEST__INIT;
     req.version = ZPP__PROTOCOL_VERSION__PROTOCOL_VERSION;
-    Zpp__Hello h = ZPP__HELLO__INIT;
-    h.job_id = "garbage-slot";
-    h.world_size = 1;
-    h.node_count = 1;
-    h.gpu_uuid = "host";
-    req.body_case = ZPP__REQUEST__BODY_HELLO;
-    req.hello = &h;
-    req.req_id = 1;
-    ASSERT_EQ(zh_raw_request(fd, &req, NULL, 0), 0);
     Zpp__Reply *rep = NULL;
-    ASSERT_EQ(zh_raw_reply(fd, 5000, &rep), 0);
-    ASSERT_EQ(rep->code, 0);
-    zpp_reply_free(rep);
 
     /* Call 2 names an event slot the session does not have (host: none). */
     Zpp__Collective co = ZPP__COLLECTIVE__INIT;
