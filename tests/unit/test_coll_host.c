@@ -17,11 +17,11 @@
 #include <string.h>
 
 #include "coll.h"
+#include "coll_rig.h"
 #include "hpz_store.h"
 #include "test.h"
 #include "zpp.h"
 
-#define MAX_W 16
 #define PAD_GARBAGE 12345.0 /* written past count in inputs: must be ignored */
 
 struct topo_case {
@@ -31,32 +31,11 @@ static const struct topo_case TOPOS[] = {{1, 1}, {1, 4}, {2, 2}, {4, 2}, {3, 3},
 static const int DTYPES[] = {ZK_FP32, ZK_BF16, ZK_FP16};
 static const int OUT_DTYPES[] = {ZK_FP32, ZK_BF16};
 
-static int g_job; /* its address is the job identity */
 static uint64_t g_seed = 42;
-
-struct rig {
-    struct be_topo t;
-    struct coll_slot slots[MAX_W];
-};
-
-static struct be_topo topo_of(int nodes, int local)
-{
-    struct be_topo t = {.world = nodes * local,
-                        .nodes = nodes,
-                        .local = local,
-                        .nslots = nodes * local,
-                        .rank0 = 0};
-    return t;
-}
 
 static double out_rel(int dtype)
 {
     return dtype == ZK_FP32 ? 1e-7 : dtype == ZK_FP16 ? 1.0 / 2048 : 1.0 / 256;
-}
-
-static double get(const void *buf, int dtype, uint64_t i)
-{
-    return (double)zk_widen(buf, dtype, i);
 }
 
 static void put(void *buf, int dtype, uint64_t i, double v)
@@ -77,56 +56,16 @@ static struct coll_args args_of(int op, int dtype, uint64_t count)
     return a;
 }
 
-/* Allocates every slot's buffers at exactly the needed sizes. */
+/* outputs start as garbage the call must overwrite */
 static void rig_alloc(struct rig *g, const struct coll_args *a)
 {
-    size_t in_b, out_b;
-    char why[128];
-    int rc = coll_buffer_needs(a, &g->t, &in_b, &out_b, why, sizeof why);
-    if (rc)
-        fprintf(stderr, "buffer_needs: %s\n", why);
-    ASSERT_EQ(rc, 0);
-    for (int s = 0; s < g->t.nslots; s++) {
-        g->slots[s].in = in_b ? malloc(in_b) : NULL;
-        g->slots[s].in_len = in_b;
-        g->slots[s].out = out_b ? malloc(out_b) : NULL;
-        g->slots[s].out_len = out_b;
-        if (out_b)
-            memset(g->slots[s].out, 0x5A, out_b); /* garbage the call must overwrite */
-    }
+    rig_alloc_fill(g, a, 0x5A);
 }
 
-static void rig_free(struct rig *g)
-{
-    for (int s = 0; s < g->t.nslots; s++) {
-        free(g->slots[s].in);
-        free(g->slots[s].out);
-        g->slots[s].in = g->slots[s].out = NULL;
-    }
-}
-
-/* prepare + run + finish as the job layer does; returns the call's status. */
 static int run_call(struct rig *g, const struct coll_args *a, struct hpz_store *st,
                     struct coll_result *res, char *msg)
 {
-    struct coll_exec x;
-    memset(&x, 0, sizeof x);
-    x.args = *a;
-    x.topo = g->t;
-    x.slots = g->slots;
-    x.owner.tenant_uid = 1000;
-    x.owner.job_id = "job-1";
-    x.owner.job = &g_job;
-    x.store = st;
-    x.call.ops = &be_host_ops;
-    if (coll_prepare(&x) == 0)
-        coll_run(&x);
-    coll_finish(&x);
-    if (res)
-        *res = x.result;
-    if (msg)
-        snprintf(msg, 256, "%s", x.msg);
-    return x.status;
+    return rig_call(g, a, st, "job-1", res, msg);
 }
 
 /* run_call that must succeed; prints the message if it does not. */

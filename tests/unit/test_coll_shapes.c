@@ -20,14 +20,13 @@
 #include <unistd.h>
 
 #include "coll.h"
+#include "coll_rig.h"
 #include "hpz_store.h"
 #include "test.h"
 #include "zpp.h"
 
-#define MAX_W 16
 #define ROUNDS 700
 
-static int g_job;
 static uint64_t g_seed = 7;
 
 static uint64_t rnd(uint64_t n)
@@ -36,59 +35,15 @@ static uint64_t rnd(uint64_t n)
     return (g_seed >> 33) % n;
 }
 
-struct rig {
-    struct be_topo t;
-    struct coll_slot slots[MAX_W];
-    size_t in_b, out_b;
-};
-
+/* outputs start as NaN in every dtype: an element left unwritten shows */
 static void rig_alloc(struct rig *g, const struct coll_args *a)
 {
-    char why[256];
-    int rc = coll_buffer_needs(a, &g->t, &g->in_b, &g->out_b, why, sizeof why);
-    if (rc)
-        fprintf(stderr, "buffer_needs: %s\n", why);
-    ASSERT_EQ(rc, 0);
-    for (int s = 0; s < g->t.nslots; s++) {
-        g->slots[s].in = g->in_b ? malloc(g->in_b) : NULL;
-        g->slots[s].in_len = g->in_b;
-        g->slots[s].out = g->out_b ? malloc(g->out_b) : NULL;
-        g->slots[s].out_len = g->out_b;
-        if (g->out_b)
-            memset(g->slots[s].out, 0xFF, g->out_b); /* NaN in every dtype */
-    }
-}
-
-static void rig_free(struct rig *g)
-{
-    for (int s = 0; s < g->t.nslots; s++) {
-        free(g->slots[s].in);
-        free(g->slots[s].out);
-    }
+    rig_alloc_fill(g, a, 0xFF);
 }
 
 static int run_call(struct rig *g, const struct coll_args *a, struct hpz_store *st, char *msg)
 {
-    struct coll_exec x;
-    memset(&x, 0, sizeof x);
-    x.args = *a;
-    x.topo = g->t;
-    x.slots = g->slots;
-    x.owner.tenant_uid = 1000;
-    x.owner.job_id = "shapes";
-    x.owner.job = &g_job;
-    x.store = st;
-    x.call.ops = &be_host_ops;
-    if (coll_prepare(&x) == 0)
-        coll_run(&x);
-    coll_finish(&x);
-    snprintf(msg, 256, "%s", x.msg);
-    return x.status;
-}
-
-static double get(const void *b, int dt, uint64_t i)
-{
-    return (double)zk_widen(b, dt, i);
+    return rig_call(g, a, st, "shapes", NULL, msg);
 }
 
 static void describe(const char *what, const struct be_topo *t, const struct coll_args *a)
@@ -116,7 +71,7 @@ static void one_round(struct hpz_store *st)
     struct rig g;
     memset(&g, 0, sizeof g);
     int N = 1 + (int)rnd(4), G = 1 + (int)rnd(4);
-    g.t = (struct be_topo){.world = N * G, .nodes = N, .local = G, .nslots = N * G, .rank0 = 0};
+    g.t = topo_of(N, G);
     uint64_t W = (uint64_t)(N * G);
     struct coll_args a;
     memset(&a, 0, sizeof a);
