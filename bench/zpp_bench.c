@@ -35,7 +35,11 @@
  *   7), every kind once per round, qwZ and qgZ each right after the NCCL
  *   baseline they are compared with, and a goal's speedup is the median of
  *   the rounds' own ratios: the simulated wire drifts over seconds, and a
- *   zppd time is compared with the NCCL time taken next to it.
+ *   zppd time is compared with the NCCL time taken next to it. qwZ's goal
+ *   (1.9x, a few percent under the wire's 2x in 2 x 1) is then judged on
+ *   -P more samples (default 31): pairs of windows (NCCL AG, qwZ, qwZ,
+ *   NCCL AG), so that a linear drift cancels, whose median is printed with
+ *   its 95 % interval (bench/stats.h).
  * Throughput: `iters` calls back to back on one stream (zppd: the
  * stream-ordered async API: zpp_collective_async + zpp_wait_stream), timed
  * with CUDA events around the loop; time per call = elapsed / iters.
@@ -63,6 +67,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/stats.h"
 #include "cu_testlib.h"
 #include "zpp.h"
 #include "zpp_cuda.h"
@@ -77,7 +82,7 @@ struct bopts {
     const char *leader;    /* node 0's peer address: a job across daemons */
     const char *gpu_map;   /* -g: GPU ordinal per rank, or NULL */
     const char *hostid;    /* NCCL_HOSTID prefix across daemons ("" none) */
-    int world, nodes, quick, multi, max_iters, rounds;
+    int world, nodes, quick, multi, max_iters, rounds, pairs;
     uint64_t max_bytes;
     int idpipe[2];
     struct cut_meet *meet; /* the ranks' last meeting, before they leave */
@@ -150,21 +155,12 @@ struct ctx {
     uint64_t zin, zout, oin, oout;
 };
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The median of v[0..n) (n <= MAX_ROUNDS); v is left unchanged. */
+#define cmp_d zb_cmp_d
+#define median_of zb_median
 #define MAX_ROUNDS 9
-static double median_of(const double *v, int n)
-{
-    double w[MAX_ROUNDS];
-    memcpy(w, v, (size_t)n * sizeof w[0]);
-    qsort(w, (size_t)n, sizeof w[0], cmp_d);
-    return n % 2 ? w[n / 2] : (w[n / 2 - 1] + w[n / 2]) / 2;
-}
+/* -P: qwZ's goal pairs at each goal size (default 31 across daemons) */
+#define MAX_PAIRS 99
+_Static_assert(MAX_PAIRS <= ZB_MAX_SAMPLES && MAX_ROUNDS <= ZB_MAX_SAMPLES, "stats.h's sample cap");
 
 /* The daemon's own time for the last zppd call (CollectiveReply.elapsed_us:
  * from the last rank's submission to the reply, i.e. matching plus
@@ -458,6 +454,11 @@ struct goal_row {
     double qwz_wire, qgz_wire; /* the B_WIRE_* rows' speedups */
     double inproc_x, inproc_share; /* in-process qwZ's speedup; zppd's qwZ speed / its */
     double qwz_lo, qwz_hi, qgz_lo, qgz_hi; /* the speedups' range over the rounds */
+    /* qwZ's goal pairs (-P): their median, its 95 % interval (coverage
+     * cov, 0 when too few), range, and the rounds' median (qwz_x then
+     * holds the pairs') */
+    int npairs;
+    double qwz_rounds_x, qwzp_lo, qwzp_hi, qwzp_cov, qwzp_min, qwzp_max;
 };
 
 static void print_goals(const struct goal_row *g, int n, int rounds)
@@ -469,8 +470,11 @@ static void print_goals(const struct goal_row *g, int n, int rounds)
     printf("\ngoals (issue 11, 256 MiB - 1 GiB; speedup against NCCL bf16 of the same tensor in "
            "this run; inter/M goals ~0.5, 0, ~0.25)\n");
     printf("(%d rounds, each kind measured once per round in turn; a speedup is the median of "
-           "the rounds' own ratios, each zppd time over the NCCL time of its round)\n",
+           "the rounds' own ratios, each zppd time over the NCCL time of its round",
            rounds);
+    if (g[0].npairs > 0)
+        printf("; qwZ's is the median of %d more pairs, below", g[0].npairs);
+    printf(")\n");
     printf("%-10s %22s %22s %22s\n", "bytes", "qwZ>=1.9x AG (inter/M)", "qgZ>=3x RS (inter/M)",
            "hpZ>=30x AG (inter/M)");
     for (int i = 0; i < n; i++) {
@@ -483,6 +487,25 @@ static void print_goals(const struct goal_row *g, int n, int rounds)
                  g[i].hpz_m);
         printf("%-10llu %22s %22s %22s\n", (unsigned long long)g[i].bytes, a, b, c);
     }
+    if (g[0].npairs > 0) {
+        printf("\nqwZ's goal pairs: %d per size, each (NCCL AG, qwZ, qwZ, NCCL AG), speedup = the "
+               "two NCCL times over the two qwZ times; the median, the sign test's interval for "
+               "it (95 %%: the median lies in it with at least the coverage shown), the range; "
+               "and the rounds' median for comparison\n",
+               g[0].npairs);
+        printf("%-10s %10s %20s %10s %18s %12s\n", "bytes", "median", "95% interval", "coverage",
+               "min - max", "rounds' x");
+        for (int i = 0; i < n; i++) {
+            char ci[40] = "-", cov[16] = "-";
+            if (g[i].qwzp_cov > 0) {
+                snprintf(ci, sizeof ci, "%.3f - %.3fx", g[i].qwzp_lo, g[i].qwzp_hi);
+                snprintf(cov, sizeof cov, "%.1f%%", 100 * g[i].qwzp_cov);
+            }
+            printf("%-10llu %9.3fx %20s %10s %8.2f - %.2fx %11.2fx\n",
+                   (unsigned long long)g[i].bytes, g[i].qwz_x, ci, cov, g[i].qwzp_min,
+                   g[i].qwzp_max, g[i].qwz_rounds_x);
+        }
+    }
     printf("\nspeedup over the rounds (min - max)\n%-10s %22s %22s\n", "bytes", "qwZ", "qgZ");
     for (int i = 0; i < n; i++)
         printf("%-10llu %15.2f - %.2fx %15.2f - %.2fx\n", (unsigned long long)g[i].bytes,
@@ -493,14 +516,14 @@ static void print_goals(const struct goal_row *g, int n, int rounds)
            "qgZ/wire");
     for (int i = 0; i < n; i++)
         printf("%-10llu %13.2fx %13.0f%% %13.2fx %13.0f%%\n", (unsigned long long)g[i].bytes,
-               g[i].qwz_wire, 100 * g[i].qwz_x / g[i].qwz_wire, g[i].qgz_wire,
+               g[i].qwz_wire, 100 * g[i].qwz_rounds_x / g[i].qwz_wire, g[i].qgz_wire,
                100 * g[i].qgz_x / g[i].qgz_wire);
     printf("\nqwZ in-process (kernels/ and NCCL in the client, no daemon) against zppd's qwZ\n");
     printf("%-10s %18s %18s %22s\n", "bytes", "in-process qwZ x", "zppd qwZ x",
            "zppd / in-process");
     for (int i = 0; i < n; i++)
         printf("%-10llu %17.2fx %17.2fx %21.0f%%\n", (unsigned long long)g[i].bytes,
-               g[i].inproc_x, g[i].qwz_x, 100 * g[i].inproc_share);
+               g[i].inproc_x, g[i].qwz_rounds_x, 100 * g[i].inproc_share);
 }
 
 static int bench_child(int rank, void *arg)
@@ -701,6 +724,27 @@ static int bench_child(int rank, void *arg)
             }
         for (int k = 0; k < B_N; k++)
             t[k] = median_of(tr[k], rounds);
+        /* qwZ's goal sits a few percent under the wire's ceiling (~2x in
+         * 2 x 1), inside a round's spread: at the goal sizes it gets
+         * `pairs` more samples, each bracketed against drift (NCCL, qwZ,
+         * qwZ, NCCL: a linear drift cancels), and is judged on their
+         * median with the interval that median has. Every rank runs the
+         * same calls. */
+        int npairs = o->multi && bytes >= GOAL_MIN ? o->pairs : 0;
+        double pr[MAX_PAIRS];
+        for (int p = 0; p < npairs; p++) {
+            static const int ABBA[4] = {B_NCCL_AG, B_QWZ, B_QWZ, B_NCCL_AG};
+            double ms[4];
+            for (int i = 0; i < 4; i++) {
+                ms[i] = throughput(&c, ABBA[i], count, key, iters_r, 0);
+                if (ms[i] < 0) {
+                    fprintf(stderr, "rank %d: goal pair %d, %s at %llu bytes failed: %s\n", rank,
+                            p, BNAME[ABBA[i]], (unsigned long long)bytes, zpp_last_error(c.zc));
+                    return 1;
+                }
+            }
+            pr[p] = (ms[0] + ms[3]) / (ms[1] + ms[2]);
+        }
         drop_key(&c, key);
         if (rank == 0) {
             for (int k = 0; k < B_N; k++) {
@@ -747,6 +791,17 @@ static int bench_child(int rank, void *arg)
                                        .qwz_hi = qw[0],
                                        .qgz_lo = qg[0],
                                        .qgz_hi = qg[0]};
+                g->qwz_rounds_x = g->qwz_x;
+                if (npairs > 0) {
+                    g->npairs = npairs;
+                    g->qwzp_cov = zb_median_ci(pr, npairs, 0.95, &g->qwz_x, &g->qwzp_lo,
+                                               &g->qwzp_hi);
+                    g->qwzp_min = g->qwzp_max = pr[0];
+                    for (int p = 1; p < npairs; p++) {
+                        g->qwzp_min = pr[p] < g->qwzp_min ? pr[p] : g->qwzp_min;
+                        g->qwzp_max = pr[p] > g->qwzp_max ? pr[p] : g->qwzp_max;
+                    }
+                }
                 for (int r = 1; r < rounds; r++) {
                     g->qwz_lo = qw[r] < g->qwz_lo ? qw[r] : g->qwz_lo;
                     g->qwz_hi = qw[r] > g->qwz_hi ? qw[r] : g->qwz_hi;
@@ -776,16 +831,17 @@ static void usage(const char *argv0)
     fprintf(stderr,
             "usage: %s -s SOCK [-w W] [-n N] [-m MAX_MIB] [-q]\n"
             "       %s -s 'PATH-{node}.sock' -A LEADER_HOST:PORT -n N [-G G | -w W] [-g MAP]\n"
-            "          [-I HOSTID_PREFIX] [-m MAX_MIB] [-i MAX_ITERS] [-R ROUNDS] [-q]\n",
+            "          [-I HOSTID_PREFIX] [-m MAX_MIB] [-i MAX_ITERS] [-R ROUNDS] [-P PAIRS] [-q]\n",
             argv0, argv0);
 }
 
 int main(int argc, char **argv)
 {
     struct bopts o = {
-        .world = 2, .nodes = 1, .max_bytes = 1ull << 30, .hostid = "zpp-node", .rounds = 7};
+        .world = 2, .nodes = 1, .max_bytes = 1ull << 30, .hostid = "zpp-node", .rounds = 7,
+        .pairs = 31};
     int ch, per_node = 0;
-    while ((ch = getopt(argc, argv, "s:w:n:m:qA:L:G:g:I:i:R:")) != -1) {
+    while ((ch = getopt(argc, argv, "s:w:n:m:qA:L:G:g:I:i:R:P:")) != -1) {
         switch (ch) {
         case 's':
             o.sock = optarg;
@@ -822,6 +878,13 @@ int main(int argc, char **argv)
             o.rounds = atoi(optarg);
             if (o.rounds < 1 || o.rounds > MAX_ROUNDS) {
                 fprintf(stderr, "-R: rounds must be in 1..%d\n", MAX_ROUNDS);
+                return 2;
+            }
+            break;
+        case 'P':
+            o.pairs = atoi(optarg);
+            if (o.pairs < 0 || o.pairs > MAX_PAIRS) {
+                fprintf(stderr, "-P: pairs must be in 0..%d\n", MAX_PAIRS);
                 return 2;
             }
             break;

@@ -22,9 +22,12 @@
 # (scripts/gpu/stage.sh BUILD_DIR); NCCL and the CUDA driver come from the
 # machine. At most 6 files land in $OUT (or ./out): summary.txt,
 # test-2x1.log, bench-2x1.log, test-2x2.log, bench-2x2.log, zppd.log (the
-# tail of every daemon's log). Both layouts at MAX_MIB=1024: ~4-5 minutes,
-# the member-death step ~1 minute more; every step has a time limit, the
-# sum stays under 10 minutes.
+# tail of every daemon's log). The bench takes ~2 minutes a layout at
+# MAX_MIB=1024 (since session 21 it adds qwZ's 31 goal pairs at each goal
+# size, ~1 minute: BENCH_ARGS="-P 0" leaves them out), the correctness test
+# under a minute, the member-death step ~1 minute; every step has a time
+# limit. A call of the device tool runs at most 10 minutes: a benchmark-only
+# run of both layouts fits, a full one may not (LAYOUTS, FAILURE=0).
 #   scripts/gpu/run_multi.sh [MAX_MIB]
 # Environment:
 #   LAYOUTS="2x1 2x2"   which layouts, in order
@@ -190,7 +193,7 @@ for lay in $layouts; do
 
   log "bench $lay up to $max MiB"
   # shellcheck disable=SC2086
-  timeout 140 "$B/zpp-bench" -s "$sock" -A 127.0.0.1:7399 -n 2 -G "$G" -m "$max" \
+  timeout 330 "$B/zpp-bench" -s "$sock" -A 127.0.0.1:7399 -n 2 -G "$G" -m "$max" \
     ${BENCH_ARGS:-} > "$OUT/bench-$lay.log" 2>&1; r=$?
   log "bench $lay exit $r"; [ $r = 0 ] || rc=1
   sed -n '/^goals/,$p' "$OUT/bench-$lay.log" | tee -a "$S"
