@@ -39,7 +39,9 @@
  *   (1.9x, a few percent under the wire's 2x in 2 x 1) is then judged on
  *   -P more samples (default 31): pairs of windows (NCCL AG, qwZ, qwZ,
  *   NCCL AG), so that a linear drift cancels, whose median is printed with
- *   its 95 % interval (bench/stats.h).
+ *   its 95 % interval (bench/stats.h). -D runs the same pairs for the
+ *   wire's half all-gather and the in-process qwZ, interleaved with qwZ's,
+ *   and prints each one's median and its windows' median times.
  * Throughput: `iters` calls back to back on one stream (zppd: the
  * stream-ordered async API: zpp_collective_async + zpp_wait_stream), timed
  * with CUDA events around the loop; time per call = elapsed / iters.
@@ -82,7 +84,7 @@ struct bopts {
     const char *leader;    /* node 0's peer address: a job across daemons */
     const char *gpu_map;   /* -g: GPU ordinal per rank, or NULL */
     const char *hostid;    /* NCCL_HOSTID prefix across daemons ("" none) */
-    int world, nodes, quick, multi, max_iters, rounds, pairs;
+    int world, nodes, quick, multi, max_iters, rounds, pairs, diag;
     uint64_t max_bytes;
     int idpipe[2];
     struct cut_meet *meet; /* the ranks' last meeting, before they leave */
@@ -731,20 +733,37 @@ static int bench_child(int rank, void *arg)
          * median with the interval that median has. Every rank runs the
          * same calls. */
         int npairs = o->multi && bytes >= GOAL_MIN ? o->pairs : 0;
-        double pr[MAX_PAIRS];
-        for (int p = 0; p < npairs; p++) {
-            static const int ABBA[4] = {B_NCCL_AG, B_QWZ, B_QWZ, B_NCCL_AG};
-            double ms[4];
-            for (int i = 0; i < 4; i++) {
-                ms[i] = throughput(&c, ABBA[i], count, key, iters_r, 0);
-                if (ms[i] < 0) {
-                    fprintf(stderr, "rank %d: goal pair %d, %s at %llu bytes failed: %s\n", rank,
-                            p, BNAME[ABBA[i]], (unsigned long long)bytes, zpp_last_error(c.zc));
-                    return 1;
+        /* -D: the same pairs for the wire's half all-gather and the
+         * in-process qwZ, interleaved with qwZ's (pair p of each kind in
+         * turn), to tell the daemon's share of a shortfall from the wire's */
+        static const int PK[3] = {B_QWZ, B_WIRE_AG, B_INPROC_QWZ};
+        int npk = o->diag ? 3 : 1;
+        double pr[3][MAX_PAIRS], pos[3][4][MAX_PAIRS];
+        for (int p = 0; p < npairs; p++)
+            for (int j = 0; j < npk; j++) {
+                const int abba[4] = {B_NCCL_AG, PK[j], PK[j], B_NCCL_AG};
+                double ms[4];
+                for (int i = 0; i < 4; i++) {
+                    ms[i] = pos[j][i][p] = throughput(&c, abba[i], count, key, iters_r, 0);
+                    if (ms[i] < 0) {
+                        fprintf(stderr, "rank %d: goal pair %d, %s at %llu bytes failed: %s\n",
+                                rank, p, BNAME[abba[i]], (unsigned long long)bytes,
+                                zpp_last_error(c.zc));
+                        return 1;
+                    }
                 }
+                pr[j][p] = (ms[0] + ms[3]) / (ms[1] + ms[2]);
             }
-            pr[p] = (ms[0] + ms[3]) / (ms[1] + ms[2]);
-        }
+        if (rank == 0 && o->diag && npairs > 0)
+            for (int j = 0; j < npk; j++) {
+                double med, lo, hi;
+                zb_median_ci(pr[j], npairs, 0.95, &med, &lo, &hi);
+                printf("pairs %-10llu %-22s %.3fx (95%%: %.3f - %.3fx)  window medians ms: "
+                       "NCCL %.3f, %s %.3f, %.3f, NCCL %.3f\n",
+                       (unsigned long long)bytes, BNAME[PK[j]], med, lo, hi,
+                       zb_median(pos[j][0], npairs), BNAME[PK[j]], zb_median(pos[j][1], npairs),
+                       zb_median(pos[j][2], npairs), zb_median(pos[j][3], npairs));
+            }
         drop_key(&c, key);
         if (rank == 0) {
             for (int k = 0; k < B_N; k++) {
@@ -794,12 +813,12 @@ static int bench_child(int rank, void *arg)
                 g->qwz_rounds_x = g->qwz_x;
                 if (npairs > 0) {
                     g->npairs = npairs;
-                    g->qwzp_cov = zb_median_ci(pr, npairs, 0.95, &g->qwz_x, &g->qwzp_lo,
+                    g->qwzp_cov = zb_median_ci(pr[0], npairs, 0.95, &g->qwz_x, &g->qwzp_lo,
                                                &g->qwzp_hi);
-                    g->qwzp_min = g->qwzp_max = pr[0];
+                    g->qwzp_min = g->qwzp_max = pr[0][0];
                     for (int p = 1; p < npairs; p++) {
-                        g->qwzp_min = pr[p] < g->qwzp_min ? pr[p] : g->qwzp_min;
-                        g->qwzp_max = pr[p] > g->qwzp_max ? pr[p] : g->qwzp_max;
+                        g->qwzp_min = pr[0][p] < g->qwzp_min ? pr[0][p] : g->qwzp_min;
+                        g->qwzp_max = pr[0][p] > g->qwzp_max ? pr[0][p] : g->qwzp_max;
                     }
                 }
                 for (int r = 1; r < rounds; r++) {
@@ -831,7 +850,7 @@ static void usage(const char *argv0)
     fprintf(stderr,
             "usage: %s -s SOCK [-w W] [-n N] [-m MAX_MIB] [-q]\n"
             "       %s -s 'PATH-{node}.sock' -A LEADER_HOST:PORT -n N [-G G | -w W] [-g MAP]\n"
-            "          [-I HOSTID_PREFIX] [-m MAX_MIB] [-i MAX_ITERS] [-R ROUNDS] [-P PAIRS] [-q]\n",
+            "          [-I HOSTID_PREFIX] [-m MAX_MIB] [-i MAX_ITERS] [-R ROUNDS] [-P PAIRS] [-D] [-q]\n",
             argv0, argv0);
 }
 
@@ -841,7 +860,7 @@ int main(int argc, char **argv)
         .world = 2, .nodes = 1, .max_bytes = 1ull << 30, .hostid = "zpp-node", .rounds = 7,
         .pairs = 31};
     int ch, per_node = 0;
-    while ((ch = getopt(argc, argv, "s:w:n:m:qA:L:G:g:I:i:R:P:")) != -1) {
+    while ((ch = getopt(argc, argv, "s:w:n:m:qA:L:G:g:I:i:R:P:D")) != -1) {
         switch (ch) {
         case 's':
             o.sock = optarg;
@@ -880,6 +899,9 @@ int main(int argc, char **argv)
                 fprintf(stderr, "-R: rounds must be in 1..%d\n", MAX_ROUNDS);
                 return 2;
             }
+            break;
+        case 'D':
+            o.diag = 1;
             break;
         case 'P':
             o.pairs = atoi(optarg);
