@@ -54,6 +54,7 @@
 #include "zpp.h"
 
 #define GATE_SPIN_NS 5000000ull /* poll back to back this long after progress */
+#define GATE_SPIN_ENV "ZPPD_GATE_SPIN_US" /* measuring switch: another spin (docs/cuda.md) */
 #define GATE_NAP_NS 20000l      /* then nap this long between passes */
 #define GATE_LINGER_NS 2000000ull /* poll for new entries this long before sleeping */
 #define GATE_BLOCKS_PER_PAGE 64 /* blocks of CU_GATE_FLAGS flags per page */
@@ -96,7 +97,14 @@ static uint64_t mono_ns(void)
 static void *gate_main(void *arg)
 {
     struct cu_gate *g = arg;
-    uint64_t progress = mono_ns();
+    uint64_t progress = mono_ns(), spin_ns = GATE_SPIN_NS;
+    const char *sv = getenv(GATE_SPIN_ENV);
+    if (sv && *sv) {
+        char *end;
+        unsigned long us = strtoul(sv, &end, 10);
+        if (*end == 0 && us <= 1000000ul)
+            spin_ns = (uint64_t)us * 1000u;
+    }
     CUcontext cur = NULL;
     prctl(PR_SET_TIMERSLACK, 1000ul); /* naps of microseconds, not 50 us */
     pthread_mutex_lock(&g->mu);
@@ -137,7 +145,7 @@ static void *gate_main(void *arg)
         }
         if (fired)
             progress = mono_ns();
-        if (g->narmed && mono_ns() - progress > GATE_SPIN_NS) {
+        if (g->narmed && mono_ns() - progress >= spin_ns) {
             struct timespec nap = {0, GATE_NAP_NS};
             pthread_mutex_unlock(&g->mu);
             nanosleep(&nap, NULL);

@@ -648,11 +648,13 @@ static int peer_slot(const struct coll_exec *x, int comm, int s, int i)
 
 /* The gathers' switches and test hook (docs/cuda.md, "Switches"), read
  * once: ZPP_QWZ_PIECE_MIB / _KIB set qwZ's gathered bytes per piece,
- * ZPP_QWZ_HIER and ZPP_AG_HIER the hierarchical paths. */
+ * ZPP_QWZ_HIER and ZPP_AG_HIER the hierarchical paths, ZPP_QWZ_EARLY the own
+ * part's dequantize beside the gather. */
 static struct {
     uint64_t piece_bytes; /* 0: the plan's own choice */
     int hier;
     int ag_hier; /* ZPP_AG_HIER: the plain all-gather the same way */
+    int early;   /* ZPP_QWZ_EARLY: the own part dequantized beside the gather */
 } gather_env;
 static pthread_once_t gather_env_once = PTHREAD_ONCE_INIT;
 
@@ -665,6 +667,7 @@ static void gather_env_read(void)
         gather_env.piece_bytes = (uint64_t)atoi(kib) << 10;
     gather_env.hier = be_env_switch("ZPP_QWZ_HIER", 1);
     gather_env.ag_hier = be_env_switch("ZPP_AG_HIER", 1);
+    gather_env.early = be_env_switch("ZPP_QWZ_EARLY", 1);
 }
 
 static void qwz_plan(struct coll_exec *x, uint64_t W, struct qwz_plan *q)
@@ -842,7 +845,7 @@ static int run_qwz(struct coll_exec *x, void **send, void **recv)
      * rank's own part of each piece, whose codes are local before the
      * gather, is dequantized on lane 1 while lane 0 gathers (calls of at
      * least QWZ_EARLY_BYTES: below that the lane hops cost more). */
-    int early = coll_lanes(x) && total >= QWZ_EARLY_BYTES;
+    int early = coll_lanes(x) && total >= QWZ_EARLY_BYTES && gather_env.early;
     /* One piece over peer access: no NCCL gather, each rank reads the
      * others' codes from their staging (copies, or the dequantize kernel
      * itself), fenced before and after. */
