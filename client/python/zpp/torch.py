@@ -93,6 +93,18 @@ _ALIGN = 256  # bytes: every arena piece starts on this boundary
 _ZDT = {torch.float32: DType.FP32, torch.float16: DType.FP16, torch.bfloat16: DType.BF16}
 
 
+_STALE_BACKWARD = ("zpp.torch: the last backward raised before its end, and the gradients it reduced "
+                   "are partial: call zero_grad() (it drops them and every gradient accumulated since "
+                   "the last step), then go on")  # fmt: skip
+
+
+def _graph_task() -> Optional[int]:
+    """The id of the backward (autograd graph task) running on this thread,
+    -1 outside any; None where this PyTorch cannot tell."""
+    f = getattr(torch._C, "_current_graph_task_id", None)
+    return None if f is None else int(f())
+
+
 def _ceil(a: int, b: int) -> int:
     return -(-a // b)
 
@@ -704,6 +716,7 @@ class ZeroPP(nn.Module):
         self._order: List[int] = []
         self._order_done = False
         self._armed = False
+        self._armed_task: Optional[int] = None  # the graph task of the backward that armed
         self._reducing: List[Tuple[_Unit, Any]] = []
         self.scale = float(init_scale) if dtype == torch.float16 else 1.0
         self.scale_window = scale_window
@@ -1075,9 +1088,60 @@ class ZeroPP(nn.Module):
 
     # -------------------------------------------------------------- gradients
     def _arm(self) -> None:
-        if not self._armed:
-            self._armed = True
-            torch.autograd.Variable._execution_engine.queue_callback(self._post_backward)
+        if self._armed:
+            task = _graph_task()
+            if task is None or task == self._armed_task:
+                return
+            # armed by a backward whose end never came: it raised, and its
+            # queued callback went with it
+            raise RuntimeError(_STALE_BACKWARD)
+        self._armed = True
+        self._armed_task = _graph_task()
+        torch.autograd.Variable._execution_engine.queue_callback(self._post_backward)
+
+    def _stale(self) -> bool:
+        """Armed, outside any backward: the backward that armed raised
+        before its end (PyTorch drops a failed backward's callbacks)."""
+        return self._armed and _graph_task() == -1
+
+    def _abandon_backward(self) -> None:
+        """Undoes what a backward that raised left behind: its reduces in
+        flight are waited for (their results dropped), its gradient slots
+        freed, its gathers completed, its hpZ keys dropped. The gradients it
+        reduced before it failed are in the units' sums: zero_grad, the
+        only caller, drops those too. The first error of a wait is raised
+        once the state is clean."""
+        err: Optional[BaseException] = None
+        while self._reducing:
+            u, h = self._reducing.pop(0)
+            try:
+                self.comm.wait(h, "reduce-tail")
+            except BaseException as e:  # noqa: BLE001 - raised below, once clean
+                err = err or e
+            if u.gslot is not None:
+                self.gslot_unit[u.gslot] = None
+                u.gslot = None
+        for u in self.units:
+            u.got = set()
+            if u.gslot is not None:
+                self.gslot_unit[u.gslot] = None
+                u.gslot = None
+            u.bwd_active = False
+            try:
+                self._complete(u)
+            except BaseException as e:  # noqa: BLE001
+                err = err or e
+        if self.hpz:
+            try:
+                self._invalidate_all()
+            except BaseException as e:  # noqa: BLE001
+                err = err or e
+            for u in self.units:
+                u.keyed_tag = None
+        self._armed = False
+        self._armed_task = None
+        if err is not None:
+            raise err
 
     def _gslot(self, u: _Unit) -> torch.Tensor:
         if u.gslot is None:
@@ -1154,6 +1218,7 @@ class ZeroPP(nn.Module):
                 u.keyed_tag = None
         self._micro += 1
         self._armed = False
+        self._armed_task = None
 
     def backward(self, loss: torch.Tensor) -> None:
         """(loss * scale).backward(): the loss scale of fp16 (1 otherwise)."""
@@ -1178,6 +1243,8 @@ class ZeroPP(nn.Module):
         """True when flag is True on any rank. Collective (every rank calls
         it at the same point, outside a backward): e.g. for all ranks to
         stop at the same step when one of them runs out of time."""
+        if self._stale():
+            raise RuntimeError(_STALE_BACKWARD)
         if self._armed:
             raise RuntimeError("any_rank() during backward")
         return bool(float(self._gather_floats([1.0 if flag else 0.0])[:, 0].sum()) > 0)
@@ -1187,6 +1254,8 @@ class ZeroPP(nn.Module):
         """AdamW on the shard with the accumulated gradients (their mean over
         the backwards since the last step). Returns False when the step was
         skipped (non-finite gradients; fp16 lowers the loss scale)."""
+        if self._stale():
+            raise RuntimeError(_STALE_BACKWARD)
         if self._armed:
             raise RuntimeError("step() during backward")
         if self._micro == 0:
@@ -1283,7 +1352,15 @@ class ZeroPP(nn.Module):
         self._nonfinite = 0  # (the dropped reduces' non-finite blocks go with them)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        """Drops the accumulated gradients (step() does it itself)."""
+        """Drops the accumulated gradients (step() does it itself). After a
+        backward that raised, also what it left half done: call it before
+        the next backward (which refuses to start until then)."""
+        if self._stale():
+            try:
+                self._abandon_backward()
+            finally:
+                self._zero_grads()
+            return
         self._zero_grads()
 
     def _new_version(self) -> None:
@@ -1309,6 +1386,8 @@ class ZeroPP(nn.Module):
     def save_checkpoint(self, path: str, extra: Optional[Dict[str, Any]] = None) -> None:
         """Writes rank-<r>.pt (this rank's shards and AdamW state) into the
         directory path, and manifest.json (rank 0). Collective."""
+        if self._stale():
+            raise RuntimeError(_STALE_BACKWARD)
         if self._armed or self._micro:
             raise RuntimeError("save_checkpoint between a backward and its step()")
         os.makedirs(path, exist_ok=True)
