@@ -514,6 +514,9 @@ void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h)
         ZLOG_I("job", "rank rejoined", "job=%s rank=%u next_seq=%" PRIu64, j->id, h->rank,
                j->next_seq);
         reply_hello(s, req_id, j, done, ndone);
+        /* a job still forming: the rank that came back may be the last */
+        if (j->state == JOB_FORMING && !j->be_forming && !j->be_job && j->njoined == j->nlocal)
+            job_form(j);
         job_pump(j);
         return;
     }
@@ -1200,6 +1203,24 @@ void job_leave(struct session *s, const char *reason)
     j->members[r] = NULL;
     j->njoined--;
     s->job = NULL;
+    /* A rank of a job that is still waiting for some of its ranks leaves
+     * with nothing queued (a launcher's rank that crashed or restarts
+     * early): its place is kept for rejoin_timeout_ms, as between calls.
+     * A new process for it may take it; the ranks that join meanwhile join
+     * this job, and if nobody comes back their calls fail naming the rank
+     * after rejoin_timeout_ms, not after call_timeout_ms waiting for a job
+     * that had ended before they came. (Once every rank has joined, the
+     * communicators form: a rank that leaves then aborts the job, below.) */
+    if (j->state == JOB_FORMING && !j->multi && !j->be_forming && !j->be_job && !j->calls &&
+        d->cfg.rejoin_timeout_ms &&
+        (j->detached_ms || (j->detached_ms = calloc(j->world, sizeof *j->detached_ms)))) {
+        j->detached_ms[r] = zppd_now_ms();
+        j->ndetached++;
+        ZLOG_I("job", "rank left before the job formed: it may rejoin",
+               "job=%s rank=%u pid=%u joined=%u of %u rejoin_timeout_ms=%u why=\"%s\"", j->id, r,
+               s->pid, j->njoined, j->world, d->cfg.rejoin_timeout_ms, reason);
+        return;
+    }
     if (j->njoined == 0 && !j->multi) {
         /* The last rank connected here left: the job ends, and the ranks
          * that were away will not find it. Calls it queued (the job still
@@ -1305,6 +1326,11 @@ void job_tick(struct zppd *d)
                     job_abort(j, MET_ABORT_DISCONNECT,
                               "every rank of node %u left and none came back within %u ms", j->node,
                               d->cfg.rejoin_timeout_ms);
+                } else if (j->state == JOB_FORMING) {
+                    job_abort(j, MET_ABORT_DISCONNECT,
+                              "rank %u left before every rank had joined and did not come back "
+                              "within %u ms (rejoin_timeout_ms)",
+                              late, d->cfg.rejoin_timeout_ms);
                 } else if (j->state != JOB_ABORTED) {
                     job_abort(j, MET_ABORT_DISCONNECT,
                               "rank %u left and did not rejoin within %u ms", late,

@@ -91,7 +91,8 @@ static void per_session(void)
 {
     zh_daemon d;
     ASSERT_EQ(zh_daemon_start("max_buffers_per_session = 2\nmax_pending_per_session = 2\n"
-                              "max_frame = 4K\nmax_jobs = 2\ncall_timeout_ms = 10000\n",
+                              "max_frame = 4K\nmax_jobs = 2\ncall_timeout_ms = 10000\n"
+                              "rejoin_timeout_ms = 300\n",
                               &d),
               0);
     zpp_conn *c[2];
@@ -184,7 +185,7 @@ static void per_session(void)
     ASSERT_EQ(zpp_hello(j3, &jd, NULL), ZPP_ELIMIT);
     ASSERT_CONTAINS(zpp_last_error(j3), "max_jobs");
     zpp_close(j3);
-    zpp_close(j2); /* lim-2 ends */
+    zpp_close(j2); /* lim-2 ends once its rank's place has waited 300 ms for it */
     wait_jobs(&d, "\"jobs\":1,");
     ASSERT_EQ(zpp_connect(d.socket, &j3), 0);
     ASSERT_EQ(zpp_hello(j3, &jd, NULL), 0);

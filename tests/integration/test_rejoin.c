@@ -10,6 +10,13 @@
  * 2. With rejoin_timeout_ms = 500, a rank that leaves and never comes back
  *    fails its peer's next call with an error naming it, within about the
  *    timeout.
+ * 3. A job still forming: rank 0 joins and leaves before rank 1 has
+ *    joined. Rank 1 joins that job (its place kept), and its first call
+ *    fails naming rank 0 within about rejoin_timeout_ms (700), not after
+ *    call_timeout_ms (the default five minutes: before, the job had ended
+ *    and rank 1 formed a new one that waited for rank 0).
+ * 4. The same, but a new connection takes rank 0's place before rank 1
+ *    joins: the job forms with it and an exact all-gather runs.
  */
 #include <signal.h>
 #include <string.h>
@@ -141,6 +148,70 @@ static int never_back_rank(int rank, void *arg)
     return 0;
 }
 
+/* Scenario 3: rank 0 leaves a forming job for good. */
+static int left_forming_rank(int rank, void *arg)
+{
+    (void)arg;
+    zpp_conn *c;
+    zpp_result res;
+    if (rank == 0) {
+        if (zh_connect_join(&g_d, g_job, 0, 2, 1, &c) != 0)
+            return 1;
+        zpp_close(c); /* before rank 1 joins */
+        return 0;
+    }
+    sleep_ms(300);
+    if (zh_connect_join(&g_d, g_job, 1, 2, 1, &c) != 0)
+        return 1;
+    int64_t t0 = zh_now_ms();
+    int rc = zpp_barrier(c, &res);
+    int64_t dt = zh_now_ms() - t0;
+    if (rc != ZPP_EABORTED || !strstr(zpp_last_error(c), "rank 0 left before every rank") ||
+        !strstr(zpp_last_error(c), "rejoin_timeout_ms")) {
+        fprintf(stderr, "rank 1: got %s (%s)\n", zpp_err_name(rc), zpp_last_error(c));
+        return 2;
+    }
+    if (dt > 4000) {
+        fprintf(stderr, "rank 1: the error came after %lld ms\n", (long long)dt);
+        return 3;
+    }
+    printf("rank 1: '%s' after %lld ms\n", zpp_last_error(c), (long long)dt);
+    zpp_close(c);
+    return 0;
+}
+
+/* Scenario 4: rank 0 leaves a forming job and a new connection takes its
+ * place before rank 1 comes. */
+static int back_forming_rank(int rank, void *arg)
+{
+    (void)arg;
+    zpp_conn *c;
+    zpp_result res;
+    struct bufs b;
+    if (rank == 0) {
+        if (zh_connect_join(&g_d, g_job, 0, 2, 1, &c) != 0)
+            return 1;
+        zpp_close(c);
+        sleep_ms(100);
+        if (zh_connect_join(&g_d, g_job, 0, 2, 1, &c) != 0) {
+            fprintf(stderr, "rank 0: rejoin refused\n");
+            return 2;
+        }
+    } else {
+        sleep_ms(400);
+        if (zh_connect_join(&g_d, g_job, 1, 2, 1, &c) != 0)
+            return 1;
+    }
+    make_bufs(c, rank, &b);
+    ASSERT_EQ(zpp_allgather(c, (zpp_bufref){b.in_id, 0}, (zpp_bufref){b.out_id, 0}, COUNT,
+                            ZPP_FP32, &res),
+              0);
+    ASSERT_EQ(res.seq, 1);
+    check_gathered(zpp_shm_ptr(b.out));
+    zpp_close(c);
+    return 0;
+}
+
 int main(void)
 {
     int codes[2];
@@ -157,6 +228,19 @@ int main(void)
     zh_run_ranks(2, never_back_rank, NULL, 20000, codes);
     ASSERT_EQ(codes[0], 0);
     ASSERT_EQ(codes[1], 0);
+    ASSERT_EQ(zh_daemon_stop(&g_d), 0);
+
+    ASSERT_EQ(zh_daemon_start("rejoin_timeout_ms = 700\n", &g_d), 0);
+    g_job = "rejoin-3";
+    zh_run_ranks(2, left_forming_rank, NULL, 20000, codes);
+    ASSERT_EQ(codes[0], 0);
+    ASSERT_EQ(codes[1], 0);
+    ASSERT(zh_daemon_log_contains(&g_d, "rank left before the job formed"));
+    g_job = "rejoin-4";
+    zh_run_ranks(2, back_forming_rank, NULL, 20000, codes);
+    ASSERT_EQ(codes[0], 0);
+    ASSERT_EQ(codes[1], 0);
+    ASSERT(zh_daemon_log_contains(&g_d, "rank rejoined"));
     ASSERT_EQ(zh_daemon_stop(&g_d), 0);
     printf("1 passed, 0 failed\n");
     return 0;
