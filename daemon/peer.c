@@ -159,7 +159,8 @@ struct peer {
 
     int stopping, stopped, shutdown_done, in_dispatch, stop_deferred;
     struct peer_join_call *srv;
-    uint32_t n_srv; /* arrived calls alive */
+    uint32_t n_srv;    /* arrived calls alive */
+    uint32_t n_parked; /* of them, Joins parked until their job forms */
     uint32_t n_req; /* requests outstanding */
     struct cli_call *cli;
     uint32_t n_chans;
@@ -421,6 +422,7 @@ static void srv_join(struct peer *p, struct peer_join_call *sc, const struct pee
     }
     sc->join = req;
     sc->parked = 1;
+    p->n_parked++;
     sc->park_until_ms = now_ms(p) + p->max_join_wait_ms;
     p->h.on_join(p->ctx, sc, req, from);
 }
@@ -533,9 +535,16 @@ static void on_request(struct peer *p, struct peer_join_call *sc, int success)
         srv_refuse(sc, ZPP_EDRAINING, "peer service stopping");
         return;
     }
-    if (p->n_srv > p->max_calls) {
+    /* Parked Joins wait for their job; Heartbeat and Abort are answered in
+     * this turn. Each kind has its own cap (max_calls), so that Joins parked
+     * by forming jobs (or a peer that sends many) never cost a member its
+     * heartbeats, nor the job its aborts. */
+    uint32_t busy = p->n_srv - p->n_parked; /* this call included */
+    if (busy > p->max_calls || (sc->method == M_JOIN && p->n_parked >= p->max_calls)) {
         char why[128];
-        snprintf(why, sizeof(why), "too many calls in progress (max %u)", p->max_calls);
+        snprintf(why, sizeof(why), "too many %scalls in progress (max %u)",
+                 sc->method == M_JOIN && busy <= p->max_calls ? "parked Join " : "",
+                 p->max_calls);
         srv_refuse(sc, ZPP_ELIMIT, why);
         return;
     }
@@ -562,6 +571,7 @@ static void on_srv_close(struct peer *p, struct peer_join_call *sc)
     if (sc->parked) {
         /* Closed before we answered: the caller gave up or we are stopping. */
         sc->parked = 0;
+        p->n_parked--;
         plog(3, "peer: Join from %s cancelled before an answer", sc->from_peer);
         if (p->h.on_join_cancelled)
             p->h.on_join_cancelled(p->ctx, sc);
@@ -575,6 +585,7 @@ int peer_join_answer(struct peer_join_call *call, int code, const char *msg,
     if (!call || !call->parked)
         return ZPP_EINVAL;
     call->parked = 0;
+    call->p->n_parked--;
     Zpp__Peer__JoinReply r = ZPP__PEER__JOIN_REPLY__INIT;
     char why[256], detail[200];
     int rc = 0;
@@ -630,6 +641,7 @@ static void sweep_cb(uv_timer_t *t)
             snprintf(why, sizeof(why), "the job did not form within %u ms", p->max_join_wait_ms);
             /* Answer the caller, then tell the handler it is gone. */
             sc->parked = 0;
+            p->n_parked--;
             Zpp__Peer__JoinReply r = ZPP__PEER__JOIN_REPLY__INIT;
             r.code = ZPP_ETIMEDOUT;
             r.message = why;

@@ -632,7 +632,17 @@ static void test_call_cap_refuses_extra_calls(void)
     ASSERT_EQ(L.joins, 2);
     ASSERT(r[2].done);
     ASSERT_EQ(r[2].code, ZPP_ELIMIT);
-    ASSERT_CONTAINS(r[2].msg, "too many calls");
+    ASSERT_CONTAINS(r[2].msg, "too many parked Join calls");
+    /* The parked Joins fill only their own cap: a Heartbeat and an Abort
+     * are still answered (before, both got ZPP_ELIMIT, and a member could
+     * be taken for dead while jobs formed). */
+    struct res hb = {0}, ab = {0};
+    ASSERT_EQ(peer_heartbeat(a, aa, "job-5", &ptenant, 1, 0, 2000, hb_cb, &hb), 0);
+    run_until(&hb.done, 3000);
+    ASSERT_EQ(hb.code, 0);
+    ASSERT_EQ(peer_abort_send(a, aa, "job-9", &ptenant, "test", 1, abort_cb, &ab), 0);
+    run_until(&ab.done, 3000);
+    ASSERT_EQ(ab.code, 0);
     peer_stop(a); /* cancels the two parked ones on both sides */
     ASSERT_EQ(L.cancelled, 2);
     ASSERT(r[0].done && r[1].done);
