@@ -5,8 +5,10 @@
  *
  * Strings in those replies come from clients (job ids, tenant labels, call
  * messages), so they are escaped fully: quotes, backslashes and control
- * characters, and a byte sequence that is not valid UTF-8 becomes U+FFFD so
- * that the output always parses.
+ * characters (C0, DEL and the C1 controls U+0080..U+009F, which terminals
+ * read as CSI and the like when the JSON is shown on one), and a byte
+ * sequence that is not valid UTF-8 becomes U+FFFD so that the output always
+ * parses.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -94,6 +96,7 @@ static size_t utf8_len(const unsigned char *s)
 
 static void jw_str(jw_t *w, const char *s)
 {
+    static const char hex[] = "0123456789abcdef";
     jw_put(w, "\"", 1);
     const unsigned char *p = (const unsigned char *)(s ? s : "");
     while (*p) {
@@ -102,7 +105,6 @@ static void jw_str(jw_t *w, const char *s)
             jw_put(w, e, 2);
             p++;
         } else if (*p < 0x20 || *p == 0x7F) {
-            static const char hex[] = "0123456789abcdef";
             char e[6] = {'\\', 'u', '0', '0', hex[*p >> 4], hex[*p & 15]};
             if (*p == '\n')
                 jw_put(w, "\\n", 2);
@@ -120,6 +122,10 @@ static void jw_str(jw_t *w, const char *s)
             if (n == 0) {
                 jw_raw(w, "\\ufffd");
                 p++;
+            } else if (n == 2 && p[0] == 0xC2 && p[1] < 0xA0) { /* C1 control */
+                char e[6] = {'\\', 'u', '0', '0', hex[p[1] >> 4], hex[p[1] & 15]};
+                jw_put(w, e, 6);
+                p += 2;
             } else {
                 jw_put(w, (const char *)p, n);
                 p += n;

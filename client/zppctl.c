@@ -5,7 +5,8 @@
  * Each subcommand is a row of the command table below (name, help, handler).
  * Output is a human table by default and one JSON object with --json.
  * Exit codes: 0 ok, 1 the daemon returned an error, 2 usage, 3 cannot
- * connect, 4 (health) the daemon is draining or stopping.
+ * connect (or the daemon closed the connection without an answer), 4
+ * (health) the daemon is draining or stopping.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -41,13 +42,53 @@ typedef struct {
 
 /* ---- output helpers ------------------------------------------------------- */
 
-/* Prints s with control characters replaced, so a hostile job id cannot
- * drive the terminal. */
+/* Length of the valid UTF-8 sequence at s (1-4), or 0 if invalid; a NUL
+ * fails the continuation checks, so it never reads past the string. */
+static size_t utf8_len(const unsigned char *s)
+{
+    unsigned char c = s[0], lo = 0x80, hi = 0xBF;
+    size_t n;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF)
+        n = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        lo = c == 0xE0 ? 0xA0 : lo; /* overlong */
+        hi = c == 0xED ? 0x9F : hi; /* surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        lo = c == 0xF0 ? 0x90 : lo;
+        hi = c == 0xF4 ? 0x8F : hi;
+    } else
+        return 0;
+    if (s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < n; i++)
+        if (s[i] < 0x80 || s[i] > 0xBF)
+            return 0;
+    return n;
+}
+
+/* Prints s with every control character replaced by '?', so that a hostile
+ * string (a job id, an hpZ key quoted in a call's message) cannot drive the
+ * terminal: C0, DEL, the C1 controls U+0080..U+009F (CSI is U+009B), and
+ * bytes that are not valid UTF-8 (an 8-bit terminal reads a lone 0x9B as
+ * CSI). width counts characters. */
 static void put_safe(const char *s, int width)
 {
     int n = 0;
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++, n++)
-        putchar(*p < 0x20 || *p == 0x7F ? '?' : *p);
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; n++) {
+        size_t len = utf8_len(p);
+        if (len == 0 || (len == 1 && (*p < 0x20 || *p == 0x7F)) ||
+            (len == 2 && p[0] == 0xC2 && p[1] < 0xA0)) {
+            putchar('?');
+            p += len ? len : 1;
+        } else {
+            fwrite(p, 1, len, stdout);
+            p += len;
+        }
+    }
     for (; n < width; n++)
         putchar(' ');
 }
@@ -96,10 +137,13 @@ static void rank_list(const uint32_t *r, size_t n, char *buf, size_t len)
         memcpy(buf + len - 4, "...", 4);
 }
 
+/* A daemon that closes the connection without an answer (one over
+ * max_connections or max_connections_per_uid is closed at accept) could
+ * not be reached: exit 3, as when the connect fails. */
 static int daemon_error(zpp_conn *c, int rc)
 {
     fprintf(stderr, "zppctl: %s: %s\n", zpp_err_name(rc), zpp_last_error(c));
-    return EXIT_DAEMON;
+    return rc == ZPP_ECLOSED ? EXIT_CONNECT : EXIT_DAEMON;
 }
 
 static int print_json(char *json)
@@ -131,7 +175,9 @@ static int cmd_status(zpp_conn *c, const opts_t *o)
     }
     char b1[32], b2[32];
     uint64_t up = st->uptime_s;
-    printf("zppd %s (backend ", st->daemon_version);
+    printf("zppd ");
+    put_safe(st->daemon_version, 0);
+    printf(" (backend ");
     put_safe(st->backend, 0);
     printf(", pid %" PRIu32 "), up %" PRIu64 "d %02" PRIu64 ":%02" PRIu64 ":%02" PRIu64 "\n",
            st->pid, up / 86400, up / 3600 % 24, up / 60 % 60, up % 60);
@@ -359,8 +405,12 @@ static int cmd_health(zpp_conn *c, const opts_t *o)
 {
     Zpp__Reply *rep = NULL;
     int rc = zpp__admin_query(c, ZPP__REQUEST__BODY_STATUS, &rep);
-    if (rc < 0)
-        return daemon_error(c, rc);
+    if (rc < 0) {
+        int code = daemon_error(c, rc);
+        if (code == EXIT_CONNECT)
+            printf(o->json ? "{\"health\":\"unreachable\"}\n" : "unreachable\n");
+        return code;
+    }
     const Zpp__StatusReply *st = rep->status;
     const char *h = st->stopping ? "stopping" : st->draining ? "draining" : "ok";
     if (o->json)
@@ -428,8 +478,9 @@ static void usage(FILE *f)
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
     fprintf(f, "\nexit status: 0 ok, 1 the daemon returned an error (ZPP_EPERM: drain and\n"
-               "metrics need root or the daemon's uid), 2 usage, 3 cannot connect,\n"
-               "4 health: draining or stopping (drain --wait: jobs still running)\n");
+               "metrics need root or the daemon's uid), 2 usage, 3 cannot connect (or\n"
+               "closed without an answer), 4 health: draining or stopping (drain --wait:\n"
+               "jobs still running)\n");
 }
 
 int main(int argc, char **argv)
@@ -445,6 +496,12 @@ int main(int argc, char **argv)
     while ((ch = getopt_long(argc, argv, "+s:jhV", longopts, NULL)) != -1) {
         switch (ch) {
         case 's':
+            /* Not "" (an unset variable in a script): that would silently
+             * mean $ZPP_SOCKET or the default daemon. */
+            if (!optarg[0]) {
+                fprintf(stderr, "zppctl: -s/--socket needs a path\n");
+                return EXIT_USAGE;
+            }
             o.socket = optarg;
             break;
         case 'j':

@@ -20,15 +20,32 @@
 #include "zpp.h"
 
 /* Sends a reply to req_id whose body is `msg` (a pointer) in the Reply
- * field `member`, case ZPP__REPLY__BODY_<CASE>. */
+ * field `member`, case ZPP__REPLY__BODY_<CASE>; one that cannot be sent
+ * gets an error reply instead (send_failed). */
 #define SEND_REPLY(s, req_id, CASE, member, msg)                                                   \
     do {                                                                                           \
         Zpp__Reply rep_ = ZPP__REPLY__INIT;                                                        \
         rep_.req_id = (req_id);                                                                    \
         rep_.body_case = ZPP__REPLY__BODY_##CASE;                                                  \
         rep_.member = (msg);                                                                       \
-        sess_send((s), &rep_);                                                                     \
+        int rc_ = sess_send((s), &rep_);                                                           \
+        if (rc_ < 0)                                                                               \
+            send_failed((s), (req_id), rc_);                                                       \
     } while (0)
+
+/* A listing that sess_send could not queue: too large to pack (a reply
+ * frame carries at most 64 MiB: some twenty jobs of a million ranks, each
+ * listing the ranks missing from its oldest call) or out of memory.
+ * Without an answer the caller would wait forever. On a session that is
+ * closing sess_send_error drops it. */
+static void send_failed(struct session *s, uint64_t req_id, int rc)
+{
+    if (rc == ZPP_ELIMIT)
+        sess_send_error(s, req_id, ZPP_ELIMIT,
+                        "the reply is larger than 64 MiB, the most one frame may carry");
+    else
+        sess_send_error(s, req_id, rc, "the reply cannot be sent (%s)", zpp_err_name(rc));
+}
 
 #define ADMIN_MAX_GPUS 64
 
