@@ -3,12 +3,23 @@
 # Kubernetes JSON schemas bundled with PyPI's kubernetes-validate (offline:
 # the schemas ship in the package), strictly (unknown fields fail), for the
 # oldest and the newest Kubernetes version the manifests claim to support.
+# Then what the schemas cannot see: mounts name declared volumes, probes
+# name declared ports and binaries the image installs (deploy/Containerfile),
+# a non-root container can read its Secret/ConfigMap files (a mode without
+# o+r needs the pod's fsGroup), and the ConfigMap's zppd.conf, with the
+# container's `-o` flags, is one zppd accepts (`zppd --check-config` when
+# ZPPD_BIN is given) and fits the manifest: socket inside a mounted
+# directory and equal to ZPP_SOCKET and the probe's, TLS files under a
+# mount, metrics/peer ports equal to the declared ports and the scrape
+# annotation, and a wildcard peer_listen comes with a peer_advertise whose
+# $(VARS) the container's env defines.
 #
 # Exit status: 0 pass, 1 fail, 77 (ctest: skipped) when kubernetes-validate
 # is missing — except under CI=true, where that fails (`make deps`).
-# Usage: k8s_validate.sh SOURCE_DIR
+# Usage: k8s_validate.sh SOURCE_DIR [ZPPD_BIN]
 set -u
-src=${1:?usage: k8s_validate.sh SOURCE_DIR}
+src=${1:?usage: k8s_validate.sh SOURCE_DIR [ZPPD_BIN]}
+zppd=${2:-}
 KUBE_VERSIONS="1.28.0 1.34.0"
 
 kv=""
@@ -33,5 +44,193 @@ for v in $KUBE_VERSIONS; do
     # No network: the package must use its bundled schemas.
     $kv --strict -k "$v" "$@" || rc=1
 done
+
+echo "== manifests against each other, the Containerfile and zppd"
+python3 - "$src" "$zppd" <<'PY' || rc=1
+import os, posixpath, re, subprocess, sys, tempfile
+import yaml
+
+src, zppd = sys.argv[1], sys.argv[2]
+kdir = os.path.join(src, "deploy", "k8s")
+docs = []
+for f in sorted(os.listdir(kdir)):
+    if f.endswith(".yaml"):
+        with open(os.path.join(kdir, f)) as fh:
+            docs += [(f, d) for d in yaml.safe_load_all(fh) if d]
+bad = []
+
+def fail(where, msg):
+    bad.append("%s: %s" % (where, msg))
+
+# What the image installs: `install ... /out/PATH` and COPY destinations.
+with open(os.path.join(src, "deploy", "Containerfile")) as fh:
+    cf = fh.read()
+image_files = set(re.findall(r"/out(/\S+)", cf))
+image_files |= set(m for m in re.findall(r"^COPY\s+(?:--\S+\s+)?\S+\s+(/\S+)", cf, re.M))
+image_files |= {"/bin/sh"}
+
+configmaps = {d["metadata"]["name"]: d for _, d in docs if d.get("kind") == "ConfigMap"}
+
+def pod_spec(d):
+    s = d.get("spec", {})
+    if d.get("kind") == "Pod":
+        return s
+    if d.get("kind") == "CronJob":
+        s = s.get("jobTemplate", {}).get("spec", {})
+    return s.get("template", {}).get("spec")
+
+def under(path, mounts):
+    return any(path == m or path.startswith(m.rstrip("/") + "/") for m in mounts)
+
+def resolves(path, mounts):
+    """Whether a file path exists as far as the manifests tell: under the
+    deepest mount that holds it, a ConfigMap of deploy/k8s must have it as a
+    key (or item path); a Secret's keys are not known here."""
+    best = max((m for m in mounts if under(path, [m])), key=len, default=None)
+    if best is None:
+        return False
+    v, rel = mounts[best], posixpath.relpath(path, best)
+    src = v.get("configMap") or v.get("secret")
+    if src is None:
+        return True
+    if src.get("items"):
+        return rel in [i["path"] for i in src["items"]]
+    if "configMap" in v:
+        cm = configmaps.get(src["name"])
+        return cm is not None and rel in cm.get("data", {})
+    return "/" not in rel
+
+def port_of(addr):
+    return int(addr.rsplit(":", 1)[1]) if ":" in addr else None
+
+for f, d in docs:
+    spec = pod_spec(d)
+    if not spec:
+        continue
+    name = "%s %s/%s" % (f, d["kind"], d["metadata"]["name"])
+    annotations = (d.get("spec", {}).get("template", {}).get("metadata", {}) or {}).get(
+        "annotations", {}) or {}
+    vols = {v["name"]: v for v in spec.get("volumes", [])}
+    psc = spec.get("securityContext", {}) or {}
+    for c in spec.get("initContainers", []) + spec.get("containers", []):
+        where = "%s container %s" % (name, c["name"])
+        csc = c.get("securityContext", {}) or {}
+        uid = csc.get("runAsUser", psc.get("runAsUser"))
+        ports = {p.get("name"): p["containerPort"] for p in c.get("ports", [])}
+        mounts = {}
+        for m in c.get("volumeMounts", []):
+            v = vols.get(m["name"])
+            if v is None:
+                fail(where, "volumeMount %s names no volume of the pod" % m["name"])
+                continue
+            mounts[m["mountPath"]] = v
+            for kind in ("secret", "configMap"):
+                if kind in v:
+                    mode = v[kind].get("defaultMode", 0o644)
+                    if uid != 0 and not mode & 0o004:
+                        if "fsGroup" not in psc:
+                            fail(where, "runs as uid %s, but the files of %s volume %s are "
+                                 "root:root mode %04o: set the pod's fsGroup" %
+                                 (uid, kind, v["name"], mode))
+                        elif not mode & 0o040:
+                            fail(where, "%s volume %s mode %04o: not readable by fsGroup" %
+                                 (kind, v["name"], mode))
+        env = {e["name"]: e for e in c.get("env", [])}
+        for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+            pr = c.get(probe)
+            if not pr:
+                continue
+            for h in ("httpGet", "tcpSocket", "grpc"):
+                if h in pr:
+                    port = pr[h]["port"]
+                    if isinstance(port, str) and port not in ports:
+                        fail(where, "%s names port %r, which the container does not declare" %
+                             (probe, port))
+                    elif isinstance(port, int) and port not in ports.values():
+                        fail(where, "%s port %d is not a declared containerPort" % (probe, port))
+            if "exec" in pr and c["image"].split("/")[-1].startswith("zppd:"):
+                cmd = pr["exec"]["command"][0]
+                if cmd.startswith("/") and cmd not in image_files:
+                    fail(where, "%s runs %s, which deploy/Containerfile does not install" %
+                         (probe, cmd))
+        # zppd itself: its config, from the ConfigMap mounted at -c's directory.
+        args = c.get("args", [])
+        if "-c" not in args:
+            continue
+        conf_path = args[args.index("-c") + 1]
+        conf_vol = mounts.get(posixpath.dirname(conf_path))
+        if not conf_vol or "configMap" not in conf_vol:
+            fail(where, "-c %s is not in a mounted ConfigMap" % conf_path)
+            continue
+        cm = configmaps.get(conf_vol["configMap"]["name"])
+        key = posixpath.basename(conf_path)
+        if not cm or key not in cm.get("data", {}):
+            fail(where, "ConfigMap %s with key %s is not in deploy/k8s" %
+                 (conf_vol["configMap"]["name"], key))
+            continue
+        text = cm["data"][key]
+        cfg = {}
+        for line in text.splitlines():
+            line = line.split("#", 1)[0]
+            if "=" in line:
+                k, v = line.split("=", 1)
+                cfg[k.strip()] = v.strip()
+        overrides = [args[i + 1] for i, a in enumerate(args[:-1]) if a in ("-o", "--set")]
+        for o in overrides:
+            k, v = o.split("=", 1)
+            cfg[k] = v
+            for var in re.findall(r"\$\((\w+)\)", v):
+                if var not in env:
+                    fail(where, "-o %s uses $(%s), which the container's env does not define" %
+                         (o, var))
+        if zppd:
+            with tempfile.NamedTemporaryFile("w", suffix=".conf") as t:
+                t.write(text)
+                t.flush()
+                cmd = [zppd, "--check-config", "-c", t.name]
+                for o in overrides:
+                    cmd += ["-o", re.sub(r"\$\(\w+\)", "192.0.2.1", o)]
+                r = subprocess.run(cmd, capture_output=True, text=True)
+                if r.returncode != 0:
+                    fail(where, "zppd --check-config refuses the ConfigMap's %s:\n%s%s" %
+                         (key, r.stdout, r.stderr))
+        sock = cfg.get("socket", "/run/zppd/zppd.sock")
+        if not under(posixpath.dirname(sock), mounts):
+            fail(where, "socket %s is not in a mounted directory" % sock)
+        if "ZPP_SOCKET" in env and env["ZPP_SOCKET"].get("value") != sock:
+            fail(where, "ZPP_SOCKET %s differs from the config's socket %s" %
+                 (env["ZPP_SOCKET"].get("value"), sock))
+        for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+            cmd = (c.get(probe) or {}).get("exec", {}).get("command", [])
+            if "-s" in cmd and cmd[cmd.index("-s") + 1] != sock:
+                fail(where, "%s asks socket %s, zppd listens on %s" %
+                     (probe, cmd[cmd.index("-s") + 1], sock))
+        if cfg.get("peer_tls", "false").lower() in ("true", "yes", "on", "1"):
+            for k in ("peer_tls_ca", "peer_tls_cert", "peer_tls_key"):
+                if not cfg.get(k) or not resolves(cfg[k], mounts):
+                    fail(where, "%s = %s is no file of the volumes mounted" % (k, cfg.get(k)))
+        ml = cfg.get("metrics_listen", "")
+        if ml:
+            if port_of(ml) != ports.get("metrics"):
+                fail(where, "metrics_listen %s, but containerPort 'metrics' is %s" %
+                     (ml, ports.get("metrics")))
+            ann = annotations.get("prometheus.io/port")
+            if ann is not None and str(port_of(ml)) != str(ann):
+                fail(where, "prometheus.io/port %s, but metrics_listen is %s" % (ann, ml))
+        pl = cfg.get("peer_listen", "127.0.0.1:7399")
+        if pl:
+            if port_of(pl) != ports.get("peer"):
+                fail(where, "peer_listen %s, but containerPort 'peer' is %s" %
+                     (pl, ports.get("peer")))
+            host = pl.rsplit(":", 1)[0].strip("[]")
+            if host in ("", "0.0.0.0", "::") and not cfg.get("peer_advertise"):
+                fail(where, "peer_listen %s and no peer_advertise: zppd would advertise %s:%s, "
+                     "which other nodes cannot dial" % (pl, host, port_of(pl)))
+
+for b in bad:
+    print("FAIL: " + b)
+print("k8s checks: %d problem(s)" % len(bad))
+sys.exit(1 if bad else 0)
+PY
 [ $rc -eq 0 ] && echo "k8s_validate.sh: ok" || echo "k8s_validate.sh: FAIL"
 exit $rc

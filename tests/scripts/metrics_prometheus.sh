@@ -14,8 +14,11 @@
 # prometheus, curl or python3 is missing — except under CI=true, where that
 # fails (`make deps` installs them).
 # Then every PromQL expression of the Grafana dashboard
-# (deploy/grafana/zppd-dashboard.json, with its variables filled in) must
-# be accepted by that server's query API.
+# (deploy/grafana/zppd-dashboard.json, with its variables filled in as
+# Grafana would: label_values() through the server's API) must be accepted
+# by that server's query API. The scrape job also holds a target that is
+# not zppd (the Prometheus server itself, as a Kubernetes pods job holds
+# every annotated pod): the "Daemons up" panel must count 1.
 # Usage: metrics_prometheus.sh ZPPD_BIN ZPP_DEMO_BIN ZPPCTL_BIN [DASHBOARD_JSON]
 set -u
 zppd=${1:?usage: metrics_prometheus.sh ZPPD_BIN ZPP_DEMO_BIN ZPPCTL_BIN [DASHBOARD_JSON]}
@@ -97,7 +100,7 @@ global:
 scrape_configs:
   - job_name: zppd
     static_configs:
-      - targets: ['127.0.0.1:$port']
+      - targets: ['127.0.0.1:$port', '127.0.0.1:$pport']
 YML
 promtool check config "$tmp/prometheus.yml" >/dev/null || fail "promtool check config"
 prometheus --config.file="$tmp/prometheus.yml" --storage.tsdb.path="$tmp/data" \
@@ -111,7 +114,8 @@ while [ $i -lt $((WAIT_S * 2)) ]; do
     calls=$(curl -sf --max-time 2 "$api" --data-urlencode 'query=zppd_calls_total{outcome="ok"}' 2>/dev/null)
     up=$(curl -sf --max-time 2 "$api" --data-urlencode 'query=up{job="zppd"}' 2>/dev/null)
     if printf '%s' "$calls" | grep -q '"__name__":"zppd_calls_total"' &&
-        printf '%s' "$up" | grep -q '"value":\[[0-9.]*,"1"\]'; then
+        printf '%s' "$up" | grep -q "127.0.0.1:$port\"[^]]*\"value\":\[[0-9.]*,\"1\"\]" &&
+        printf '%s' "$up" | grep -q "127.0.0.1:$pport\"[^]]*\"value\":\[[0-9.]*,\"1\"\]"; then
         ok=1
         break
     fi
@@ -122,26 +126,60 @@ done
 echo "prometheus: $calls"
 if [ -n "$dashboard" ]; then
     python3 - "$dashboard" "$api" <<'PY' || fail "a dashboard query was refused"
-import json, sys, urllib.parse, urllib.request
+import json, re, sys, urllib.parse, urllib.request
 dash, api = sys.argv[1], sys.argv[2]
-subst = {"$instance": ".*", "$tenant": ".*", "$job": "zppd", "$__rate_interval": "1m"}
+d = json.load(open(dash))
+
+def get(url):
+    try:
+        return json.load(urllib.request.urlopen(url, timeout=5))
+    except Exception as e:  # 400 for a query that does not parse
+        return {"status": "error", "error": str(e)}
+
+# The variables, as Grafana fills them in: label_values(METRIC, LABEL) asks
+# the server; "All" is the allValue, else every value as a regex.
+subst = {"$__rate_interval": "1m"}
+for v in d["templating"]["list"]:
+    if v["type"] == "custom":
+        vals = [x.strip() for x in v["query"].split(",")]
+    elif v["type"] == "query":
+        q = v["query"]["query"] if isinstance(v["query"], dict) else v["query"]
+        m = re.match(r"label_values\((\w+)(?:\{[^}]*\})?,\s*(\w+)\)$", q)
+        r = get(api.rsplit("/", 1)[0] + "/label/%s/values?" % m.group(2) +
+                urllib.parse.urlencode({"match[]": m.group(1)}))
+        vals = r.get("data", [])
+    else:
+        continue
+    cur = (v.get("current") or {}).get("value")
+    if v.get("includeAll") and cur in ("$__all", ["$__all"]):
+        # Grafana's escaping: a regex escape, written as a PromQL string.
+        esc = [re.sub(r"([\\$^*{}\[\]'+?.()|])", r"\\\\\1", x) for x in vals]
+        val = v.get("allValue") or "(" + "|".join(esc) + ")"
+    elif cur and cur not in vals and v["type"] == "query":
+        val = vals[0] if vals else ""
+    else:
+        val = (cur[0] if isinstance(cur, list) else cur) or (vals[0] if vals else "")
+    subst["$" + v["name"]] = val
+print("dashboard variables: %s" % subst)
 bad = 0
 n = 0
-for p in json.load(open(dash))["panels"]:
+for p in d["panels"]:
     for t in p.get("targets", []):
         q = t["expr"]
-        for k, v in subst.items():
+        for k, v in sorted(subst.items(), key=lambda kv: -len(kv[0])):
             q = q.replace(k, v)
         n += 1
-        url = api + "?" + urllib.parse.urlencode({"query": q})
-        try:
-            r = json.load(urllib.request.urlopen(url, timeout=5))
-        except Exception as e:  # 400 for a query that does not parse
-            r = {"status": "error", "error": str(e)}
+        r = get(api + "?" + urllib.parse.urlencode({"query": q}))
         if r.get("status") != "success":
             bad += 1
             print("dashboard panel %r: %s: %s" % (p["title"], q, r.get("error")))
-print("dashboard: %d queries, %d refused" % (n, bad))
+        elif re.match(r"sum\(up\{", t["expr"]):
+            res = r["data"]["result"]
+            got = res[0]["value"][1] if res else "no data"
+            if got != "1":
+                bad += 1
+                print("dashboard panel %r: %s counts %s, not the 1 zppd" % (p["title"], q, got))
+print("dashboard: %d queries, %d refused or wrong" % (n, bad))
 sys.exit(1 if bad else 0)
 PY
 fi
