@@ -336,8 +336,9 @@ static int prepare_store(struct coll_exec *x)
     }
     /* invalidate: idempotent, done here (no data work follows). A content
      * key detaches the job from that replica; invalidate-all detaches it
-     * from every replica too. The replicas stay, for other jobs. */
-    if (a->content_key[0]) {
+     * from every replica too, whether or not a content key is named. The
+     * replicas stay, for other jobs. */
+    if (a->content_key[0] && !(a->flags & ZPP_FLAG_INVALIDATE_ALL)) {
         hpz_store_detach(x->store, x->owner.job, a->content_key);
         return 0;
     }
