@@ -279,6 +279,16 @@ static int cmd_jobs(zpp_conn *c, const opts_t *o)
                j->nodes);
         put_safe(j->state, 9);
         printf(" %-16s %-10s %s\n", joined, pending, missing);
+        if (j->tenant_label && j->tenant_label[0]) {
+            printf("    label ");
+            put_safe(j->tenant_label, 0);
+            putchar('\n');
+        }
+        if (j->n_away_ranks) {
+            char away[64];
+            rank_list(j->away_ranks, j->n_away_ranks, away, sizeof(away));
+            printf("    away, may rejoin: %s\n", away);
+        }
         if (j->device_memory || j->store_bytes) {
             char b1[32], b2[32];
             printf("    device memory %s, hpZ slices %s\n",

@@ -156,6 +156,7 @@ void admin_jobs(struct session *s, uint64_t req_id)
         zpp__job_info__init(ji);
         ptrs[i] = ji;
         ji->job_id = j->id;
+        ji->tenant_label = j->label;
         ji->tenant_uid = j->uid;
         ji->world_size = j->world;
         ji->nodes = j->nodes;
@@ -168,6 +169,11 @@ void admin_jobs(struct session *s, uint64_t req_id)
         for (uint32_t r = 0; r < j->world; r++)
             if (j->members[r])
                 ranks[rpos + ji->n_joined_ranks++] = r;
+        /* a rank is joined or away, never both: the two lists share its span */
+        ji->away_ranks = ranks + rpos + ji->n_joined_ranks;
+        for (uint32_t r = 0; j->detached_ms && r < j->world; r++)
+            if (j->detached_ms[r] && !j->members[r])
+                ji->away_ranks[ji->n_away_ranks++] = r;
         rpos += j->world;
         if (j->calls) {
             struct call *c = j->calls;

@@ -117,6 +117,27 @@ int main(void)
         zpp_shm_destroy(o[r]);
     }
 
+    /* A job still forming whose only rank left: its place waits for it
+     * (rejoin_timeout_ms), and jobs shows the rank as away and the label
+     * the rank gave. */
+    zpp_conn *lone;
+    ASSERT_EQ(zpp_connect(d.socket, &lone), 0);
+    zpp_job_desc jd = {.job_id = "ctl-away", .world_size = 2, .node_count = 1, .rank = 0,
+                       .gpu_uuid = "host", .tenant_label = "team-a"};
+    ASSERT_EQ(zpp_hello(lone, &jd, NULL), 0);
+    zpp_close(lone);
+    for (int tries = 0; tries < 50; tries++) { /* the close may still be in flight */
+        ASSERT_EQ(zh_run_capture(jj, 10000, out, sizeof out), 0);
+        if (strstr(out, "\"away_ranks\":[0]"))
+            break;
+        usleep(20000);
+    }
+    ASSERT_CONTAINS(out, "\"job_id\":\"ctl-away\",\"tenant_label\":\"team-a\"");
+    ASSERT_CONTAINS(out, "\"joined_ranks\":[],\"away_ranks\":[0]");
+    ASSERT_EQ(zh_run_capture(jh, 10000, out, sizeof out), 0);
+    ASSERT_CONTAINS(out, "label team-a");
+    ASSERT_CONTAINS(out, "away, may rejoin: 0");
+
     char missing[ZH_PATH_MAX + 16];
     snprintf(missing, sizeof missing, "%s/nope.sock", d.dir);
     char *nm[] = {ZPPCTL_BIN, "-s", missing, "status", NULL};
