@@ -5,14 +5,15 @@
  * Each subcommand is a row of the command table below (name, help, handler).
  * Output is a human table by default and one JSON object with --json.
  * Exit codes: 0 ok, 1 the daemon returned an error, 2 usage, 3 cannot
- * connect (or the daemon closed the connection without an answer), 4
- * (health) the daemon is draining or stopping.
+ * connect (or the daemon closed the connection without an answer, or gave
+ * none within --timeout), 4 (health) the daemon is draining or stopping.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -22,6 +23,8 @@
 enum { EXIT_OK = 0, EXIT_DAEMON = 1, EXIT_USAGE = 2, EXIT_CONNECT = 3, EXIT_NOT_READY = 4 };
 
 #define DRAIN_POLL_US 200000 /* drain --wait: status poll interval */
+#define TIMEOUT_DEF_S 10     /* -t: a daemon whose loop is stuck still accepts */
+#define TIMEOUT_MAX_S 86400
 
 typedef struct {
     const char *socket;
@@ -476,20 +479,38 @@ static const command_t commands[] = {
 
 /* ---- main ---------------------------------------------------------------------- */
 
+/* -t: the kernel accepts a connection on zppd's socket even while zppd's
+ * loop is stuck, and nothing in libzpp's blocking calls gives up: the
+ * command as a whole gets SIGALRM after the timeout (plus drain's --wait),
+ * says so, and exits 3 like an unreachable daemon ("unreachable" for
+ * health, which probes read). Only async-signal-safe calls here. */
+static const char *g_alarm_out = "", *g_alarm_err = "zppctl: no answer from zppd in time\n";
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    ssize_t w = write(STDOUT_FILENO, g_alarm_out, strlen(g_alarm_out));
+    w = write(STDERR_FILENO, g_alarm_err, strlen(g_alarm_err));
+    (void)w;
+    _exit(EXIT_CONNECT);
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: zppctl [-s SOCKET] [--json] COMMAND [--json] [OPTIONS]\n\n"
             "  -s, --socket PATH  zppd's socket (default $ZPP_SOCKET, else %s)\n"
             "  -j, --json         print one JSON object\n"
+            "  -t, --timeout S    give up after S seconds without an answer (default %d,\n"
+            "                     0 never; drain --wait adds its own)\n"
             "  -h, --help         this text\n"
             "  -V, --version      print the version\n\ncommands:\n",
-            ZPP_DEFAULT_SOCKET);
+            ZPP_DEFAULT_SOCKET, TIMEOUT_DEF_S);
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
     fprintf(f, "\nexit status: 0 ok, 1 the daemon returned an error (ZPP_EPERM: drain and\n"
                "metrics need root or the daemon's uid), 2 usage, 3 cannot connect (or\n"
-               "closed without an answer), 4 health: draining or stopping (drain --wait:\n"
+               "closed without an answer, or none within --timeout), 4 health: draining or stopping (drain --wait:\n"
                "jobs still running)\n");
 }
 
@@ -497,13 +518,15 @@ int main(int argc, char **argv)
 {
     static const struct option longopts[] = {{"socket", required_argument, NULL, 's'},
                                              {"json", no_argument, NULL, 'j'},
+                                             {"timeout", required_argument, NULL, 't'},
                                              {"help", no_argument, NULL, 'h'},
                                              {"version", no_argument, NULL, 'V'},
                                              {NULL, 0, NULL, 0}};
     opts_t o = {0};
+    long timeout_s = TIMEOUT_DEF_S;
     int ch;
     /* "+": stop at the command; its own options are parsed below. */
-    while ((ch = getopt_long(argc, argv, "+s:jhV", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "+s:jt:hV", longopts, NULL)) != -1) {
         switch (ch) {
         case 's':
             /* Not "" (an unset variable in a script): that would silently
@@ -517,6 +540,15 @@ int main(int argc, char **argv)
         case 'j':
             o.json = 1;
             break;
+        case 't': {
+            char *end;
+            timeout_s = strtol(optarg, &end, 10);
+            if (*end || end == optarg || timeout_s < 0 || timeout_s > TIMEOUT_MAX_S) {
+                fprintf(stderr, "zppctl: -t/--timeout takes seconds (0..%d)\n", TIMEOUT_MAX_S);
+                return EXIT_USAGE;
+            }
+            break;
+        }
         case 'h':
             usage(stdout);
             return EXIT_OK;
@@ -566,6 +598,16 @@ int main(int argc, char **argv)
         path = getenv("ZPP_SOCKET");
     if (!path || !path[0])
         path = ZPP_DEFAULT_SOCKET;
+    if (timeout_s > 0) {
+        if (cmd->run == cmd_health)
+            g_alarm_out = o.json ? "{\"health\":\"unreachable\"}\n" : "unreachable\n";
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_alarm;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGALRM, &sa, NULL);
+        alarm((unsigned)(timeout_s + (o.off ? 0 : o.wait_s)));
+    }
     zpp_conn *c = NULL;
     int rc = zpp_connect(path, &c);
     if (rc < 0) {

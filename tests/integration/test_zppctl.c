@@ -8,10 +8,15 @@
  *    recent calls; the human `zppctl jobs` names the job too;
  *  - once rank 1 submits, the call completes and the ring lists each call
  *    once, in its final state (no stale "running" record);
- *  - exit codes: 3 when the socket is missing, 2 for an unknown command.
+ *  - a forming job whose only rank left shows it away, with its label;
+ *  - exit codes: 3 when the socket is missing, 2 for an unknown command;
+ *    3 (and "unreachable" for health) within -t when a socket accepts but
+ *    never answers, as a zppd whose loop is stuck does.
  */
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -144,6 +149,26 @@ int main(void)
     ASSERT_EQ(zh_run_capture(nm, 10000, out, sizeof out), 3);
     char *bad[] = {ZPPCTL_BIN, "-s", d.socket, "no-such-command", NULL};
     ASSERT_EQ(zh_run_capture(bad, 10000, out, sizeof out), 2);
+    char *badt[] = {ZPPCTL_BIN, "-s", d.socket, "-t", "x", "status", NULL};
+    ASSERT_EQ(zh_run_capture(badt, 10000, out, sizeof out), 2);
+
+    /* A socket the kernel accepts on but nobody serves. */
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s/mute.sock", d.dir);
+    int mute = socket(AF_UNIX, SOCK_STREAM, 0);
+    ASSERT(mute >= 0);
+    ASSERT_EQ(bind(mute, (struct sockaddr *)&sa, sizeof sa), 0);
+    ASSERT_EQ(listen(mute, 8), 0);
+    char *hm[] = {ZPPCTL_BIN, "-s", sa.sun_path, "-t", "1", "health", NULL};
+    int64_t t0 = zh_now_ms();
+    ASSERT_EQ(zh_run_capture(hm, 10000, out, sizeof out), 3);
+    int64_t took = zh_now_ms() - t0;
+    ASSERT_CONTAINS(out, "unreachable");
+    ASSERT(took >= 900 && took < 5000);
+    char *sm[] = {ZPPCTL_BIN, "-s", sa.sun_path, "--timeout", "1", "--json", "status", NULL};
+    ASSERT_EQ(zh_run_capture(sm, 10000, out, sizeof out), 3);
+    close(mute);
+    printf("test_zppctl: a mute socket: exit 3 after %lld ms\n", (long long)took);
     ASSERT_EQ(zh_daemon_stop(&d), 0);
     printf("test_zppctl: ok\n");
     return 0;
