@@ -814,6 +814,50 @@ static void cu_job_stuck(struct cu_backend *b, void *arg)
     comms_release(j, 1);
 }
 
+/* cu_job_close could not fence every stream of the job (no host memory for
+ * the events, or a failed record): rather than unmap staging that queued
+ * work may still use (a fault there is fatal to every job of the daemon),
+ * the loop thread waits here for every stream to drain, polling; after
+ * CU_STUCK_MS the communicators are aborted (cu_job_stuck), which makes
+ * NCCL kernels waiting for a peer return. If the streams still have not
+ * drained after twice that, the job's memory is left mapped for good
+ * (logged): a leak, not a corruption. 0 when drained. Rare: only when host
+ * memory ran out; ZPPD_TEST_CLOSE_NO_FENCE forces it for the GPU tests. */
+static int drain_blocking(struct cu_backend *b, struct cu_job *j, int abort_now)
+{
+    uint64_t t0 = cu_now_ms();
+    int stuck_done = abort_now; /* a node is gone: no use waiting first */
+    if (abort_now)
+        cu_job_stuck(b, j);
+    for (;;) {
+        int busy = 0;
+        for (int s = 0; s < j->t.nslots; s++) {
+            struct cu_slot *sl = &j->slots[s];
+            if (cu_use(b, sl->device))
+                continue;
+            for (int k = 0; k < 2; k++) {
+                cudaStream_t st = k ? sl->side : sl->stream;
+                if (st && cudaStreamQuery(st) == cudaErrorNotReady)
+                    busy = 1;
+            }
+        }
+        if (!busy)
+            return 0;
+        uint64_t waited = cu_now_ms() - t0;
+        if (!stuck_done && waited >= CU_STUCK_MS) {
+            stuck_done = 1;
+            cu_job_stuck(b, j);
+        }
+        if (waited >= 2u * CU_STUCK_MS) {
+            ZLOG_E("cuda", "a closing job's streams never drained: its memory stays mapped",
+                   "waited_ms=%" PRIu64, waited);
+            return -1;
+        }
+        struct timespec nap = {0, 200000}; /* 0.2 ms */
+        nanosleep(&nap, NULL);
+    }
+}
+
 void cu_job_close(void *backend, void *job, int abort)
 {
     struct cu_backend *b = backend;
@@ -827,20 +871,41 @@ void cu_job_close(void *backend, void *job, int abort)
     j->abort = abort || !j->ready;
     if (abort) /* fenced kernels of the job stop waiting for each other */
         xsync_abort(j);
-    int nev = 0;
-    cudaEvent_t *ev = calloc((size_t)j->t.nslots * 2, sizeof *ev);
-    for (int s = 0; ev && s < j->t.nslots; s++) {
+    int nev = 0, want = 0;
+    static int no_fence = -1; /* test hook, read once */
+    if (no_fence < 0)
+        no_fence = be_env_switch("ZPPD_TEST_CLOSE_NO_FENCE", 0);
+    cudaEvent_t *ev = no_fence ? NULL : calloc((size_t)j->t.nslots * 2, sizeof *ev);
+    for (int s = 0; s < j->t.nslots; s++) {
         struct cu_slot *sl = &j->slots[s];
         if (!sl->stream || cu_use(b, sl->device))
             continue;
         for (int k = 0; k < 2; k++) {
             cudaStream_t st = k ? sl->side : sl->stream;
-            if (st && cudaEventCreateWithFlags(&ev[nev], cudaEventDisableTiming) == cudaSuccess &&
-                cudaEventRecord(ev[nev], st) == cudaSuccess)
+            if (!st)
+                continue;
+            want++;
+            if (!ev)
+                continue;
+            if (cudaEventCreateWithFlags(&ev[nev], cudaEventDisableTiming) != cudaSuccess)
+                continue;
+            if (cudaEventRecord(ev[nev], st) == cudaSuccess)
                 nev++;
+            else
+                cudaEventDestroy(ev[nev]);
         }
     }
-    if (!ev || nev == 0) {
+    if (nev < want) { /* a stream without a fence: wait for all of them here */
+        for (int i = 0; i < nev; i++)
+            cudaEventDestroy(ev[i]);
+        free(ev);
+        ZLOG_W("cuda", "closing a job without events to fence its streams: waiting for them",
+               "streams=%d fenced=%d", want, nev);
+        if (drain_blocking(b, j, abort == BE_CLOSE_ABORT_NOW) == 0)
+            job_reap(b, j);
+        return;
+    }
+    if (nev == 0) {
         free(ev);
         job_reap(b, j);
         return;
