@@ -1009,12 +1009,20 @@ static void call_enqueue(struct job *j, struct call *c)
         rc = coll_run(x);
     else
         snprintf(x->msg, sizeof x->msg, "cannot wait on the client's event: %s", x->call.err);
-    for (uint32_t s = 0; s < j->nlocal && !rc; s++) {
+    /* Every rank's done event is recorded, after a failure too: what the
+     * call enqueued before it failed may still read or write the client's
+     * buffers, and the client's stream waits on the done event, failed
+     * call or not, before it uses them again (zpp_wait_stream). Recording
+     * also ends the backend's note of the call (cu_call_done_note). */
+    for (uint32_t s = 0; s < j->nlocal; s++) {
         struct call_sub *sub = &c->subs[j->lo + s];
-        if (sub->event_slot)
-            rc = d->be->call_record(&x->call, (int)s, sub->s->events, (int)sub->event_slot - 1);
-        if (rc)
+        if (!sub->event_slot || !d->be->call_record)
+            continue;
+        int r = d->be->call_record(&x->call, (int)s, sub->s->events, (int)sub->event_slot - 1);
+        if (r && !rc) {
+            rc = r;
             snprintf(x->msg, sizeof x->msg, "cannot record the done event: %s", x->call.err);
+        }
     }
     x->status = rc;
     call_complete(j, c);
