@@ -215,8 +215,10 @@ ZPP_EXPORT int zpp_collective(zpp_conn *c, const zpp_coll *call, zpp_result *res
 
 /* Async: submits and returns a request id; zpp_wait blocks until that
  * request's reply (other replies that arrive meanwhile are kept), zpp_test
- * returns ZPP_EBUSY if it has not arrived yet. Every submitted request must
- * be waited for (or the connection closed). */
+ * returns ZPP_EBUSY if it has not arrived yet, and only then (a daemon that
+ * answered ZPP_EBUSY gives ZPP_EPROTO), never blocking for long: it reads
+ * at most 1024 replies of other requests per call. Every submitted request
+ * must be waited for (or the connection closed). */
 ZPP_EXPORT int zpp_submit(zpp_conn *c, const zpp_coll *call, uint64_t *req_id);
 ZPP_EXPORT int zpp_wait(zpp_conn *c, uint64_t req_id, zpp_result *res);
 ZPP_EXPORT int zpp_test(zpp_conn *c, uint64_t req_id, zpp_result *res);

@@ -358,6 +358,7 @@ class Connection:
 
     def deregister(self, buffer_id: int) -> None:
         """Drops a registration (also from the cache if it is there)."""
+        buffer_id = _u64(buffer_id, "buffer_id")
         self._check(LIB.zpp_deregister(self._handle(), buffer_id), "deregister")
         for k, (b, bid) in list(self._cache.items()):
             if bid == buffer_id:
@@ -383,7 +384,9 @@ class Connection:
     # ---- argument plumbing ----------------------------------------------------
     def _ref(self, obj: Any, need: int, role: str) -> BufRefC:
         if isinstance(obj, BufRef):
-            return BufRefC(obj.buffer_id, obj.offset)
+            return BufRefC(
+                _u64(obj.buffer_id, f"{role} buffer_id"), _u64(obj.offset, f"{role} offset")
+            )
         buf, off, nbytes = locate(obj)
         if nbytes < need:
             raise errors.invalid(f"{role} holds {nbytes} bytes; this call needs {need}")
@@ -658,6 +661,14 @@ def _cstr(s: Optional[str], what: str) -> Optional[bytes]:
     if b"\0" in b:
         raise errors.invalid(f"{what} contains a NUL byte: {s!r}")
     return b
+
+
+def _u64(v: Any, what: str) -> int:
+    """v checked to fit a uint64_t: ctypes would keep only its low 64 bits
+    (-1 becomes 2^64 - 1, 2^64 + 5 becomes 5: another buffer)."""
+    if not isinstance(v, int) or not 0 <= v < 1 << 64:
+        raise errors.invalid(f"{what} must be an int in 0..2^64-1, got {v!r}")
+    return v
 
 
 def _check_count(count: int) -> None:

@@ -31,6 +31,8 @@ from ._lib import LIB, shm_p
 
 __all__ = ["SharedBuffer", "locate", "address_of"]
 
+_MAX_BYTES = (1 << 63) - 1  # zpp_shm_create's limit (INT64_MAX)
+
 _live_lock = threading.Lock()
 _live: "Dict[int, weakref.ReferenceType[SharedBuffer]]" = {}  # id(buf) -> buf
 
@@ -44,8 +46,10 @@ class SharedBuffer:
     """
 
     def __init__(self, nbytes: int) -> None:
-        if not isinstance(nbytes, int) or nbytes <= 0:
-            raise errors.invalid(f"SharedBuffer size must be a positive int, got {nbytes!r}")
+        # ctypes would pass a size past 64 bits to size_t cut to its low
+        # bits; zpp_shm_create refuses more than INT64_MAX.
+        if not isinstance(nbytes, int) or nbytes <= 0 or nbytes > _MAX_BYTES:
+            raise errors.invalid(f"SharedBuffer size must be an int in 1..2^63-1, got {nbytes!r}")
         h = shm_p()
         rc = LIB.zpp_shm_create(nbytes, ctypes.byref(h))
         if rc < 0:
@@ -172,6 +176,8 @@ class SharedBuffer:
             self.close()
         except BufferError:
             self._mm = None
+            with _live_lock:
+                _live.pop(id(self), None)
             for fn in list(self._listeners.values()):
                 fn(self)
             self._listeners.clear()

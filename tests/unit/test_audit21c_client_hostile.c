@@ -1,0 +1,411 @@
+/*
+ * test_audit21c_client_hostile.c — libzpp against a daemon that answers
+ * wrongly (a scripted fake on a Unix socket, as in test_client_conn.c):
+ * replies that carry descriptors the client never asked for, a collective
+ * answered with ZPP_EBUSY (which zpp_test uses for "not arrived yet"), a
+ * frame announced far over the client's limit, a body that does not
+ * unpack, waits on ids that were never handed out, and zpp_close with
+ * calls in flight and replies stashed.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <time.h>
+
+#include "frame.h"
+#include "test.h"
+#include "zpp.h"
+
+static char sock_path[108];
+
+/* ---- the fake daemon (runs in the child; failures exit non-zero) ---------- */
+
+static void read_exact(int fd, void *buf, size_t n)
+{
+    size_t off = 0;
+    while (off < n) {
+        ssize_t r = read(fd, (char *)buf + off, n - off);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            _exit(20);
+        off += (size_t)r;
+    }
+}
+
+static Zpp__Request *srv_read(int fd)
+{
+    uint8_t hdr[4];
+    read_exact(fd, hdr, 4);
+    size_t len = ((size_t)hdr[0] << 24) | ((size_t)hdr[1] << 16) | ((size_t)hdr[2] << 8) | hdr[3];
+    if (len > ZPP_FRAME_DEFAULT_MAX)
+        _exit(22);
+    uint8_t *body = malloc(len ? len : 1);
+    read_exact(fd, body, len);
+    Zpp__Request *req = NULL;
+    if (zpp_request_unpack(body, len, 1u << 20, &req) < 0)
+        _exit(23);
+    free(body);
+    return req;
+}
+
+static void write_all(int fd, const uint8_t *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, buf, len);
+        if (n <= 0)
+            _exit(26);
+        buf += n;
+        len -= (size_t)n;
+    }
+}
+
+/* Sends rep; with nfds > 0 the descriptors ride SCM_RIGHTS on its first
+ * byte, as the client's own requests carry theirs. */
+static void srv_send_fds(int fd, const Zpp__Reply *rep, const int *fds, int nfds)
+{
+    uint8_t *buf;
+    size_t len;
+    if (zpp_reply_pack(rep, 16u << 20, &buf, &len) < 0)
+        _exit(25);
+    size_t off = 0;
+    if (nfds > 0) {
+        union {
+            struct cmsghdr h;
+            char space[CMSG_SPACE(sizeof(int) * 4)];
+        } ctl;
+        memset(&ctl, 0, sizeof(ctl));
+        struct iovec iov = {.iov_base = buf, .iov_len = 1};
+        struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+        msg.msg_control = ctl.space;
+        msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+        memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
+        if (sendmsg(fd, &msg, 0) != 1)
+            _exit(27);
+        off = 1;
+    }
+    write_all(fd, buf + off, len - off);
+    free(buf);
+}
+
+static void srv_send(int fd, const Zpp__Reply *rep)
+{
+    srv_send_fds(fd, rep, NULL, 0);
+}
+
+static void srv_coll_reply_fds(int fd, uint64_t req_id, uint64_t seq, const int *fds, int nfds)
+{
+    Zpp__CollectiveReply cr = ZPP__COLLECTIVE_REPLY__INIT;
+    cr.algo = ZPP__ALGO__ALGO_AG_EXACT;
+    cr.seq = seq;
+    Zpp__Reply rep = ZPP__REPLY__INIT;
+    rep.req_id = req_id;
+    rep.body_case = ZPP__REPLY__BODY_COLLECTIVE;
+    rep.collective = &cr;
+    srv_send_fds(fd, &rep, fds, nfds);
+}
+
+static void srv_coll_reply(int fd, uint64_t req_id, uint64_t seq)
+{
+    srv_coll_reply_fds(fd, req_id, seq, NULL, 0);
+}
+
+static pid_t serve(void (*script)(int fd))
+{
+    unlink(sock_path);
+    int ls = socket(AF_UNIX, SOCK_STREAM, 0);
+    ASSERT_GE(ls, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
+    ASSERT_EQ(bind(ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    ASSERT_EQ(listen(ls, 4), 0);
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+        alarm(20);
+        int fd = accept(ls, NULL, NULL);
+        if (fd < 0)
+            _exit(27);
+        script(fd);
+        close(fd);
+        _exit(0);
+    }
+    close(ls);
+    return pid;
+}
+
+static void reap(pid_t pid)
+{
+    int st = 0;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        fprintf(stderr, "fake daemon failed: status 0x%x\n", st);
+        exit(1);
+    }
+}
+
+static int open_fds(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    ASSERT(d != NULL);
+    int n = 0;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n;
+}
+
+static void submit_ag(zpp_conn *c, uint64_t *id)
+{
+    zpp_coll call;
+    zpp_coll_init(&call, ZPP_OP_ALLGATHER, ZPP_FP32, 1000);
+    call.input.buffer_id = 1;
+    call.output.buffer_id = 2;
+    ASSERT_EQ(zpp_submit(c, &call, id), 0);
+}
+
+/* ---- descriptors on replies ------------------------------------------------- */
+
+/* Answers an async call and a blocking barrier, and an id nobody asked
+ * for, each with descriptors attached (three pipe ends). */
+static void script_replies_with_fds(int fd)
+{
+    int p[2];
+    if (pipe(p) != 0)
+        _exit(60);
+    int fds[3] = {p[0], p[1], p[0]};
+    Zpp__Request *a = srv_read(fd);
+    Zpp__Request *b = srv_read(fd);
+    srv_coll_reply_fds(fd, 12345, 9, fds, 3); /* unsolicited: dropped */
+    srv_coll_reply_fds(fd, a->req_id, 1, fds, 3);
+    srv_coll_reply_fds(fd, b->req_id, 2, fds, 2);
+    zpp_request_free(a);
+    zpp_request_free(b);
+    Zpp__Request *bye = srv_read(fd);
+    srv_coll_reply(fd, bye->req_id, 3);
+    zpp_request_free(bye);
+}
+
+static void test_descriptors_on_replies_never_reach_the_client(void)
+{
+    int before = open_fds();
+    pid_t pid = serve(script_replies_with_fds);
+    zpp_conn *c = NULL;
+    ASSERT_EQ(zpp_connect(sock_path, &c), 0);
+    uint64_t a = 0;
+    submit_ag(c, &a);
+    zpp_coll bar;
+    zpp_coll_init(&bar, ZPP_OP_BARRIER, 0, 0);
+    zpp_result res;
+    ASSERT_EQ(zpp_collective(c, &bar, &res), 0); /* a's reply is stashed meanwhile */
+    ASSERT_EQ(res.seq, 2);
+    ASSERT_EQ(zpp_wait(c, a, &res), 0);
+    ASSERT_EQ(res.seq, 1);
+    ASSERT_EQ(zpp_barrier(c, &res), 0);
+    ASSERT_EQ(open_fds(), before + 1); /* the socket, nothing else */
+    zpp_close(c);
+    reap(pid);
+    ASSERT_EQ(open_fds(), before);
+}
+
+/* ---- ZPP_EBUSY in a collective's reply ---------------------------------------- */
+
+static void script_ebusy_reply(int fd)
+{
+    Zpp__Request *a = srv_read(fd);
+    Zpp__Request *b = srv_read(fd);
+    Zpp__Reply busy = ZPP__REPLY__INIT;
+    busy.req_id = a->req_id;
+    busy.code = ZPP_EBUSY;
+    busy.message = (char *)"daemon says busy";
+    srv_send(fd, &busy);
+    busy.req_id = b->req_id;
+    srv_send(fd, &busy);
+    Zpp__Request *ping = srv_read(fd); /* a barrier: a's reply is there */
+    srv_coll_reply(fd, ping->req_id, 3);
+    zpp_request_free(a);
+    zpp_request_free(b);
+    zpp_request_free(ping);
+}
+
+/* zpp_test's ZPP_EBUSY means "not arrived": a reply that carries that code
+ * must not read as such, or the caller polls again and finds the id gone
+ * (ZPP_ENOENT) with the answer lost. */
+static void test_ebusy_in_a_reply_is_not_taken_for_not_arrived(void)
+{
+    pid_t pid = serve(script_ebusy_reply);
+    zpp_conn *c = NULL;
+    ASSERT_EQ(zpp_connect(sock_path, &c), 0);
+    uint64_t a = 0, b = 0;
+    submit_ag(c, &a);
+    submit_ag(c, &b);
+    zpp_result res = {.seq = 77};
+    ASSERT_EQ(zpp_barrier(c, &res), 0); /* both busy replies are stashed */
+    int rc = zpp_test(c, a, &res);
+    ASSERT_NE(rc, ZPP_EBUSY);
+    ASSERT_EQ(rc, ZPP_EPROTO);
+    ASSERT_CONTAINS(zpp_last_error(c), "daemon says busy");
+    ASSERT_EQ(zpp_test(c, a, &res), ZPP_ENOENT); /* answered once */
+    ASSERT_EQ(zpp_wait(c, b, &res), ZPP_EPROTO);
+    ASSERT_CONTAINS(zpp_last_error(c), "daemon says busy");
+    ASSERT_EQ(res.seq, 3); /* the barrier's; untouched since */
+    zpp_close(c);
+    reap(pid);
+}
+
+/* ---- frames the client refuses --------------------------------------------------- */
+
+static void script_huge_frame(int fd)
+{
+    Zpp__Request *r = srv_read(fd);
+    uint8_t hdr[4] = {0xff, 0xff, 0xff, 0xf0};
+    write_all(fd, hdr, 4);
+    zpp_request_free(r);
+}
+
+static void test_a_frame_over_the_limit_kills_the_connection(void)
+{
+    pid_t pid = serve(script_huge_frame);
+    zpp_conn *c = NULL;
+    ASSERT_EQ(zpp_connect(sock_path, &c), 0);
+    ASSERT_EQ(zpp_barrier(c, NULL), ZPP_EPROTO);
+    ASSERT_CONTAINS(zpp_last_error(c), "limit");
+    ASSERT_EQ(zpp_barrier(c, NULL), ZPP_ECLOSED);
+    ASSERT_CONTAINS(zpp_last_error(c), "limit"); /* the first cause stays */
+    zpp_close(c);
+    reap(pid);
+}
+
+static void script_garbage_body(int fd)
+{
+    Zpp__Request *r = srv_read(fd);
+    uint8_t frame[8] = {0, 0, 0, 4, 0xff, 0xff, 0xff, 0xff};
+    write_all(fd, frame, sizeof(frame));
+    zpp_request_free(r);
+}
+
+static void test_a_body_that_does_not_unpack_kills_the_connection(void)
+{
+    pid_t pid = serve(script_garbage_body);
+    zpp_conn *c = NULL;
+    ASSERT_EQ(zpp_connect(sock_path, &c), 0);
+    uint64_t a = 0;
+    submit_ag(c, &a);
+    zpp_result res;
+    ASSERT_EQ(zpp_wait(c, a, &res), ZPP_EPROTO);
+    ASSERT_CONTAINS(zpp_last_error(c), "unpack");
+    ASSERT_EQ(zpp_test(c, a, &res), ZPP_ECLOSED);
+    zpp_close(c);
+    reap(pid);
+}
+
+/* ---- a flood of replies nobody asked for ------------------------------------------ */
+
+static void script_flood(int fd)
+{
+    Zpp__Request *r = srv_read(fd);
+    zpp_request_free(r);
+    /* Empty frames (4 bytes each: an empty Reply, req_id 0) cost the
+     * client the most per byte. */
+    size_t n = 64u << 10, len = 4;
+    uint8_t *batch = calloc(n, len);
+    for (;;) { /* until the client closes */
+        size_t off = 0;
+        while (off < n * len) {
+            ssize_t w = write(fd, batch + off, n * len - off);
+            if (w <= 0) {
+                free(batch);
+                return;
+            }
+            off += (size_t)w;
+        }
+    }
+}
+
+/* zpp_test does not block: a daemon that never stops sending replies for
+ * ids nobody asked for must not keep it reading for ever. */
+static void test_a_flood_of_unsolicited_replies_does_not_hold_zpp_test(void)
+{
+    pid_t pid = serve(script_flood);
+    zpp_conn *c = NULL;
+    ASSERT_EQ(zpp_connect(sock_path, &c), 0);
+    uint64_t a = 0;
+    submit_ag(c, &a);
+    usleep(100 * 1000); /* the flood is under way */
+    alarm(20);          /* a zpp_test that never returns fails the test */
+    zpp_result res;
+    double worst_ms = 0;
+    for (int i = 0; i < 10; i++) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        ASSERT_EQ(zpp_test(c, a, &res), ZPP_EBUSY);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+        if (ms > worst_ms)
+            worst_ms = ms;
+        usleep(10 * 1000); /* the flood refills the socket */
+    }
+    /* Before the cap a call read for as long as the flood outran it
+     * (seconds on a loaded machine); now a few thousand frames at most. */
+    ASSERT_DBL_LE(worst_ms, 200.0);
+    alarm(0);
+    zpp_close(c);
+    reap(pid);
+}
+
+/* ---- ids and close ------------------------------------------------------------------ */
+
+static void script_stash_then_hold(int fd)
+{
+    Zpp__Request *r[3];
+    for (int i = 0; i < 3; i++)
+        r[i] = srv_read(fd);
+    srv_coll_reply(fd, r[0]->req_id, 1); /* r[1] stays unanswered */
+    srv_coll_reply(fd, r[2]->req_id, 3);
+    for (int i = 0; i < 3; i++)
+        zpp_request_free(r[i]);
+    uint8_t b;
+    while (read(fd, &b, 1) > 0) /* until the client closes */
+        ;
+}
+
+static void test_unknown_ids_and_close_with_calls_in_flight(void)
+{
+    pid_t pid = serve(script_stash_then_hold);
+    zpp_conn *c = NULL;
+    ASSERT_EQ(zpp_connect(sock_path, &c), 0);
+    zpp_result res;
+    ASSERT_EQ(zpp_wait(c, 0, &res), ZPP_ENOENT);
+    ASSERT_EQ(zpp_test(c, UINT64_MAX, &res), ZPP_ENOENT);
+    uint64_t id[3];
+    for (int i = 0; i < 3; i++)
+        submit_ag(c, &id[i]);
+    ASSERT_EQ(zpp_wait(c, id[2], &res), 0); /* id[0]'s reply is stashed */
+    ASSERT_EQ(res.seq, 3);
+    ASSERT_EQ(zpp_wait(c, id[2], &res), ZPP_ENOENT);
+    ASSERT_EQ(zpp_test(c, id[1], &res), ZPP_EBUSY);
+    zpp_close(c); /* id[0] stashed, id[1] in flight: both abandoned */
+    reap(pid);
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    snprintf(sock_path, sizeof(sock_path), "/tmp/zpp-test-a21c-%d.sock", (int)getpid());
+    test_descriptors_on_replies_never_reach_the_client();
+    test_ebusy_in_a_reply_is_not_taken_for_not_arrived();
+    test_a_frame_over_the_limit_kills_the_connection();
+    test_a_body_that_does_not_unpack_kills_the_connection();
+    test_a_flood_of_unsolicited_replies_does_not_hold_zpp_test();
+    test_unknown_ids_and_close_with_calls_in_flight();
+    unlink(sock_path);
+    return 0;
+}
