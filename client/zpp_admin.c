@@ -259,18 +259,19 @@ static void job_json(jw_t *w, const Zpp__JobInfo *j)
     int f = 1;
     jw_raw(w, "{");
     jw_kstr(w, &f, "job_id", j->job_id);
-    jw_kstr(w, &f, "tenant_label", j->tenant_label);
     jw_u64(w, &f, "tenant_uid", j->tenant_uid);
     jw_u64(w, &f, "world_size", j->world_size);
     jw_u64(w, &f, "nodes", j->nodes);
     jw_kstr(w, &f, "state", j->state);
     jw_u32_array(w, &f, "joined_ranks", j->joined_ranks, j->n_joined_ranks);
-    jw_u32_array(w, &f, "away_ranks", j->away_ranks, j->n_away_ranks);
     jw_u64(w, &f, "oldest_pending_seq", j->oldest_pending_seq);
     jw_u32_array(w, &f, "missing_ranks", j->missing_ranks, j->n_missing_ranks);
     jw_kstr(w, &f, "abort_reason", j->abort_reason);
     jw_u64(w, &f, "store_bytes", j->store_bytes);
     jw_u64(w, &f, "device_memory", j->device_memory);
+    /* keys added later go last: scripts match the older ones in order */
+    jw_kstr(w, &f, "tenant_label", j->tenant_label);
+    jw_u32_array(w, &f, "away_ranks", j->away_ranks, j->n_away_ranks);
     jw_key(w, &f, "recent");
     jw_raw(w, "[");
     for (size_t i = 0; i < j->n_recent; i++) {
