@@ -33,10 +33,17 @@ int zk_qgz_geom_init(struct zk_qgz_geom *g, uint64_t n, int nodes, int local, in
     return 0;
 }
 
-/* Elements of sub-chunk `stage` of slice s that exist in the gradient. */
-static uint64_t piece_valid(const struct zk_qgz_geom *g, int s, int stage)
+/* zk_qgz_slice_at in 64 bits: W = N * G need not fit an int. */
+static uint64_t slice_at64(const struct zk_qgz_geom *g, uint64_t p)
 {
-    uint64_t start = (uint64_t)s * g->shard;
+    uint64_t nodes = (uint64_t)g->nodes;
+    return p % nodes * (uint64_t)g->local + p / nodes;
+}
+
+/* Elements of sub-chunk `stage` of slice s that exist in the gradient. */
+static uint64_t piece_valid(const struct zk_qgz_geom *g, uint64_t s, int stage)
+{
+    uint64_t start = s * g->shard;
     if (start >= g->n)
         return 0;
     uint64_t in_slice = g->n - start < g->shard ? g->n - start : g->shard;
@@ -49,17 +56,19 @@ static uint64_t piece_valid(const struct zk_qgz_geom *g, int s, int stage)
 uint64_t zk_qgz_reorder_quantize_stage_ref(const void *x, int dtype, const struct zk_qgz_geom *g,
                                            int stage, uint8_t *out)
 {
-    int w = g->nodes * g->local;
+    uint64_t w = (uint64_t)g->nodes * (uint64_t)g->local;
     size_t es = zk_dtype_size(dtype);
     uint64_t poisoned = 0;
-    for (int p = 0; p < w; p++) {
-        int s = zk_qgz_slice_at(g, p);
+    if (g->piece == 0) /* n == 0: pieces of 0 bytes, nothing to read or write */
+        return 0;
+    for (uint64_t p = 0; p < w; p++) {
+        uint64_t s = slice_at64(g, p);
         uint64_t valid = piece_valid(g, s, stage);
         const uint8_t *src = (const uint8_t *)x;
         if (valid > 0)
-            src += ((uint64_t)s * g->shard + (uint64_t)stage * g->piece) * es;
+            src += (s * g->shard + (uint64_t)stage * g->piece) * es;
         poisoned += zk_quantize_ref(src, dtype, g->piece, valid, g->bits, g->block,
-                                    out + (uint64_t)p * g->piece_bytes);
+                                    out + p * g->piece_bytes);
     }
     return poisoned;
 }
@@ -68,6 +77,8 @@ uint64_t zk_qgz_reorder_quantize_ref(const void *x, int dtype, const struct zk_q
                                      uint8_t *out)
 {
     uint64_t w = (uint64_t)g->nodes * (uint64_t)g->local, poisoned = 0;
+    if (g->piece == 0) /* n == 0: nothing to read or write (x, out may be NULL) */
+        return 0;
     for (int k = 0; k < g->stages; k++)
         poisoned += zk_qgz_reorder_quantize_stage_ref(x, dtype, g, k,
                                                       out + (uint64_t)k * w * g->piece_bytes);
@@ -94,6 +105,8 @@ uint64_t zk_reduce_requant_ref(const uint8_t *in, uint64_t in_stride, int k, uin
 {
     float acc[ZK_BLOCK_MAX];
     uint64_t poisoned = 0, pay = zk_payload_bytes(piece, bits);
+    if (piece == 0) /* an empty chunk: nothing to read or write */
+        return 0;
     memset(out, 0, zk_chunk_bytes(piece, bits, block));
     for (uint64_t first = 0, b = 0; first < piece; first += block, b++) {
         uint64_t len = piece - first < block ? piece - first : block;

@@ -111,6 +111,8 @@ uint64_t zk_quantize_ref(const void *x, int dtype, uint64_t n, uint64_t n_valid,
 {
     float v[ZK_BLOCK_MAX];
     uint64_t poisoned = 0, nb = zk_num_blocks(n, block), pay = zk_payload_bytes(n, bits);
+    if (n == 0) /* an empty chunk: nothing to read or write (x, out may be NULL) */
+        return 0;
     if (n_valid > n)
         n_valid = n;
     memset(out, 0, zk_chunk_bytes(n, bits, block));
@@ -130,9 +132,11 @@ void zk_dequantize_ref(const uint8_t *in, uint64_t n, uint64_t n_out, int bits, 
                        void *y, int dtype)
 {
     float v[ZK_BLOCK_MAX];
-    const uint8_t *scales = in + zk_payload_bytes(n, bits);
     if (n_out > n)
         n_out = n;
+    if (n_out == 0) /* nothing to read or write (in, y may be NULL) */
+        return;
+    const uint8_t *scales = in + zk_payload_bytes(n, bits);
     for (uint64_t first = 0; first < n_out; first += block) {
         uint64_t len = n_out - first < block ? n_out - first : block;
         zk_ref_decode(in, scales, bits, block, first, len, v);

@@ -64,8 +64,10 @@
  * of `piece` elements; the whole buffer is stage-major:
  *   offset(k, p) = (k * W + p) * zk_chunk_bytes(piece, bits, B).
  *
- * Sizes and offsets are 64-bit everywhere. Pointers passed to the CUDA
- * kernels must be ZK_ALIGN-aligned (cudaMalloc and chunk offsets are).
+ * Sizes and offsets are 64-bit everywhere. Quantized chunk pointers and
+ * chunk strides passed to the CUDA kernels must be ZK_ALIGN-aligned
+ * (cudaMalloc and chunk offsets are); element pointers need only their
+ * dtype's alignment (zpp_kernels_cuda.h, "Launch contract").
  */
 #ifndef ZPP_KERNELS_H
 #define ZPP_KERNELS_H

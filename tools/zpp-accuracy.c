@@ -6,8 +6,11 @@
  * and from bf16. docs/kernels.md quotes its output; tests/unit/test_quant.c
  * asserts the block-256 figures.
  *
- * Usage: zpp-accuracy [elements]   (default 2^22)
+ * Usage: zpp-accuracy [elements]   (default 2^22; a decimal count from 1 to
+ * SIZE_MAX / 8, so that every buffer size below is exact)
  */
+#include <ctype.h>
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -46,15 +49,42 @@ static double rel_err(const void *x, const float *xf, int dtype, uint64_t n, int
     return sqrt(e2 / r2);
 }
 
+/* The element count of argv[1]: decimal digits only (strtoull alone would
+ * take "-1" as 2^64 - 1 and "10x" as 10), 1 <= n <= SIZE_MAX / 8 (the
+ * largest buffer is 4n bytes, the int8 chunk about 1.125n + 32). */
+static int parse_count(const char *s, uint64_t *n)
+{
+    char *end;
+    if (!isdigit((unsigned char)s[0]))
+        return -1;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v == 0 || v > SIZE_MAX / 8)
+        return -1;
+    *n = v;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    uint64_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : DEFAULT_N;
+    uint64_t n = DEFAULT_N;
+    if (argc > 2 || (argc == 2 && parse_count(argv[1], &n) != 0)) {
+        fprintf(stderr, "usage: zpp-accuracy [elements]   (1 to %zu, default %u)\n",
+                (size_t)(SIZE_MAX / 8), DEFAULT_N);
+        return 2;
+    }
     const uint32_t blocks[] = {32, 64, 128, 256, 512, 1024, 2048, 4096, 8192};
-    float *xf = malloc(n * sizeof *xf), *bf = malloc(n * sizeof *bf), *y = malloc(n * sizeof *y);
-    uint16_t *xb = malloc(n * sizeof *xb);
-    uint8_t *chunk = malloc(zk_chunk_bytes(n, 8, blocks[0]));
-    if (!xf || !bf || !y || !xb || !chunk || n == 0) {
-        fprintf(stderr, "zpp-accuracy: out of memory or n == 0\n");
+    float *xf = malloc((size_t)n * sizeof *xf), *bf = malloc((size_t)n * sizeof *bf);
+    float *y = malloc((size_t)n * sizeof *y);
+    uint16_t *xb = malloc((size_t)n * sizeof *xb);
+    uint8_t *chunk = malloc((size_t)zk_chunk_bytes(n, 8, blocks[0]));
+    if (!xf || !bf || !y || !xb || !chunk) {
+        fprintf(stderr, "zpp-accuracy: out of memory for %llu elements\n", (unsigned long long)n);
+        free(xf);
+        free(bf);
+        free(y);
+        free(xb);
+        free(chunk);
         return 1;
     }
     uint64_t s = SEED;
