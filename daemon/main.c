@@ -46,6 +46,33 @@ int server_start_accepting(struct zppd *d);
 static char *g_overrides[MAX_OVERRIDES]; /* -o key=value, re-applied on SIGHUP */
 static int g_noverrides;
 
+/* Signals that arrive before the loop's uv_signal_t handlers exist: opening
+ * the GPUs may wait up to cuda_start_wait_ms. SIGHUP's default action would
+ * kill zppd there (and systemd counts a death by SIGHUP as clean: no
+ * restart). The handler only notes them; the GPU wait gives up on a stop,
+ * and main hands both to on_signal once the loop's handlers are in place
+ * (uv_signal_start replaces this handler). */
+static volatile sig_atomic_t g_early_hup, g_early_stop;
+
+static void early_signal(int signum)
+{
+    if (signum == SIGHUP)
+        g_early_hup = 1;
+    else
+        g_early_stop = signum;
+}
+
+static void catch_early_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = early_signal; /* no SA_RESTART: the GPU wait's sleep ends */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGHUP, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+}
+
 uint64_t zppd_now_ms(void)
 {
     return zppd_now_us() / 1000;
@@ -136,6 +163,10 @@ void zppd_maybe_exit(struct zppd *d)
         return;
     finishing = 1;
     ZLOG_I("main", "in-flight work done: closing sessions", "sessions=%u", d->nsessions);
+    /* The metrics endpoint served /healthz ("stopping", 503) while the
+     * calls in flight finished; its connections close here, with their own
+     * callbacks, before the uv_walk below. */
+    metrics_stop(d);
     job_abort_all(d, "zppd is shutting down");
     int multi = 0;
     for (struct job *j = d->jobs; j; j = j->next)
@@ -164,7 +195,6 @@ static void begin_stop(struct zppd *d, const char *why)
     notify("STOPPING=1");
     ZLOG_I("main", "stopping", "why=%s inflight=%u", why, d->inflight);
     server_stop_listening(d);
-    metrics_stop(d);
     zppd_maybe_exit(d);
 }
 
@@ -290,6 +320,10 @@ static void *open_gpus(struct zppd *d, int *drv, char *why, size_t why_len)
     const uint64_t t0 = zppd_now_ms();
     int waiting = 0;
     for (unsigned attempt = 0;; attempt++) {
+        if (g_early_stop) {
+            snprintf(why, why_len, "stopped by a signal while waiting for the GPUs");
+            return NULL;
+        }
         void *be = open_gpus_once(d, attempt, drv, why, why_len);
         uint64_t elapsed = zppd_now_ms() - t0;
         if (be) {
@@ -312,7 +346,7 @@ static void *open_gpus(struct zppd *d, int *drv, char *why, size_t why_len)
             waiting = 1;
         }
         struct timespec ts = {0, (long)GPU_START_RETRY_MS * 1000000L};
-        while (nanosleep(&ts, &ts) && errno == EINTR)
+        while (!g_early_stop && nanosleep(&ts, &ts) && errno == EINTR)
             ;
     }
 }
@@ -342,6 +376,8 @@ static int pick_backend(struct zppd *d)
 #else
         (void)be; /* a build without CUDA opens no GPU */
 #endif
+        if (g_early_stop)
+            return -1; /* main says why */
         enum gpu_start_class c = gpu_start_classify(drv);
         if (!strcmp(want, "cuda") || c != GPU_START_NONE) {
             const char *hint = c == GPU_START_RETRY ? "not ready within cuda_start_wait_ms"
@@ -455,11 +491,18 @@ int main(int argc, char **argv)
     setenv("UV_THREADPOOL_SIZE", threads, 1); /* before the loop's first work item */
     signal(SIGPIPE, SIG_IGN);
 
+    catch_early_signals();
+
     d->loop = uv_default_loop();
     d->start_ms = zppd_now_ms();
     d->uid = (uint32_t)getuid();
-    if (pick_backend(d))
-        return 1;
+    if (pick_backend(d)) {
+        if (!g_early_stop)
+            return 1;
+        ZLOG_I("main", "stopped before start", "why=%s",
+               g_early_stop == SIGTERM ? "SIGTERM" : "SIGINT");
+        return 0;
+    }
     d->store = hpz_store_new(d->be, d->be_state, d->cfg.store_budget,
                              d->cfg.store_budget_per_tenant);
     if (!d->store) {
@@ -492,6 +535,11 @@ int main(int argc, char **argv)
     ZLOG_I("main", "zppd ready", "version=%s backend=%s socket=%s pid=%d", ZPPD_VERSION,
            d->backend_name, d->cfg.socket, (int)getpid());
     notify("READY=1");
+    /* What came before the handlers above: through on_signal, as usual. */
+    if (g_early_hup)
+        on_signal(&d->sig_hup, SIGHUP);
+    if (g_early_stop)
+        on_signal(g_early_stop == SIGTERM ? &d->sig_term : &d->sig_int, g_early_stop);
     run_loop(d);
 
     int rc = uv_loop_close(d->loop);

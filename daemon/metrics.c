@@ -1,8 +1,10 @@
 /*
  * metrics.c — see metrics.h. A minimal HTTP/1.0 responder on a libuv TCP
  * server: GET /metrics (Prometheus text format 0.0.4) and GET /healthz.
- * Requests are capped in size and number of connections; anything else
- * gets 404 or 400 and the connection closes after the answer.
+ * Requests are capped in size and number of connections (at the cap the
+ * oldest connection is closed to make room for the new one), each
+ * connection has MET_CONN_TIMEOUT_MS in all; anything else gets 404 or 400
+ * and the connection closes after the answer.
  */
 #include "metrics.h"
 
@@ -47,18 +49,23 @@ struct met_tenant {
     uint64_t ended; /* jobs that ended well */
 };
 
+struct met_conn;
+
 struct met_state {
     struct met_tenant *t;
     size_t n, cap;
     uv_tcp_t srv;
     int listening;
-    int conns;
+    int conns; /* open, closing ones included (their memory) */
+    int live;  /* open and not closing */
+    struct met_conn *open; /* every connection until its handles are closed, newest first */
 };
 
 struct met_conn {
     uv_tcp_t tcp;
     uv_timer_t timer;
     struct zppd *d;
+    struct met_conn *next, *prev; /* met_state.open */
     char req[MET_MAX_REQUEST];
     size_t len;
     char *resp;
@@ -350,6 +357,12 @@ static void conn_closed(uv_handle_t *h)
     if (--c->handles_open == 0) {
         struct met_state *m = state(c->d);
         m->conns--;
+        if (c->prev)
+            c->prev->next = c->next;
+        else
+            m->open = c->next;
+        if (c->next)
+            c->next->prev = c->prev;
         free(c->resp);
         free(c);
     }
@@ -360,6 +373,7 @@ static void conn_close(struct met_conn *c)
     if (c->closing)
         return;
     c->closing = 1;
+    state(c->d)->live--;
     uv_close((uv_handle_t *)&c->timer, conn_closed);
     uv_close((uv_handle_t *)&c->tcp, conn_closed);
 }
@@ -463,9 +477,27 @@ static void on_connection(uv_stream_t *srv, int status)
     c->tcp.data = c->timer.data = c;
     c->handles_open = 2;
     m->conns++;
-    if (uv_accept(srv, (uv_stream_t *)&c->tcp) || m->conns > MET_MAX_CONNS) {
-        conn_close(c);
+    m->live++;
+    c->next = m->open;
+    if (m->open)
+        m->open->prev = c;
+    m->open = c;
+    if (uv_accept(srv, (uv_stream_t *)&c->tcp) || m->conns > 2 * MET_MAX_CONNS) {
+        conn_close(c); /* more than a loop turn's evictions still closing */
         return;
+    }
+    if (m->live > MET_MAX_CONNS) {
+        /* At the cap the oldest connection gives way, not the new one:
+         * otherwise anyone who can reach the port holds MET_MAX_CONNS idle
+         * connections (renewed every MET_CONN_TIMEOUT_MS) and the scraper
+         * and the liveness probe on /healthz (the DaemonSet's: a failing
+         * probe restarts zppd) are shut out for good. */
+        struct met_conn *oldest = NULL;
+        for (struct met_conn *o = m->open; o; o = o->next)
+            if (o != c && !o->closing)
+                oldest = o;
+        if (oldest)
+            conn_close(oldest);
     }
     uv_timer_start(&c->timer, on_timeout, MET_CONN_TIMEOUT_MS, 0);
     uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
@@ -484,9 +516,25 @@ int metrics_start(struct zppd *d)
         ZLOG_E("metrics", "metrics_listen must be host:port", "value=%s", d->cfg.metrics_listen);
         return ZPP_EINVAL;
     }
-    memcpy(host, d->cfg.metrics_listen, (size_t)(colon - d->cfg.metrics_listen));
-    host[colon - d->cfg.metrics_listen] = 0;
-    int port = atoi(colon + 1);
+    size_t hlen = (size_t)(colon - d->cfg.metrics_listen);
+    const char *h = d->cfg.metrics_listen;
+    if (hlen >= 2 && h[0] == '[' && h[hlen - 1] == ']') { /* [v6]:port */
+        h++;
+        hlen -= 2;
+    }
+    memcpy(host, h, hlen);
+    host[hlen] = 0;
+    /* The port is 1 to 5 digits up to 65535: atoi would take "" or "x" as 0
+     * (a random port) and uv_ip4_addr 70000 as 4464. */
+    int port = 0;
+    const char *p = colon + 1;
+    for (; *p >= '0' && *p <= '9' && port <= 65535; p++)
+        port = port * 10 + (*p - '0');
+    if (p == colon + 1 || *p || port > 65535) {
+        ZLOG_E("metrics", "metrics_listen: the port must be a number from 0 to 65535", "value=%s",
+               d->cfg.metrics_listen);
+        return ZPP_EINVAL;
+    }
     struct sockaddr_storage sa;
     if (uv_ip4_addr(host, port, (struct sockaddr_in *)&sa) &&
         uv_ip6_addr(host, port, (struct sockaddr_in6 *)&sa)) {
@@ -525,10 +573,19 @@ int metrics_start(struct zppd *d)
 void metrics_stop(struct zppd *d)
 {
     struct met_state *m = d->metrics;
-    if (m && m->listening) {
+    if (!m)
+        return;
+    if (m->listening) {
         m->listening = 0;
         uv_close((uv_handle_t *)&m->srv, NULL);
     }
+    /* Closed here, with their own callbacks, before main's last uv_walk
+     * closes whatever is left without one: a connection closed that way
+     * would never be freed, and the write it still had queued would call
+     * on_written, whose conn_close closes its already-closing handles a
+     * second time (libuv asserts). */
+    for (struct met_conn *c = m->open; c; c = c->next)
+        conn_close(c);
 }
 
 void metrics_free(struct zppd *d)

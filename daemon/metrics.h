@@ -43,6 +43,10 @@ char *metrics_render(struct zppd *d, size_t *len);
 /* Starts the HTTP endpoint on cfg.metrics_listen ("host:port"); no-op when
  * empty. Returns 0 or a negative ZPP_E* code (logged). */
 int metrics_start(struct zppd *d);
+/* Stops the endpoint: closes the listening socket and every connection
+ * still open (answers not yet written are dropped; each connection is freed
+ * in its close callback). Idempotent; call it before the loop's last
+ * uv_walk. */
 void metrics_stop(struct zppd *d);
 /* Frees the counters (after the loop ended). */
 void metrics_free(struct zppd *d);
