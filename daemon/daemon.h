@@ -61,6 +61,9 @@ struct zppd {
     uv_timer_t form_timer;    /* polls the backend of forming jobs (job.c) */
     int form_timer_ready;
     struct session *closing;
+    uv_timer_t resumer;       /* reads again from sessions whose replies drained */
+    int resumer_ready;
+    struct session *resuming;
     uv_signal_t sig_term, sig_int, sig_hup;
     int draining; /* no new jobs */
     int stopping; /* SIGTERM: finishing in-flight work, then exit */
@@ -80,6 +83,9 @@ uint64_t zppd_now_us(void);
 int server_listen(struct zppd *d);
 /* Stops accepting and removes the socket file. Idempotent. */
 void server_stop_listening(struct zppd *d);
+/* At exit, after every session was closed: drops the references the
+ * deferred close and resume lists hold, whose timers will not run again. */
+void server_drop_deferred(struct zppd *d);
 
 /* main.c: called when in-flight work ends, to finish a graceful stop. */
 void zppd_maybe_exit(struct zppd *d);

@@ -177,6 +177,7 @@ void zppd_maybe_exit(struct zppd *d)
         sess_close(s, "zppd is shutting down");
         s = next;
     }
+    server_drop_deferred(d);
     if (!multi) {
         cluster_stop(d);
         uv_walk(d->loop, close_handle, NULL);

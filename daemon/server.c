@@ -240,11 +240,59 @@ int server_start_accepting(struct zppd *d)
 
 /* ---- output ------------------------------------------------------------ */
 
+static void process_frames(struct session *s);
+static void read_input(struct session *s);
+
+/* Sessions whose replies drained below SESS_READ_PAUSE: their buffered
+ * frames are handled and their socket read again on a loop turn of their
+ * own (the drain may happen inside sess_send, deep in the job layer, where
+ * handling a request would re-enter it). */
+static void on_resume(uv_timer_t *t)
+{
+    struct zppd *d = t->data;
+    while (d->resuming) {
+        struct session *s = d->resuming;
+        d->resuming = s->resume_next;
+        s->resume_next = NULL;
+        s->resume_pending = 0;
+        if (s->state == SESS_OPEN && !s->close_pending && !s->read_paused) {
+            process_frames(s);
+            if (s->state == SESS_OPEN && !s->close_pending && !s->read_paused)
+                read_input(s);
+        }
+        sess_unref(s);
+    }
+}
+
+static void resume_later(struct session *s)
+{
+    struct zppd *d = s->d;
+    if (s->resume_pending)
+        return;
+    s->resume_pending = 1;
+    sess_ref(s);
+    s->resume_next = d->resuming;
+    d->resuming = s;
+    if (!d->resumer_ready) {
+        uv_timer_init(d->loop, &d->resumer);
+        d->resumer.data = d;
+        d->resumer_ready = 1;
+    }
+    uv_timer_start(&d->resumer, on_resume, 0, 0);
+}
+
 static void update_poll(struct session *s)
 {
     if (s->state != SESS_OPEN)
         return;
-    int ev = UV_READABLE | (s->out_head ? UV_WRITABLE : 0);
+    int readable = s->out_bytes < SESS_READ_PAUSE;
+    if (!readable) {
+        s->read_paused = 1;
+    } else if (s->read_paused) {
+        s->read_paused = 0;
+        resume_later(s); /* frames may wait in the input buffer already */
+    }
+    int ev = (readable ? UV_READABLE : 0) | (s->out_head ? UV_WRITABLE : 0);
     if (ev != s->poll_events) {
         s->poll_events = ev;
         uv_poll_start(&s->poll, ev, on_conn_event);
@@ -286,6 +334,24 @@ static void on_reap(uv_timer_t *t)
 {
     struct zppd *d = t->data;
     while (d->closing) {
+        struct session *s = d->closing;
+        d->closing = s->close_next;
+        s->close_next = NULL;
+        sess_close(s, s->close_reason);
+        sess_unref(s);
+    }
+}
+
+void server_drop_deferred(struct zppd *d)
+{
+    while (d->resuming) {
+        struct session *s = d->resuming;
+        d->resuming = s->resume_next;
+        s->resume_next = NULL;
+        s->resume_pending = 0;
+        sess_unref(s);
+    }
+    while (d->closing) { /* what on_reap would do (each session is closed already) */
         struct session *s = d->closing;
         d->closing = s->close_next;
         s->close_next = NULL;
@@ -428,7 +494,8 @@ static void process_frames(struct session *s)
 {
     struct zppd *d = s->d;
     size_t pos = 0;
-    while (s->state == SESS_OPEN) {
+    /* (replies over SESS_READ_PAUSE: the rest waits until they drain) */
+    while (s->state == SESS_OPEN && s->out_bytes < SESS_READ_PAUSE) {
         size_t off, blen;
         int rc = zpp_frame_peek(s->in + pos, s->in_len - pos, d->cfg.max_frame, &off, &blen);
         if (rc == 0)
@@ -468,7 +535,7 @@ static void process_frames(struct session *s)
 static void read_input(struct session *s)
 {
     struct zppd *d = s->d;
-    for (int i = 0; i < READS_PER_WAKEUP && s->state == SESS_OPEN; i++) {
+    for (int i = 0; i < READS_PER_WAKEUP && s->state == SESS_OPEN && !s->read_paused; i++) {
         size_t want = d->cfg.max_frame + ZPP_FRAME_HDR;
         if (s->in_cap < want) {
             size_t cap = s->in_cap ? s->in_cap : READ_CHUNK;

@@ -28,6 +28,11 @@ struct job;
 #define SESS_MAX_FDS 16      /* unclaimed descriptors a session may hold */
 #define SESS_FDS_PER_MSG 4   /* descriptors accepted per recvmsg */
 #define SESS_MAX_OUTPUT (64u << 20)
+/* Unsent replies past this: the session's requests are not read (nor its
+ * buffered frames handled) until they drain below it. A client that sends
+ * without reading then stalls itself, and the daemon holds about this much
+ * for it, not SESS_MAX_OUTPUT. */
+#define SESS_READ_PAUSE (1u << 20)
 
 enum sess_state { SESS_OPEN = 0, SESS_CLOSING = 1, SESS_CLOSED = 2 };
 enum sess_role { SESS_ROLE_NONE = 0, SESS_ROLE_RANK = 1, SESS_ROLE_ADMIN = 2 };
@@ -87,6 +92,9 @@ struct session {
     int close_pending;
     char close_reason[96];
     struct session *close_next; /* the daemon's list of sessions to close */
+    int read_paused;    /* replies over SESS_READ_PAUSE: input left unread */
+    int resume_pending; /* on the daemon's list of sessions to read again */
+    struct session *resume_next;
     struct session *next, *prev;
 };
 
