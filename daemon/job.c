@@ -21,6 +21,7 @@
 #include "zpp.h"
 
 static void job_pump(struct job *j);
+static uint64_t dev_err_grace_ms(const struct zppd *d);
 
 const char *job_state_name(enum job_state st)
 {
@@ -1024,6 +1025,25 @@ static void call_enqueue(struct job *j, struct call *c)
             snprintf(x->msg, sizeof x->msg, "cannot record the done event: %s", x->call.err);
         }
     }
+    if (rc == ZPP_EBACKEND && j->cl && j->state == JOB_RUNNING) {
+        /* Across daemons NCCL refusing a collective mostly means another
+         * node died, and NCCL may see it before the heartbeats and before
+         * job_poll does: treated as that device error (job_tick), the call
+         * ends with the job's abort, which names the node once its
+         * heartbeat fails, within dev_err_grace_ms; not at once with
+         * NCCL's words alone. */
+        if (!j->dev_err[0]) {
+            snprintf(j->dev_err, sizeof j->dev_err, "%s", x->msg);
+            j->dev_err_deadline_ms = zppd_now_ms() + dev_err_grace_ms(d);
+            cluster_probe(j);
+        }
+        ZLOG_W("job", "a call failed across daemons: waiting for the heartbeats to name a node",
+               "job=%s seq=%" PRIu64 " why=\"%s\"", j->id, c->seq, x->msg);
+        coll_finish(x);
+        c->running = 0;
+        c->held = 1;
+        return;
+    }
     x->status = rc;
     call_complete(j, c);
 }
@@ -1113,6 +1133,8 @@ static void job_pump(struct job *j)
 {
     while (j->calls && j->calls->seq == j->next_seq && !j->calls->running) {
         struct call *c = j->calls;
+        if (c->held)
+            return; /* ends with the job's abort (call_enqueue) */
         if (c->failed) {
             if (c->nsub < j->nlocal)
                 return; /* the others still have to submit (and get the error) */
@@ -1162,6 +1184,8 @@ void job_abort(struct job *j, int cause, const char *fmt, ...)
             pp = &c->next;
             continue;
         }
+        if (c->held) /* its record said running */
+            ring_push(j, c, 3, msg);
         for (uint32_t r = 0; r < j->world; r++)
             sub_finish(&c->subs[r], NULL, c->subs[r].req_id, code, msg);
         *pp = c->next;

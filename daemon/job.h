@@ -66,6 +66,9 @@ struct call {
     int fail_code;
     char fail_msg[384];
     int running;
+    /* Its enqueue failed in a job across daemons (call_enqueue): it ends
+     * with the job's abort, which names the node that died. */
+    int held;
     uint64_t t_first_ms;
     uint64_t t_start_us;
     uint32_t timeout_ms;
