@@ -869,3 +869,22 @@ int zh_count_fds(pid_t pid)
     closedir(dp);
     return n;
 }
+
+int zh_submit_long_qgz(zpp_conn *c, uint32_t count, zpp_shm **in, zpp_shm **out,
+                       uint64_t *in_id, uint64_t *out_id, uint64_t *req)
+{
+    size_t bytes = (size_t)count * 4;
+    int rc;
+    if ((rc = zpp_shm_create(bytes, in)) || (rc = zpp_shm_create(bytes, out)) ||
+        (rc = zpp_register_shm(c, *in, 0, bytes, in_id)) ||
+        (rc = zpp_register_shm(c, *out, 0, bytes, out_id)) || (rc = zpp_barrier(c, NULL))) {
+        return rc;
+    }
+    zpp_coll call;
+    zpp_coll_init(&call, ZPP_OP_QGZ_REDUCE_SCATTER, ZPP_FP32, count);
+    call.bits = 4;
+    call.flags = ZPP_FLAG_FORCE_QUANT;
+    call.input = (zpp_bufref){*in_id, 0};
+    call.output = (zpp_bufref){*out_id, 0};
+    return zpp_submit(c, &call, req);
+}

@@ -112,6 +112,15 @@ int zh_run_capture(char *const argv[], int timeout_ms, char *out, size_t outlen)
 int zh_connect_join(const zh_daemon *d, const char *job_id, uint32_t rank, uint32_t world,
                     uint32_t nodes, zpp_conn **out);
 
+/* A call that keeps a worker busy for a while (tests of what happens
+ * while a call runs): registers two shared-memory buffers of count fp32 on
+ * c, makes a barrier (every rank of the job is past it), then submits a
+ * forced int4 qGZ reduce-scatter of count elements. *req is its request;
+ * the buffers and their ids come back for the caller to use or drop.
+ * Returns 0, or the first failing call's code. */
+int zh_submit_long_qgz(zpp_conn *c, uint32_t count, zpp_shm **in, zpp_shm **out,
+                       uint64_t *in_id, uint64_t *out_id, uint64_t *req);
+
 /* Monotonic milliseconds. */
 int64_t zh_now_ms(void);
 

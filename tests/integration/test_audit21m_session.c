@@ -32,21 +32,9 @@ static int rank_body(int rank, void *arg)
     zpp_conn *c;
     if (zh_connect_join(&g_d, "dereg", (uint32_t)rank, 2, 1, &c) != 0)
         return 1;
-    size_t bytes = (size_t)BIG_COUNT * 4;
     zpp_shm *in, *out;
-    uint64_t in_id, out_id;
-    if (zpp_shm_create(bytes, &in) || zpp_shm_create(bytes, &out) ||
-        zpp_register_shm(c, in, 0, bytes, &in_id) || zpp_register_shm(c, out, 0, bytes, &out_id) ||
-        zpp_barrier(c, NULL))
-        return 1;
-    zpp_coll call;
-    zpp_coll_init(&call, ZPP_OP_QGZ_REDUCE_SCATTER, ZPP_FP32, BIG_COUNT);
-    call.bits = 4;
-    call.flags = ZPP_FLAG_FORCE_QUANT;
-    call.input = (zpp_bufref){in_id, 0};
-    call.output = (zpp_bufref){out_id, 0};
-    uint64_t req;
-    if (zpp_submit(c, &call, &req))
+    uint64_t in_id, out_id, req;
+    if (zh_submit_long_qgz(c, BIG_COUNT, &in, &out, &in_id, &out_id, &req))
         return 1;
     if (rank == 1) {
         usleep(2000);

@@ -91,22 +91,9 @@ static int rank_sigterm(int rank, void *arg)
     zpp_conn *c;
     if (zh_connect_join(&g_d, "term", (uint32_t)rank, 2, 1, &c) != 0)
         return 1;
-    size_t bytes = (size_t)BIG_COUNT * 4;
     zpp_shm *in, *out;
-    uint64_t in_id, out_id;
-    ASSERT_EQ(zpp_shm_create(bytes, &in), 0);
-    ASSERT_EQ(zpp_shm_create(bytes, &out), 0);
-    ASSERT_EQ(zpp_register_shm(c, in, 0, bytes, &in_id), 0);
-    ASSERT_EQ(zpp_register_shm(c, out, 0, bytes, &out_id), 0);
-    ASSERT_EQ(zpp_barrier(c, NULL), 0);
-    zpp_coll call;
-    zpp_coll_init(&call, ZPP_OP_QGZ_REDUCE_SCATTER, ZPP_FP32, BIG_COUNT);
-    call.bits = 4;
-    call.flags = ZPP_FLAG_FORCE_QUANT;
-    call.input = (zpp_bufref){in_id, 0};
-    call.output = (zpp_bufref){out_id, 0};
-    uint64_t req;
-    ASSERT_EQ(zpp_submit(c, &call, &req), 0);
+    uint64_t in_id, out_id, req;
+    ASSERT_EQ(zh_submit_long_qgz(c, BIG_COUNT, &in, &out, &in_id, &out_id, &req), 0);
     if (rank == 0) {
         usleep(5000);
         kill(g_d.pid, SIGTERM);
