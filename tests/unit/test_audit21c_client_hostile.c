@@ -20,137 +20,7 @@
 #include "test.h"
 #include "zpp.h"
 
-static char sock_path[108];
-
-/* ---- the fake daemon (runs in the child; failures exit non-zero) ---------- */
-
-static void read_exact(int fd, void *buf, size_t n)
-{
-    size_t off = 0;
-    while (off < n) {
-        ssize_t r = read(fd, (char *)buf + off, n - off);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            _exit(20);
-        off += (size_t)r;
-    }
-}
-
-static Zpp__Request *srv_read(int fd)
-{
-    uint8_t hdr[4];
-    read_exact(fd, hdr, 4);
-    size_t len = ((size_t)hdr[0] << 24) | ((size_t)hdr[1] << 16) | ((size_t)hdr[2] << 8) | hdr[3];
-    if (len > ZPP_FRAME_DEFAULT_MAX)
-        _exit(22);
-    uint8_t *body = malloc(len ? len : 1);
-    read_exact(fd, body, len);
-    Zpp__Request *req = NULL;
-    if (zpp_request_unpack(body, len, 1u << 20, &req) < 0)
-        _exit(23);
-    free(body);
-    return req;
-}
-
-static void write_all(int fd, const uint8_t *buf, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, buf, len);
-        if (n <= 0)
-            _exit(26);
-        buf += n;
-        len -= (size_t)n;
-    }
-}
-
-/* Sends rep; with nfds > 0 the descriptors ride SCM_RIGHTS on its first
- * byte, as the client's own requests carry theirs. */
-static void srv_send_fds(int fd, const Zpp__Reply *rep, const int *fds, int nfds)
-{
-    uint8_t *buf;
-    size_t len;
-    if (zpp_reply_pack(rep, 16u << 20, &buf, &len) < 0)
-        _exit(25);
-    size_t off = 0;
-    if (nfds > 0) {
-        union {
-            struct cmsghdr h;
-            char space[CMSG_SPACE(sizeof(int) * 4)];
-        } ctl;
-        memset(&ctl, 0, sizeof(ctl));
-        struct iovec iov = {.iov_base = buf, .iov_len = 1};
-        struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
-        msg.msg_control = ctl.space;
-        msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&msg);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
-        memcpy(CMSG_DATA(cm), fds, sizeof(int) * (size_t)nfds);
-        if (sendmsg(fd, &msg, 0) != 1)
-            _exit(27);
-        off = 1;
-    }
-    write_all(fd, buf + off, len - off);
-    free(buf);
-}
-
-static void srv_send(int fd, const Zpp__Reply *rep)
-{
-    srv_send_fds(fd, rep, NULL, 0);
-}
-
-static void srv_coll_reply_fds(int fd, uint64_t req_id, uint64_t seq, const int *fds, int nfds)
-{
-    Zpp__CollectiveReply cr = ZPP__COLLECTIVE_REPLY__INIT;
-    cr.algo = ZPP__ALGO__ALGO_AG_EXACT;
-    cr.seq = seq;
-    Zpp__Reply rep = ZPP__REPLY__INIT;
-    rep.req_id = req_id;
-    rep.body_case = ZPP__REPLY__BODY_COLLECTIVE;
-    rep.collective = &cr;
-    srv_send_fds(fd, &rep, fds, nfds);
-}
-
-static void srv_coll_reply(int fd, uint64_t req_id, uint64_t seq)
-{
-    srv_coll_reply_fds(fd, req_id, seq, NULL, 0);
-}
-
-static pid_t serve(void (*script)(int fd))
-{
-    unlink(sock_path);
-    int ls = socket(AF_UNIX, SOCK_STREAM, 0);
-    ASSERT_GE(ls, 0);
-    struct sockaddr_un sa = {.sun_family = AF_UNIX};
-    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
-    ASSERT_EQ(bind(ls, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    ASSERT_EQ(listen(ls, 4), 0);
-    pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-        alarm(20);
-        int fd = accept(ls, NULL, NULL);
-        if (fd < 0)
-            _exit(27);
-        script(fd);
-        close(fd);
-        _exit(0);
-    }
-    close(ls);
-    return pid;
-}
-
-static void reap(pid_t pid)
-{
-    int st = 0;
-    ASSERT_EQ(waitpid(pid, &st, 0), pid);
-    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-        fprintf(stderr, "fake daemon failed: status 0x%x\n", st);
-        exit(1);
-    }
-}
+#include "fake_daemon.h"
 
 static int open_fds(void)
 {
@@ -182,14 +52,14 @@ static void script_replies_with_fds(int fd)
     if (pipe(p) != 0)
         _exit(60);
     int fds[3] = {p[0], p[1], p[0]};
-    Zpp__Request *a = srv_read(fd);
-    Zpp__Request *b = srv_read(fd);
+    Zpp__Request *a = srv_read(fd, NULL);
+    Zpp__Request *b = srv_read(fd, NULL);
     srv_coll_reply_fds(fd, 12345, 9, fds, 3); /* unsolicited: dropped */
     srv_coll_reply_fds(fd, a->req_id, 1, fds, 3);
     srv_coll_reply_fds(fd, b->req_id, 2, fds, 2);
     zpp_request_free(a);
     zpp_request_free(b);
-    Zpp__Request *bye = srv_read(fd);
+    Zpp__Request *bye = srv_read(fd, NULL);
     srv_coll_reply(fd, bye->req_id, 3);
     zpp_request_free(bye);
 }
@@ -220,8 +90,8 @@ static void test_descriptors_on_replies_never_reach_the_client(void)
 
 static void script_ebusy_reply(int fd)
 {
-    Zpp__Request *a = srv_read(fd);
-    Zpp__Request *b = srv_read(fd);
+    Zpp__Request *a = srv_read(fd, NULL);
+    Zpp__Request *b = srv_read(fd, NULL);
     Zpp__Reply busy = ZPP__REPLY__INIT;
     busy.req_id = a->req_id;
     busy.code = ZPP_EBUSY;
@@ -229,7 +99,7 @@ static void script_ebusy_reply(int fd)
     srv_send(fd, &busy);
     busy.req_id = b->req_id;
     srv_send(fd, &busy);
-    Zpp__Request *ping = srv_read(fd); /* a barrier: a's reply is there */
+    Zpp__Request *ping = srv_read(fd, NULL); /* a barrier: a's reply is there */
     srv_coll_reply(fd, ping->req_id, 3);
     zpp_request_free(a);
     zpp_request_free(b);
@@ -265,7 +135,7 @@ static void test_ebusy_in_a_reply_is_not_taken_for_not_arrived(void)
 
 static void script_huge_frame(int fd)
 {
-    Zpp__Request *r = srv_read(fd);
+    Zpp__Request *r = srv_read(fd, NULL);
     uint8_t hdr[4] = {0xff, 0xff, 0xff, 0xf0};
     write_all(fd, hdr, 4);
     zpp_request_free(r);
@@ -286,7 +156,7 @@ static void test_a_frame_over_the_limit_kills_the_connection(void)
 
 static void script_garbage_body(int fd)
 {
-    Zpp__Request *r = srv_read(fd);
+    Zpp__Request *r = srv_read(fd, NULL);
     uint8_t frame[8] = {0, 0, 0, 4, 0xff, 0xff, 0xff, 0xff};
     write_all(fd, frame, sizeof(frame));
     zpp_request_free(r);
@@ -311,7 +181,7 @@ static void test_a_body_that_does_not_unpack_kills_the_connection(void)
 
 static void script_flood(int fd)
 {
-    Zpp__Request *r = srv_read(fd);
+    Zpp__Request *r = srv_read(fd, NULL);
     zpp_request_free(r);
     /* Empty frames (4 bytes each: an empty Reply, req_id 0) cost the
      * client the most per byte. */
@@ -367,7 +237,7 @@ static void script_stash_then_hold(int fd)
 {
     Zpp__Request *r[3];
     for (int i = 0; i < 3; i++)
-        r[i] = srv_read(fd);
+        r[i] = srv_read(fd, NULL);
     srv_coll_reply(fd, r[0]->req_id, 1); /* r[1] stays unanswered */
     srv_coll_reply(fd, r[2]->req_id, 3);
     for (int i = 0; i < 3; i++)
