@@ -404,6 +404,39 @@ void cfg_apply_reloadable(struct zpp_config *dst, const struct zpp_config *src)
     }
 }
 
+int cfg_static_changes(const struct zpp_config *a, const struct zpp_config *b, char *out,
+                       size_t len)
+{
+    int n = 0;
+    size_t o = 0;
+    if (len)
+        out[0] = 0;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        const struct cfg_key *k = &keys[i];
+        if (k->reloadable)
+            continue;
+        const char *pa = (const char *)a + k->off, *pb = (const char *)b + k->off;
+        int differ;
+        if (k->type == T_STR || k->type == T_BACKEND || k->type == T_FAULT)
+            differ = strncmp(pa, pb, k->len) != 0;
+        else if (k->type == T_SHARE)
+            differ = memcmp(pa, pb, k->len) != 0;
+        else
+            differ = memcmp(pa, pb,
+                            k->type == T_SIZE                       ? sizeof(uint64_t)
+                            : k->type == T_U32 || k->type == T_MODE ? sizeof(uint32_t)
+                                                                    : sizeof(int)) != 0;
+        if (!differ)
+            continue;
+        if (o < len) {
+            int w = snprintf(out + o, len - o, "%s%s", n ? "," : "", k->name);
+            o += w > 0 ? (size_t)w : 0;
+        }
+        n++;
+    }
+    return n;
+}
+
 void cfg_print(const struct zpp_config *c, FILE *f)
 {
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {

@@ -83,6 +83,10 @@ int cfg_load(struct zpp_config *c, const char *path, int *nbad, char *why, size_
 
 /* Copies the reloadable keys of src into dst (SIGHUP). */
 void cfg_apply_reloadable(struct zpp_config *dst, const struct zpp_config *src);
+/* The keys that differ between a and b but take effect only at start,
+ * comma-separated into out (truncated to len); returns how many. */
+int cfg_static_changes(const struct zpp_config *a, const struct zpp_config *b, char *out,
+                       size_t len);
 
 /* Parses a fault_inject value "sticky_error_after_calls:N" into *n.
  * Returns 0, or -1 if it is anything else. */

@@ -206,7 +206,19 @@ static void on_signal(uv_signal_t *h, int signum)
         notify("RELOADING=1");
         struct zpp_config c;
         int nbad;
-        if (load_config(d, &c, &nbad) == 0) {
+        int rc = load_config(d, &c, &nbad);
+        if (rc == 0 && nbad) {
+            /* a line it could not take would put that key back to its
+             * default: the whole reload is refused instead (the lines are
+             * in the log above) */
+            ZLOG_W("main", "reload refused: the file has lines zppd cannot take; keeping the "
+                           "running configuration",
+                   "bad_lines=%d", nbad);
+        } else if (rc == 0) {
+            char stat[256];
+            if (cfg_static_changes(&d->cfg, &c, stat, sizeof stat))
+                ZLOG_W("main", "changed keys that take effect only at the next start",
+                       "keys=%s", stat);
             cfg_apply_reloadable(&d->cfg, &c);
             zlog_setup(d->cfg.log_level, d->cfg.log_json);
             hpz_store_set_budget(d->store, d->cfg.store_budget, d->cfg.store_budget_per_tenant);

@@ -80,6 +80,28 @@ static void sighup(void)
     zh_run_ranks(2, rank_timeout, NULL, 20000, codes);
     ASSERT_EQ(codes[0], 0);
     ASSERT(zh_daemon_log_contains(&g_d, "level=debug"));
+    /* A file with a line zppd cannot take is refused whole: before, that
+     * key went back to its default (here call_timeout_ms, to 300 s) while
+     * the rest applied. */
+    rewrite_conf(&g_d, "call_timeout_ms = 1000\nlog_level = info\ncall_timeout_ms = soon\n");
+    ASSERT_EQ(kill(g_d.pid, SIGHUP), 0);
+    int refused = 0;
+    for (int i = 0; i < 300 && !refused; i++) {
+        refused = zh_daemon_log_contains(&g_d, "reload refused");
+        usleep(10000);
+    }
+    ASSERT(refused);
+    zh_run_ranks(2, rank_timeout, NULL, 20000, codes); /* still 1000 ms */
+    ASSERT_EQ(codes[0], 0);
+    /* A key that changes only at start is named, and the rest applies. */
+    rewrite_conf(&g_d, "call_timeout_ms = 1000\nlog_level = debug\nvirtual_nodes = 3\n");
+    ASSERT_EQ(kill(g_d.pid, SIGHUP), 0);
+    int named = 0;
+    for (int i = 0; i < 300 && !named; i++) {
+        named = zh_daemon_log_contains(&g_d, "keys=virtual_nodes");
+        usleep(10000);
+    }
+    ASSERT(named);
     ASSERT(zh_daemon_alive(&g_d));
     ASSERT_EQ(zh_daemon_stop(&g_d), 0);
     printf("test_signals: SIGHUP reload: ok\n");
