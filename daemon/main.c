@@ -143,6 +143,21 @@ static void close_handle(uv_handle_t *h, void *arg)
         uv_close(h, NULL);
 }
 
+/* Closes every handle so that the loop ends. Closing the uv_signal_t
+ * handles gives SIGTERM, SIGINT and SIGHUP their default action back, and
+ * what follows (the backend's end: NCCL communicators, GPU contexts) can
+ * take seconds: a second SIGTERM from an impatient operator or systemd
+ * would kill zppd then, with a signal for an exit status, instead of the
+ * clean exit 0 it is finishing. They are ignored from here on (SIGKILL
+ * still works). */
+static void close_all_handles(struct zppd *d)
+{
+    uv_walk(d->loop, close_handle, NULL);
+    signal(SIGTERM, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+}
+
 /* Lets the Abort RPCs that the shutdown queued reach the other nodes
  * (without it their jobs would learn of it only from the heartbeat
  * timeout), then closes every handle so the loop ends. */
@@ -153,7 +168,7 @@ static void on_grace(uv_timer_t *t)
 {
     struct zppd *d = t->data;
     cluster_stop(d);
-    uv_walk(d->loop, close_handle, NULL);
+    close_all_handles(d);
 }
 
 void zppd_maybe_exit(struct zppd *d)
@@ -180,7 +195,7 @@ void zppd_maybe_exit(struct zppd *d)
     server_drop_deferred(d);
     if (!multi) {
         cluster_stop(d);
-        uv_walk(d->loop, close_handle, NULL);
+        close_all_handles(d);
         return;
     }
     uv_timer_init(d->loop, &g_grace);
