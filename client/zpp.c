@@ -16,6 +16,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,7 +62,19 @@ struct zpp_conn {
     char bye[ERRMSG_LEN]; /* a req_id 0 error: the daemon's reason to close */
     zpp__ext ext;         /* the CUDA side's state (zpp_cuda.c), if attached */
     uint64_t spin_ns;     /* a blocking wait polls this long before it sleeps */
+    /* A blocking wait gives up (and the connection with it) after this long
+     * without a byte from zppd: ZPP_REPLY_TIMEOUT_MS, else REPLY_WAIT_PRE_MS
+     * until Hello, then the daemon's call_timeout_ms plus
+     * REPLY_WAIT_MARGIN_MS (it answers every call within its call timeout,
+     * but a call's own run may add to that). A zppd whose loop is stuck
+     * still accepts connections: without it such a wait never ends. */
+    uint64_t wait_ns;
+    int wait_env; /* set by ZPP_REPLY_TIMEOUT_MS: Hello leaves it */
 };
+
+#define REPLY_WAIT_PRE_MS 60000u
+#define REPLY_WAIT_MARGIN_MS 60000u
+#define REPLY_WAIT_MAX_MS 86400000u
 
 /* ---- errors -------------------------------------------------------------- */
 
@@ -126,6 +139,16 @@ int zpp_connect(const char *socket_path, zpp_conn **out)
         return ZPP_ENOMEM;
     }
     c->spin_ns = zpp__env_us_ns("ZPP_SPIN_US", 100, 1000000);
+    const char *wt = getenv("ZPP_REPLY_TIMEOUT_MS");
+    c->wait_ns = (uint64_t)REPLY_WAIT_PRE_MS * 1000000u;
+    if (wt && wt[0]) { /* 0: wait for ever */
+        char *end;
+        unsigned long long v = strtoull(wt, &end, 10);
+        if (*end == '\0' && v <= REPLY_WAIT_MAX_MS) {
+            c->wait_ns = (uint64_t)v * 1000000u;
+            c->wait_env = 1;
+        }
+    }
     c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (c->fd < 0)
         goto fail;
@@ -345,6 +368,7 @@ static int recv_one(zpp_conn *c, int block, Zpp__Reply **out)
      * reply comes within tens of microseconds, and a receiver asleep in
      * recv pays the wake-up on top (zppd's busy_poll_us says more). */
     uint64_t spin_end = block && c->spin_ns ? zpp__mono_ns() + c->spin_ns : 0;
+    uint64_t quiet_since = block ? zpp__mono_ns() : 0; /* the last byte, for wait_ns */
     for (;;) {
         size_t off = 0, blen = 0;
         int r = c->rbuf ? zpp_frame_peek(c->rbuf + c->rpos, c->rlen - c->rpos, RECV_MAX_FRAME, &off,
@@ -385,6 +409,22 @@ static int recv_one(zpp_conn *c, int block, Zpp__Reply **out)
             c->rcap = want;
         }
         int spinning = spin_end && zpp__mono_ns() < spin_end;
+        if (block && !spinning && c->wait_ns) {
+            uint64_t now = zpp__mono_ns(), end = quiet_since + c->wait_ns;
+            int ms = now >= end ? 0 : (int)((end - now + 999999u) / 1000000u);
+            struct pollfd pf = {.fd = c->fd, .events = POLLIN};
+            int pr = poll(&pf, 1, ms);
+            if (pr < 0 && errno == EINTR)
+                continue;
+            if (pr == 0) {
+                char what[128];
+                snprintf(what, sizeof(what),
+                         "no reply from zppd within %llu ms (ZPP_REPLY_TIMEOUT_MS): giving up "
+                         "the connection",
+                         (unsigned long long)(c->wait_ns / 1000000u));
+                return conn_kill(c, ZPP_ETIMEDOUT, what);
+            }
+        }
         ssize_t n = recv(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen,
                          block && !spinning ? 0 : MSG_DONTWAIT);
         if (n < 0) {
@@ -404,6 +444,8 @@ static int recv_one(zpp_conn *c, int block, Zpp__Reply **out)
         if (n == 0)
             return conn_kill(c, ZPP_ECLOSED, "connection closed by the daemon");
         c->rlen += (size_t)n;
+        if (block)
+            quiet_since = zpp__mono_ns();
     }
 }
 
@@ -602,6 +644,10 @@ int zpp_hello(zpp_conn *c, const zpp_job_desc *job, zpp_hello_info *info)
     if (hr->limits && hr->limits->max_frame >= ZPP_FRAME_MIN_MAX &&
         hr->limits->max_frame <= UINT32_MAX)
         c->send_max = (size_t)hr->limits->max_frame;
+    if (hr->limits && hr->limits->call_timeout_ms && !c->wait_env) {
+        uint64_t ms = (uint64_t)hr->limits->call_timeout_ms + REPLY_WAIT_MARGIN_MS;
+        c->wait_ns = (ms < REPLY_WAIT_MAX_MS ? ms : REPLY_WAIT_MAX_MS) * 1000000u;
+    }
     if (info) {
         memset(info, 0, sizeof(*info));
         info->session_id = hr->session_id;

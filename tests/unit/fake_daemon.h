@@ -21,7 +21,7 @@
 
 static char sock_path[108];
 
-static void read_exact(int fd, void *buf, size_t n)
+static inline void read_exact(int fd, void *buf, size_t n)
 {
     size_t off = 0;
     while (off < n) {
@@ -35,7 +35,7 @@ static void read_exact(int fd, void *buf, size_t n)
 }
 
 /* Reads one request; *passed gets the SCM_RIGHTS descriptor or -1. */
-static Zpp__Request *srv_read(int fd, int *passed)
+static inline Zpp__Request *srv_read(int fd, int *passed)
 {
     uint8_t hdr[4];
     union {
@@ -70,7 +70,7 @@ static Zpp__Request *srv_read(int fd, int *passed)
     return req;
 }
 
-static void write_all(int fd, const uint8_t *buf, size_t len)
+static inline void write_all(int fd, const uint8_t *buf, size_t len)
 {
     while (len > 0) {
         ssize_t n = write(fd, buf, len);
@@ -83,7 +83,7 @@ static void write_all(int fd, const uint8_t *buf, size_t len)
 
 /* Sends rep; with nfds > 0 the descriptors ride SCM_RIGHTS on its first
  * byte, as the client's own requests carry theirs. */
-static void srv_send_fds(int fd, const Zpp__Reply *rep, const int *fds, int nfds)
+static inline void srv_send_fds(int fd, const Zpp__Reply *rep, const int *fds, int nfds)
 {
     uint8_t *buf;
     size_t len;
@@ -113,12 +113,13 @@ static void srv_send_fds(int fd, const Zpp__Reply *rep, const int *fds, int nfds
     free(buf);
 }
 
-static void srv_send(int fd, const Zpp__Reply *rep)
+static inline void srv_send(int fd, const Zpp__Reply *rep)
 {
     srv_send_fds(fd, rep, NULL, 0);
 }
 
-static void srv_coll_reply_fds(int fd, uint64_t req_id, uint64_t seq, const int *fds, int nfds)
+static inline void srv_coll_reply_fds(int fd, uint64_t req_id, uint64_t seq, const int *fds,
+                                      int nfds)
 {
     Zpp__CollectiveReply cr = ZPP__COLLECTIVE_REPLY__INIT;
     cr.algo = ZPP__ALGO__ALGO_AG_EXACT;
@@ -131,14 +132,14 @@ static void srv_coll_reply_fds(int fd, uint64_t req_id, uint64_t seq, const int 
     srv_send_fds(fd, &rep, fds, nfds);
 }
 
-static void srv_coll_reply(int fd, uint64_t req_id, uint64_t seq)
+static inline void srv_coll_reply(int fd, uint64_t req_id, uint64_t seq)
 {
     srv_coll_reply_fds(fd, req_id, seq, NULL, 0);
 }
 
 /* Binds the socket in the parent (no race), forks; the child accepts one
  * connection and runs script on it. */
-static pid_t serve(void (*script)(int fd))
+static inline pid_t serve(void (*script)(int fd))
 {
     unlink(sock_path);
     int ls = socket(AF_UNIX, SOCK_STREAM, 0);
@@ -162,7 +163,7 @@ static pid_t serve(void (*script)(int fd))
     return pid;
 }
 
-static void reap(pid_t pid)
+static inline void reap(pid_t pid)
 {
     int st = 0;
     ASSERT_EQ(waitpid(pid, &st, 0), pid);
