@@ -1039,6 +1039,7 @@ static void call_enqueue(struct job *j, struct call *c)
         }
         ZLOG_W("job", "a call failed across daemons: waiting for the heartbeats to name a node",
                "job=%s seq=%" PRIu64 " why=\"%s\"", j->id, c->seq, x->msg);
+        x->status = rc; /* coll_finish rolls back what a failed call stored */
         coll_finish(x);
         c->running = 0;
         c->held = 1;
