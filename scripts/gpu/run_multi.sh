@@ -70,7 +70,9 @@ B=$C/bin
 T=$(mktemp -d /tmp/zpp-multi.XXXXXX)
 S=$OUT/summary.txt
 L=$OUT/zppd.log
-: > "$L"
+# every log names the machine it ran on (the results under bench/results/ quote them)
+DEVICE="# device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1) x$(nvidia-smi -L 2>/dev/null | wc -l)"
+echo "$DEVICE" > "$L"
 log() { echo "== $(date -u +%FT%TZ) $*" | tee -a "$S"; }
 
 {
@@ -183,8 +185,9 @@ for lay in $layouts; do
   [ -n "$HOSTD" ] && hostarg=(-H "$T/host.sock")
   if [ "$test_mib" -gt 0 ]; then
   log "test $lay up to $test_mib MiB${HOSTD:+ (compared with the host backend)}"
+  echo "$DEVICE" > "$OUT/test-$lay.log"
   timeout 100 "$B/zpp-cuda-test" -s "$sock" -A 127.0.0.1:7399 -n 2 -G "$G" "${hostarg[@]}" \
-    -m "$test_mib" > "$OUT/test-$lay.log" 2>&1; r=$?
+    -m "$test_mib" >> "$OUT/test-$lay.log" 2>&1; r=$?
   log "test $lay exit $r"; [ $r = 0 ] || rc=1
   grep -c '^PASS' "$OUT/test-$lay.log" | sed 's/^/PASS lines: /' | tee -a "$S"
   grep -E '^FAIL' "$OUT/test-$lay.log" | head -20 | tee -a "$S"
@@ -215,6 +218,7 @@ done
 # Returns 0 when every check passed; the caller stops the daemons.
 failure_step() {
   local fpto=5000 mark="$T/death.marker" flog="$OUT/test-2x1.log" sock="$T/z-{node}.sock"
+  [ -s "$flog" ] || echo "$DEVICE" > "$flog" # (no 2x1 layout ran before it)
   # The bound on node 0's rank, from its last successful call: the
   # heartbeats' peer_timeout_ms (NCCL usually sees the dead peer sooner,
   # and the device error then names node 1 within two heartbeat periods),
