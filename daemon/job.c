@@ -21,7 +21,7 @@
 #include "zpp.h"
 
 static void job_pump(struct job *j);
-static uint64_t dev_err_grace_ms(const struct zppd *d);
+static void job_device_error(struct job *j, const char *why);
 
 const char *job_state_name(enum job_state st)
 {
@@ -1032,11 +1032,7 @@ static void call_enqueue(struct job *j, struct call *c)
          * ends with the job's abort, which names the node once its
          * heartbeat fails, within dev_err_grace_ms; not at once with
          * NCCL's words alone. */
-        if (!j->dev_err[0]) {
-            snprintf(j->dev_err, sizeof j->dev_err, "%s", x->msg);
-            j->dev_err_deadline_ms = zppd_now_ms() + dev_err_grace_ms(d);
-            cluster_probe(j);
-        }
+        job_device_error(j, x->msg);
         ZLOG_W("job", "a call failed across daemons: waiting for the heartbeats to name a node",
                "job=%s seq=%" PRIu64 " why=\"%s\"", j->id, c->seq, x->msg);
         x->status = rc; /* coll_finish rolls back what a failed call stored */
@@ -1226,6 +1222,24 @@ static void drop_detached(struct job *j)
         job_unref(j);
 }
 
+/* Keeps rank r's place (and its reference on the job) for
+ * rejoin_timeout_ms after its session s left with nothing queued; 0 when
+ * it cannot (calls pending, rejoining off, no memory). */
+static int detach_rank(struct job *j, uint32_t r, const struct session *s, const char *reason)
+{
+    const struct zppd *d = j->d;
+    if (j->calls || !d->cfg.rejoin_timeout_ms ||
+        !(j->detached_ms || (j->detached_ms = calloc(j->world, sizeof *j->detached_ms))))
+        return 0;
+    j->detached_ms[r] = zppd_now_ms();
+    j->ndetached++;
+    ZLOG_I("job", "rank left: it may rejoin",
+           "job=%s state=%s rank=%u pid=%u joined=%u of %u rejoin_timeout_ms=%u why=\"%s\"", j->id,
+           job_state_name(j->state), r, s->pid, j->njoined, j->world, d->cfg.rejoin_timeout_ms,
+           reason);
+    return 1;
+}
+
 void job_leave(struct session *s, const char *reason)
 {
     struct job *j = s->job;
@@ -1244,16 +1258,9 @@ void job_leave(struct session *s, const char *reason)
      * after rejoin_timeout_ms, not after call_timeout_ms waiting for a job
      * that had ended before they came. (Once every rank has joined, the
      * communicators form: a rank that leaves then aborts the job, below.) */
-    if (j->state == JOB_FORMING && !j->multi && !j->be_forming && !j->be_job && !j->calls &&
-        d->cfg.rejoin_timeout_ms &&
-        (j->detached_ms || (j->detached_ms = calloc(j->world, sizeof *j->detached_ms)))) {
-        j->detached_ms[r] = zppd_now_ms();
-        j->ndetached++;
-        ZLOG_I("job", "rank left before the job formed: it may rejoin",
-               "job=%s rank=%u pid=%u joined=%u of %u rejoin_timeout_ms=%u why=\"%s\"", j->id, r,
-               s->pid, j->njoined, j->world, d->cfg.rejoin_timeout_ms, reason);
+    if (j->state == JOB_FORMING && !j->multi && !j->be_forming && !j->be_job &&
+        detach_rank(j, r, s, reason))
         return;
-    }
     if (j->njoined == 0 && !j->multi) {
         /* The last rank connected here left: the job ends, and the ranks
          * that were away will not find it. Calls it queued (the job still
@@ -1283,17 +1290,9 @@ void job_leave(struct session *s, const char *reason)
      * well (cluster_idle, job_end_idle). An idle node whose ranks stay away
      * while another node's do not ends the job after rejoin_timeout_ms and
      * tells the others. */
-    if (j->state == JOB_RUNNING && d->cfg.rejoin_timeout_ms && !j->calls &&
-        (j->detached_ms || (j->detached_ms = calloc(j->world, sizeof *j->detached_ms)))) {
-        /* Its reference on the job stays with the detached slot. (A rank
-         * that leaves while calls are pending aborts the job at once: its
-         * peers would otherwise hang.) */
-        j->detached_ms[r] = zppd_now_ms();
-        j->ndetached++;
-        ZLOG_I("job", "rank left between calls: it may rejoin",
-               "job=%s rank=%u pid=%u "
-               "rejoin_timeout_ms=%u why=\"%s\"",
-               j->id, r, s->pid, d->cfg.rejoin_timeout_ms, reason);
+    /* (A rank that leaves while calls are pending aborts the job at once:
+     * its peers would otherwise hang.) */
+    if (j->state == JOB_RUNNING && detach_rank(j, r, s, reason)) {
         if (job_node_idle(j))
             cluster_idle(j); /* tells the others now; may end (free) j */
         return;
@@ -1337,6 +1336,24 @@ static uint64_t dev_err_grace_ms(const struct zppd *d)
 {
     uint64_t g = cluster_silence_ms(d);
     return g < d->cfg.peer_timeout_ms ? g : d->cfg.peer_timeout_ms;
+}
+
+/* A device error of job j: on one daemon it aborts the job. Across
+ * daemons an NCCL error mostly means another node died, and NCCL sees it
+ * before the heartbeats do: they are asked now, and job_tick names the node
+ * whose heartbeat fails within dev_err_grace_ms, or aborts with the error
+ * alone after it. */
+static void job_device_error(struct job *j, const char *why)
+{
+    if (!j->cl) {
+        job_abort(j, MET_ABORT_DEVICE, "device error: %s", why);
+        return;
+    }
+    if (j->dev_err[0])
+        return;
+    snprintf(j->dev_err, sizeof j->dev_err, "%s", why);
+    j->dev_err_deadline_ms = zppd_now_ms() + dev_err_grace_ms(j->d);
+    cluster_probe(j);
 }
 
 void job_tick(struct zppd *d)
@@ -1385,16 +1402,9 @@ void job_tick(struct zppd *d)
         } else if (j->be_job && d->be->job_poll) {
             char why[256], who[256];
             if (!j->dev_err[0] && d->be->job_poll(d->be_state, j->be_job, why, sizeof why)) {
-                if (!j->cl) {
-                    job_abort(j, MET_ABORT_DEVICE, "device error: %s", why);
+                job_device_error(j, why);
+                if (j->state == JOB_ABORTED)
                     continue;
-                }
-                /* Across daemons an NCCL error mostly means another node
-                 * died, and NCCL sees it before the heartbeats do: ask them
-                 * now, and name the node if one fails within the grace. */
-                snprintf(j->dev_err, sizeof j->dev_err, "%s", why);
-                j->dev_err_deadline_ms = now + dev_err_grace_ms(d);
-                cluster_probe(j);
             }
             if (j->dev_err[0] && cluster_suspect(j, now, who, sizeof who)) {
                 job_abort(j, MET_ABORT_PEER, "device error: %s; %s", j->dev_err, who);

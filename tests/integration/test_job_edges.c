@@ -69,7 +69,7 @@ static void rejoin_quota(void)
         ASSERT_EQ(join("ra", r, 2, &a[r]), 0);
     barrier2(a[0], a[1]); /* running */
     zpp_close(a[1]);
-    wait_log("rank left between calls");
+    wait_log("rank left: it may rejoin");
     ASSERT_EQ(join("rb", 0, 1, &x), 0); /* 2 rank sessions: ra/0, rb/0 */
     int rc = join("ra", 1, 2, &y);
     ASSERT_EQ(rc, ZPP_ELIMIT);

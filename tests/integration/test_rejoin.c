@@ -235,7 +235,7 @@ int main(void)
     zh_run_ranks(2, left_forming_rank, NULL, 20000, codes);
     ASSERT_EQ(codes[0], 0);
     ASSERT_EQ(codes[1], 0);
-    ASSERT(zh_daemon_log_contains(&g_d, "rank left before the job formed"));
+    ASSERT(zh_daemon_log_contains(&g_d, "it may rejoin\" job=rejoin-3 state=forming"));
     g_job = "rejoin-4";
     zh_run_ranks(2, back_forming_rank, NULL, 20000, codes);
     ASSERT_EQ(codes[0], 0);
