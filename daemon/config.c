@@ -388,19 +388,27 @@ int cfg_load(struct zpp_config *c, const char *path, int *nbad, char *why, size_
     return 0;
 }
 
+/* A key's text types: NUL-terminated in a field of k->len bytes. */
+static int key_is_text(const struct cfg_key *k)
+{
+    return k->type == T_STR || k->type == T_BACKEND || k->type == T_FAULT;
+}
+
+/* The bytes of a key's field in struct zpp_config. */
+static size_t key_bytes(const struct cfg_key *k)
+{
+    return key_is_text(k) || k->type == T_SHARE ? k->len
+           : k->type == T_SIZE                  ? sizeof(uint64_t)
+           : k->type == T_U32 || k->type == T_MODE ? sizeof(uint32_t)
+                                                   : sizeof(int);
+}
+
 void cfg_apply_reloadable(struct zpp_config *dst, const struct zpp_config *src)
 {
     for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
         const struct cfg_key *k = &keys[i];
-        if (!k->reloadable)
-            continue;
-        size_t len =
-            k->type == T_STR || k->type == T_BACKEND || k->type == T_FAULT || k->type == T_SHARE
-                ? k->len
-            : k->type == T_SIZE                     ? sizeof(uint64_t)
-            : k->type == T_U32 || k->type == T_MODE ? sizeof(uint32_t)
-                                                    : sizeof(int);
-        memcpy((char *)dst + k->off, (const char *)src + k->off, len);
+        if (k->reloadable)
+            memcpy((char *)dst + k->off, (const char *)src + k->off, key_bytes(k));
     }
 }
 
@@ -416,17 +424,8 @@ int cfg_static_changes(const struct zpp_config *a, const struct zpp_config *b, c
         if (k->reloadable)
             continue;
         const char *pa = (const char *)a + k->off, *pb = (const char *)b + k->off;
-        int differ;
-        if (k->type == T_STR || k->type == T_BACKEND || k->type == T_FAULT)
-            differ = strncmp(pa, pb, k->len) != 0;
-        else if (k->type == T_SHARE)
-            differ = memcmp(pa, pb, k->len) != 0;
-        else
-            differ = memcmp(pa, pb,
-                            k->type == T_SIZE                       ? sizeof(uint64_t)
-                            : k->type == T_U32 || k->type == T_MODE ? sizeof(uint32_t)
-                                                                    : sizeof(int)) != 0;
-        if (!differ)
+        /* (text: what follows the NUL is whatever an earlier value left) */
+        if (key_is_text(k) ? !strncmp(pa, pb, k->len) : !memcmp(pa, pb, key_bytes(k)))
             continue;
         if (o < len) {
             int w = snprintf(out + o, len - o, "%s%s", n ? "," : "", k->name);

@@ -400,6 +400,13 @@ static void caller_fill(struct peer_join_call *sc)
     grpc_auth_context_release(ac);
 }
 
+/* A parked Join is answered, cancelled or timed out. */
+static void unpark(struct peer_join_call *sc)
+{
+    sc->parked = 0;
+    sc->p->n_parked--;
+}
+
 static void srv_join(struct peer *p, struct peer_join_call *sc, const struct peer_caller *from)
 {
     Zpp__Peer__JoinRequest *req =
@@ -422,7 +429,7 @@ static void srv_join(struct peer *p, struct peer_join_call *sc, const struct pee
     }
     sc->join = req;
     sc->parked = 1;
-    p->n_parked++;
+    p->n_parked++; /* until unpark */
     sc->park_until_ms = now_ms(p) + p->max_join_wait_ms;
     p->h.on_join(p->ctx, sc, req, from);
 }
@@ -570,8 +577,7 @@ static void on_srv_close(struct peer *p, struct peer_join_call *sc)
     sc->close_done = 1;
     if (sc->parked) {
         /* Closed before we answered: the caller gave up or we are stopping. */
-        sc->parked = 0;
-        p->n_parked--;
+        unpark(sc);
         plog(3, "peer: Join from %s cancelled before an answer", sc->from_peer);
         if (p->h.on_join_cancelled)
             p->h.on_join_cancelled(p->ctx, sc);
@@ -584,8 +590,7 @@ int peer_join_answer(struct peer_join_call *call, int code, const char *msg,
 {
     if (!call || !call->parked)
         return ZPP_EINVAL;
-    call->parked = 0;
-    call->p->n_parked--;
+    unpark(call);
     Zpp__Peer__JoinReply r = ZPP__PEER__JOIN_REPLY__INIT;
     char why[256], detail[200];
     int rc = 0;
@@ -640,8 +645,7 @@ static void sweep_cb(uv_timer_t *t)
             char why[128];
             snprintf(why, sizeof(why), "the job did not form within %u ms", p->max_join_wait_ms);
             /* Answer the caller, then tell the handler it is gone. */
-            sc->parked = 0;
-            p->n_parked--;
+            unpark(sc);
             Zpp__Peer__JoinReply r = ZPP__PEER__JOIN_REPLY__INIT;
             r.code = ZPP_ETIMEDOUT;
             r.message = why;
