@@ -56,14 +56,12 @@ struct zppd {
     uint64_t busy_until; /* uv_hrtime() until which the loop polls (main.c) */
 
     uv_timer_t tick;
-    uv_timer_t reaper;        /* closes the sessions queued by sess_close_later */
+    uv_timer_t reaper;        /* the queued session closes and resumed reads (server.c) */
     int reaper_ready;
     uv_timer_t form_timer;    /* polls the backend of forming jobs (job.c) */
     int form_timer_ready;
     struct session *closing;
-    uv_timer_t resumer;       /* reads again from sessions whose replies drained */
-    int resumer_ready;
-    struct session *resuming;
+    struct session *resuming; /* sessions to read again: their replies drained */
     uv_signal_t sig_term, sig_int, sig_hup;
     int draining; /* no new jobs */
     int stopping; /* SIGTERM: finishing in-flight work, then exit */

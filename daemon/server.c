@@ -243,43 +243,7 @@ int server_start_accepting(struct zppd *d)
 static void process_frames(struct session *s);
 static void read_input(struct session *s);
 
-/* Sessions whose replies drained below SESS_READ_PAUSE: their buffered
- * frames are handled and their socket read again on a loop turn of their
- * own (the drain may happen inside sess_send, deep in the job layer, where
- * handling a request would re-enter it). */
-static void on_resume(uv_timer_t *t)
-{
-    struct zppd *d = t->data;
-    while (d->resuming) {
-        struct session *s = d->resuming;
-        d->resuming = s->resume_next;
-        s->resume_next = NULL;
-        s->resume_pending = 0;
-        if (s->state == SESS_OPEN && !s->close_pending && !s->read_paused) {
-            process_frames(s);
-            if (s->state == SESS_OPEN && !s->close_pending && !s->read_paused)
-                read_input(s);
-        }
-        sess_unref(s);
-    }
-}
-
-static void resume_later(struct session *s)
-{
-    struct zppd *d = s->d;
-    if (s->resume_pending)
-        return;
-    s->resume_pending = 1;
-    sess_ref(s);
-    s->resume_next = d->resuming;
-    d->resuming = s;
-    if (!d->resumer_ready) {
-        uv_timer_init(d->loop, &d->resumer);
-        d->resumer.data = d;
-        d->resumer_ready = 1;
-    }
-    uv_timer_start(&d->resumer, on_resume, 0, 0);
-}
+static void resume_later(struct session *s);
 
 static void update_poll(struct session *s)
 {
@@ -326,13 +290,14 @@ static int flush_output(struct session *s)
 }
 
 /* Replies are sent from deep inside the job layer (a call completing on
- * every rank); closing a session there would re-enter it (abort the job
- * whose call is completing). So a failure met while sending only queues
- * the close, which runs on its own loop turn, like Redis's
- * freeClientAsync. */
-static void on_reap(uv_timer_t *t)
+ * every rank); closing a session there, or handling its next request,
+ * would re-enter it (abort the job whose call is completing). So a
+ * failure met while sending only queues the close, and a session whose
+ * replies drained below SESS_READ_PAUSE is queued to be read again; both
+ * run on a loop turn of their own (the reaper), like Redis's
+ * freeClientAsync. Each queued session holds a reference. */
+static void drain_closing(struct zppd *d)
 {
-    struct zppd *d = t->data;
     while (d->closing) {
         struct session *s = d->closing;
         d->closing = s->close_next;
@@ -342,22 +307,57 @@ static void on_reap(uv_timer_t *t)
     }
 }
 
-void server_drop_deferred(struct zppd *d)
+/* read: handle the buffered frames and read the socket again (at exit the
+ * references are only given back) */
+static void drain_resuming(struct zppd *d, int read)
 {
     while (d->resuming) {
         struct session *s = d->resuming;
         d->resuming = s->resume_next;
         s->resume_next = NULL;
         s->resume_pending = 0;
+        if (read && s->state == SESS_OPEN && !s->close_pending && !s->read_paused) {
+            process_frames(s);
+            if (s->state == SESS_OPEN && !s->close_pending && !s->read_paused)
+                read_input(s);
+        }
         sess_unref(s);
     }
-    while (d->closing) { /* what on_reap would do (each session is closed already) */
-        struct session *s = d->closing;
-        d->closing = s->close_next;
-        s->close_next = NULL;
-        sess_close(s, s->close_reason);
-        sess_unref(s);
+}
+
+static void on_reap(uv_timer_t *t)
+{
+    struct zppd *d = t->data;
+    drain_closing(d);
+    drain_resuming(d, 1);
+}
+
+static void reap_later(struct zppd *d)
+{
+    if (!d->reaper_ready) {
+        uv_timer_init(d->loop, &d->reaper);
+        d->reaper.data = d;
+        d->reaper_ready = 1;
     }
+    uv_timer_start(&d->reaper, on_reap, 0, 0);
+}
+
+static void resume_later(struct session *s)
+{
+    struct zppd *d = s->d;
+    if (s->resume_pending)
+        return;
+    s->resume_pending = 1;
+    sess_ref(s);
+    s->resume_next = d->resuming;
+    d->resuming = s;
+    reap_later(d);
+}
+
+void server_drop_deferred(struct zppd *d)
+{
+    drain_resuming(d, 0);
+    drain_closing(d); /* each session is closed already: only the references */
 }
 
 void sess_close_later(struct session *s, const char *reason)
@@ -371,12 +371,7 @@ void sess_close_later(struct session *s, const char *reason)
     sess_ref(s);
     s->close_next = d->closing;
     d->closing = s;
-    if (!d->reaper_ready) {
-        uv_timer_init(d->loop, &d->reaper);
-        d->reaper.data = d;
-        d->reaper_ready = 1;
-    }
-    uv_timer_start(&d->reaper, on_reap, 0, 0);
+    reap_later(d);
 }
 
 int sess_send(struct session *s, const Zpp__Reply *rep)
