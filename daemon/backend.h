@@ -238,6 +238,9 @@ int be_peer_mode_env(int dflt);
  * "Environment"): unset or empty -> dflt; "0", "off", "no" or "false" ->
  * 0; anything else -> 1. */
 int be_env_switch(const char *name, int dflt);
+/* A measuring switch's number: the decimal value of variable name when it
+ * is one from 0 to max; dflt when unset; dflt with a warning otherwise. */
+uint64_t be_env_uint(const char *name, uint64_t dflt, uint64_t max);
 
 /* One GPU as dev_stats sees it. */
 struct be_dev_stat {

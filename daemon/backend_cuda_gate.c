@@ -97,14 +97,8 @@ static uint64_t mono_ns(void)
 static void *gate_main(void *arg)
 {
     struct cu_gate *g = arg;
-    uint64_t progress = mono_ns(), spin_ns = GATE_SPIN_NS;
-    const char *sv = getenv(GATE_SPIN_ENV);
-    if (sv && *sv) {
-        char *end;
-        unsigned long us = strtoul(sv, &end, 10);
-        if (*end == 0 && us <= 1000000ul)
-            spin_ns = (uint64_t)us * 1000u;
-    }
+    uint64_t progress = mono_ns();
+    const uint64_t spin_ns = be_env_uint(GATE_SPIN_ENV, GATE_SPIN_NS / 1000u, 1000000u) * 1000u;
     CUcontext cur = NULL;
     prctl(PR_SET_TIMERSLACK, 1000ul); /* naps of microseconds, not 50 us */
     pthread_mutex_lock(&g->mu);

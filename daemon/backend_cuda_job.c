@@ -685,14 +685,7 @@ static int xsync_use(struct be_call *c, int comm, uint64_t bytes)
     static uint64_t max = 1024u << 10;
     struct cu_job *j = c->priv;
     if (on < 0) {
-        const char *v = getenv("ZPPD_XSYNC_MAX_KIB");
-        char *end = NULL;
-        unsigned long long kib = v && *v ? strtoull(v, &end, 10) : 0;
-        if (v && *v && (*end || kib > (1ull << 30)))
-            ZLOG_W("cuda", "ZPPD_XSYNC_MAX_KIB is not a number of KiB up to 2^30: using 1024",
-                   "value=%s", v);
-        else if (v && *v)
-            max = (uint64_t)kib << 10;
+        max = be_env_uint("ZPPD_XSYNC_MAX_KIB", 1024, 1ull << 30) << 10;
         on = be_env_switch("ZPPD_XSYNC", 1);
     }
     /* peer_ok's groups are one node's GPUs, all of one size */

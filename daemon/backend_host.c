@@ -34,6 +34,8 @@
  * (the test hook's settings are the loop thread's). The fault-injection
  * counters are atomics (workers count, the loop reads).
  */
+#include <errno.h>
+#include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +45,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "log.h"
 #include "zpp.h"
 
 #define HOST_SCRATCH_GROW 8 /* initial capacity of the scratch table */
@@ -503,6 +506,22 @@ int be_peer_mode_env(int dflt)
            : !strcmp(env, "copy")                     ? BE_PEER_COPY
            : !strcmp(env, "off") || !strcmp(env, "0") ? 0
                                                       : -1;
+}
+
+uint64_t be_env_uint(const char *name, uint64_t dflt, uint64_t max)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return dflt;
+    char *end;
+    errno = 0;
+    unsigned long long x = strtoull(v, &end, 10);
+    if (*end || errno || v[0] < '0' || v[0] > '9' || x > max) {
+        ZLOG_W("config", "an environment switch is not a number in range: ignored",
+               "name=%s value=%s max=%" PRIu64, name, v, max);
+        return dflt;
+    }
+    return (uint64_t)x;
 }
 
 int be_env_switch(const char *name, int dflt)
