@@ -139,16 +139,8 @@ int zpp_connect(const char *socket_path, zpp_conn **out)
         return ZPP_ENOMEM;
     }
     c->spin_ns = zpp__env_us_ns("ZPP_SPIN_US", 100, 1000000);
-    const char *wt = getenv("ZPP_REPLY_TIMEOUT_MS");
-    c->wait_ns = (uint64_t)REPLY_WAIT_PRE_MS * 1000000u;
-    if (wt && wt[0]) { /* 0: wait for ever */
-        char *end;
-        unsigned long long v = strtoull(wt, &end, 10);
-        if (*end == '\0' && v <= REPLY_WAIT_MAX_MS) {
-            c->wait_ns = (uint64_t)v * 1000000u;
-            c->wait_env = 1;
-        }
-    }
+    c->wait_ns = zpp__env_uint("ZPP_REPLY_TIMEOUT_MS", REPLY_WAIT_PRE_MS, REPLY_WAIT_MAX_MS,
+                               &c->wait_env) * 1000000u; /* 0: wait for ever */
     c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (c->fd < 0)
         goto fail;
@@ -347,16 +339,27 @@ uint64_t zpp__mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-uint64_t zpp__env_us_ns(const char *name, uint64_t def_us, uint64_t max_us)
+uint64_t zpp__env_uint(const char *name, uint64_t dflt, uint64_t max, int *given)
 {
     const char *s = getenv(name);
-    if (s && s[0]) {
+    if (given)
+        *given = 0;
+    if (s && s[0] >= '0' && s[0] <= '9') {
         char *end;
+        errno = 0;
         unsigned long long v = strtoull(s, &end, 10);
-        if (*end == '\0' && v <= max_us)
-            return (uint64_t)v * 1000u;
+        if (*end == '\0' && !errno && v <= max) {
+            if (given)
+                *given = 1;
+            return (uint64_t)v;
+        }
     }
-    return def_us * 1000u;
+    return dflt;
+}
+
+uint64_t zpp__env_us_ns(const char *name, uint64_t def_us, uint64_t max_us)
+{
+    return zpp__env_uint(name, def_us, max_us, NULL) * 1000u;
 }
 
 /* Reads until one whole reply frame is buffered and unpacks it.

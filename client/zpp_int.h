@@ -64,9 +64,10 @@ int zpp__register_dev(zpp_conn *c, const int *fds, int nfds, const uint64_t *chu
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t zpp__mono_ns(void);
 
-/* The microseconds of environment variable `name` (a decimal number, at
- * most max_us) in nanoseconds, or def_us's when it is unset or not such a
- * number. */
+/* The decimal value of environment variable name when it is a plain
+ * number up to max (*given 1), else dflt (*given 0; given may be NULL). */
+uint64_t zpp__env_uint(const char *name, uint64_t dflt, uint64_t max, int *given);
+/* The same in microseconds, returned in nanoseconds. */
 uint64_t zpp__env_us_ns(const char *name, uint64_t def_us, uint64_t max_us);
 
 /* Static lower-case name of a wire DType ("fp32", "fp16", "bf16"),
