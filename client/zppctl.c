@@ -13,7 +13,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <signal.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -141,12 +140,13 @@ static void rank_list(const uint32_t *r, size_t n, char *buf, size_t len)
 }
 
 /* A daemon that closes the connection without an answer (one over
- * max_connections or max_connections_per_uid is closed at accept) could
- * not be reached: exit 3, as when the connect fails. */
+ * max_connections or max_connections_per_uid is closed at accept), or
+ * gives none within -t (ZPP_ETIMEDOUT), could not be reached: exit 3, as
+ * when the connect fails. */
 static int daemon_error(zpp_conn *c, int rc)
 {
     fprintf(stderr, "zppctl: %s: %s\n", zpp_err_name(rc), zpp_last_error(c));
-    return rc == ZPP_ECLOSED ? EXIT_CONNECT : EXIT_DAEMON;
+    return rc == ZPP_ECLOSED || rc == ZPP_ETIMEDOUT ? EXIT_CONNECT : EXIT_DAEMON;
 }
 
 static int print_json(char *json)
@@ -479,22 +479,6 @@ static const command_t commands[] = {
 
 /* ---- main ---------------------------------------------------------------------- */
 
-/* -t: the kernel accepts a connection on zppd's socket even while zppd's
- * loop is stuck, and nothing in libzpp's blocking calls gives up: the
- * command as a whole gets SIGALRM after the timeout (plus drain's --wait),
- * says so, and exits 3 like an unreachable daemon ("unreachable" for
- * health, which probes read). Only async-signal-safe calls here. */
-static const char *g_alarm_out = "", *g_alarm_err = "zppctl: no answer from zppd in time\n";
-
-static void on_alarm(int sig)
-{
-    (void)sig;
-    ssize_t w = write(STDOUT_FILENO, g_alarm_out, strlen(g_alarm_out));
-    w = write(STDERR_FILENO, g_alarm_err, strlen(g_alarm_err));
-    (void)w;
-    _exit(EXIT_CONNECT);
-}
-
 static void usage(FILE *f)
 {
     fprintf(f,
@@ -598,16 +582,13 @@ int main(int argc, char **argv)
         path = getenv("ZPP_SOCKET");
     if (!path || !path[0])
         path = ZPP_DEFAULT_SOCKET;
-    if (timeout_s > 0) {
-        if (cmd->run == cmd_health)
-            g_alarm_out = o.json ? "{\"health\":\"unreachable\"}\n" : "unreachable\n";
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_alarm;
-        sigemptyset(&sa.sa_mask);
-        sigaction(SIGALRM, &sa, NULL);
-        alarm((unsigned)(timeout_s + (o.off ? 0 : o.wait_s)));
-    }
+    /* -t: the kernel accepts connections on zppd's socket even while its
+     * loop is stuck; libzpp's reply timeout ends each wait for an answer
+     * (ZPP_ETIMEDOUT: exit 3, "unreachable" for health). drain --wait polls
+     * with answers in between, so it needs nothing more. */
+    char tmo[32];
+    snprintf(tmo, sizeof tmo, "%ld", timeout_s * 1000);
+    setenv("ZPP_REPLY_TIMEOUT_MS", tmo, 1);
     zpp_conn *c = NULL;
     int rc = zpp_connect(path, &c);
     if (rc < 0) {
