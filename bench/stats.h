@@ -23,38 +23,44 @@ static int zb_cmp_d(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The median of v[0..n), 0 < n <= ZB_MAX_SAMPLES (0 otherwise); v is left
- * unchanged. */
-static inline double zb_median(const double *v, int n)
+/* w = v[0..n) sorted; 0 < n <= ZB_MAX_SAMPLES. Returns the median. */
+static inline double zb_sorted(const double *v, int n, double *w)
 {
-    double w[ZB_MAX_SAMPLES];
-    if (n < 1 || n > ZB_MAX_SAMPLES)
-        return 0;
     memcpy(w, v, (size_t)n * sizeof w[0]);
     qsort(w, (size_t)n, sizeof w[0], zb_cmp_d);
     return n % 2 ? w[n / 2] : (w[n / 2 - 1] + w[n / 2]) / 2;
 }
 
+/* The median of v[0..n), 0 < n <= ZB_MAX_SAMPLES (0 otherwise); v is left
+ * unchanged. */
+static inline double zb_median(const double *v, int n)
+{
+    double w[ZB_MAX_SAMPLES];
+    return n < 1 || n > ZB_MAX_SAMPLES ? 0 : zb_sorted(v, n, w);
+}
+
 /* The 1-based rank k of the lower end of the median's interval for n
  * samples at confidence `conf` (e.g. 0.95): the largest k with
  * 2 P(B <= k - 1) <= 1 - conf. 0 when n is too small for any interval at
- * that confidence (n < 6 at 0.95). */
-static inline int zb_median_ci_rank(int n, double conf)
+ * that confidence (n < 6 at 0.95). *tail (may be NULL) gets P(B < k). */
+static inline int zb_median_ci_rank(int n, double conf, double *tail)
 {
-    if (n < 1 || n > ZB_MAX_SAMPLES || !(conf > 0 && conf < 1))
-        return 0;
-    double p = 1; /* P(B = j), built up from P(B = 0) = 2^-n */
-    for (int i = 0; i < n; i++)
-        p /= 2;
-    double cdf = 0;
+    double p = 1, cdf = 0, below = 0; /* P(B = j), from P(B = 0) = 2^-n; P(B <= j); P(B < k) */
     int k = 0;
-    for (int j = 0; j <= n / 2; j++) {
-        cdf += p; /* P(B <= j) */
-        if (2 * cdf > 1 - conf)
-            break;
-        k = j + 1;
-        p = p * (double)(n - j) / (double)(j + 1);
+    if (n >= 1 && n <= ZB_MAX_SAMPLES && conf > 0 && conf < 1) {
+        for (int i = 0; i < n; i++)
+            p /= 2;
+        for (int j = 0; j <= n / 2; j++) {
+            cdf += p;
+            if (2 * cdf > 1 - conf)
+                break;
+            k = j + 1;
+            below = cdf;
+            p = p * (double)(n - j) / (double)(j + 1);
+        }
     }
+    if (tail)
+        *tail = below;
     return k;
 }
 
@@ -65,27 +71,16 @@ static inline int zb_median_ci_rank(int n, double conf)
 static inline double zb_median_ci(const double *v, int n, double conf, double *med, double *lo,
                                   double *hi)
 {
-    double w[ZB_MAX_SAMPLES];
+    double w[ZB_MAX_SAMPLES], tail;
     *med = *lo = *hi = 0;
     if (n < 1 || n > ZB_MAX_SAMPLES)
         return 0;
-    memcpy(w, v, (size_t)n * sizeof w[0]);
-    qsort(w, (size_t)n, sizeof w[0], zb_cmp_d);
-    *med = n % 2 ? w[n / 2] : (w[n / 2 - 1] + w[n / 2]) / 2;
-    int k = zb_median_ci_rank(n, conf);
-    if (k < 1) {
-        *lo = *hi = *med;
+    *med = *lo = *hi = zb_sorted(v, n, w);
+    int k = zb_median_ci_rank(n, conf, &tail);
+    if (k < 1)
         return 0;
-    }
     *lo = w[k - 1];
     *hi = w[n - k];
-    double p = 1, tail = 0;
-    for (int i = 0; i < n; i++)
-        p /= 2;
-    for (int j = 0; j < k; j++) {
-        tail += p;
-        p = p * (double)(n - j) / (double)(j + 1);
-    }
     return 1 - 2 * tail;
 }
 

@@ -160,8 +160,6 @@ struct ctx {
     uint64_t zin, zout, oin, oout;
 };
 
-#define cmp_d zb_cmp_d
-#define median_of zb_median
 #define MAX_ROUNDS 9
 /* -P: qwZ's goal pairs at each goal size (default 25 across daemons) */
 #define MAX_PAIRS 99
@@ -369,10 +367,10 @@ static int latency(struct ctx *c, int k, uint64_t count, struct lat_fig *f)
             e[i - LAT_WARMUP] = (double)g_last_elapsed_us;
         }
     }
-    qsort(s, LAT_SAMPLES, sizeof s[0], cmp_d);
-    qsort(e, LAT_SAMPLES, sizeof e[0], cmp_d);
-    qsort(a, LAT_SAMPLES, sizeof a[0], cmp_d);
-    qsort(b, LAT_SAMPLES, sizeof b[0], cmp_d);
+    qsort(s, LAT_SAMPLES, sizeof s[0], zb_cmp_d);
+    qsort(e, LAT_SAMPLES, sizeof e[0], zb_cmp_d);
+    qsort(a, LAT_SAMPLES, sizeof a[0], zb_cmp_d);
+    qsort(b, LAT_SAMPLES, sizeof b[0], zb_cmp_d);
     f->p50 = s[LAT_SAMPLES / 2];
     f->p90 = s[LAT_SAMPLES * 9 / 10];
     f->d50 = e[LAT_SAMPLES / 2];
@@ -737,7 +735,7 @@ static int bench_child(int rank, void *arg)
                 }
             }
         for (int k = 0; k < B_N; k++)
-            t[k] = median_of(tr[k], rounds);
+            t[k] = zb_median(tr[k], rounds);
         /* qwZ's goal sits a few percent under the wire's ceiling (~2x in
          * 2 x 1), inside a round's spread: at the goal sizes it gets
          * `pairs` more samples, each bracketed against drift (NCCL, qwZ,
@@ -808,16 +806,16 @@ static int bench_child(int rank, void *arg)
                     is[r] = tr[B_INPROC_QWZ][r] / tr[B_QWZ][r];
                 }
                 *g = (struct goal_row){.bytes = bytes,
-                                       .qwz_x = median_of(qw, rounds),
-                                       .qgz_x = median_of(qg, rounds),
-                                       .hpz_x = median_of(hp, rounds),
+                                       .qwz_x = zb_median(qw, rounds),
+                                       .qgz_x = zb_median(qg, rounds),
+                                       .hpz_x = zb_median(hp, rounds),
                                        .qwz_m = frac[B_QWZ],
                                        .qgz_m = frac[B_QGZ],
                                        .hpz_m = frac[B_HPZ],
-                                       .qwz_wire = median_of(wa, rounds),
-                                       .qgz_wire = median_of(wq, rounds),
-                                       .inproc_x = median_of(ip, rounds),
-                                       .inproc_share = median_of(is, rounds),
+                                       .qwz_wire = zb_median(wa, rounds),
+                                       .qgz_wire = zb_median(wq, rounds),
+                                       .inproc_x = zb_median(ip, rounds),
+                                       .inproc_share = zb_median(is, rounds),
                                        .qwz_lo = qw[0],
                                        .qwz_hi = qw[0],
                                        .qgz_lo = qg[0],

@@ -17,14 +17,14 @@ static void test_ranks(void)
     static const int n[] = {1, 5, 6, 7, 8, 9, 10, 15, 20, 31, 50, 100};
     static const int k[] = {0, 0, 1, 1, 1, 2, 2, 4, 6, 10, 18, 40};
     for (size_t i = 0; i < sizeof n / sizeof n[0]; i++)
-        ASSERT_EQ(zb_median_ci_rank(n[i], 0.95), k[i]);
-    ASSERT_EQ(zb_median_ci_rank(0, 0.95), 0);
-    ASSERT_EQ(zb_median_ci_rank(ZB_MAX_SAMPLES + 1, 0.95), 0);
-    ASSERT_EQ(zb_median_ci_rank(31, 1.0), 0);
-    ASSERT_EQ(zb_median_ci_rank(31, 0.0), 0);
+        ASSERT_EQ(zb_median_ci_rank(n[i], 0.95, NULL), k[i]);
+    ASSERT_EQ(zb_median_ci_rank(0, 0.95, NULL), 0);
+    ASSERT_EQ(zb_median_ci_rank(ZB_MAX_SAMPLES + 1, 0.95, NULL), 0);
+    ASSERT_EQ(zb_median_ci_rank(31, 1.0, NULL), 0);
+    ASSERT_EQ(zb_median_ci_rank(31, 0.0, NULL), 0);
     /* a looser confidence never widens the interval */
     for (int m = 6; m <= ZB_MAX_SAMPLES; m++)
-        ASSERT_GE(zb_median_ci_rank(m, 0.90), zb_median_ci_rank(m, 0.95));
+        ASSERT_GE(zb_median_ci_rank(m, 0.90, NULL), zb_median_ci_rank(m, 0.95, NULL));
 }
 
 static void test_median_ci(void)
