@@ -1104,6 +1104,10 @@ class ZeroPP(nn.Module):
         before its end (PyTorch drops a failed backward's callbacks)."""
         return self._armed and _graph_task() == -1
 
+    def _refuse_if_stale(self) -> None:
+        if self._stale():
+            raise RuntimeError(_STALE_BACKWARD)
+
     def _abandon_backward(self) -> None:
         """Undoes what a backward that raised left behind: its reduces in
         flight are waited for (their results dropped), its gradient slots
@@ -1113,15 +1117,12 @@ class ZeroPP(nn.Module):
         once the state is clean."""
         err: Optional[BaseException] = None
         while self._reducing:
-            u, h = self._reducing.pop(0)
+            _, h = self._reducing.pop(0)
             try:
                 self.comm.wait(h, "reduce-tail")
             except BaseException as e:  # noqa: BLE001 - raised below, once clean
                 err = err or e
-            if u.gslot is not None:
-                self.gslot_unit[u.gslot] = None
-                u.gslot = None
-        for u in self.units:
+        for u in self.units:  # (the reduced units' slots included)
             u.got = set()
             if u.gslot is not None:
                 self.gslot_unit[u.gslot] = None
@@ -1243,8 +1244,7 @@ class ZeroPP(nn.Module):
         """True when flag is True on any rank. Collective (every rank calls
         it at the same point, outside a backward): e.g. for all ranks to
         stop at the same step when one of them runs out of time."""
-        if self._stale():
-            raise RuntimeError(_STALE_BACKWARD)
+        self._refuse_if_stale()
         if self._armed:
             raise RuntimeError("any_rank() during backward")
         return bool(float(self._gather_floats([1.0 if flag else 0.0])[:, 0].sum()) > 0)
@@ -1254,8 +1254,7 @@ class ZeroPP(nn.Module):
         """AdamW on the shard with the accumulated gradients (their mean over
         the backwards since the last step). Returns False when the step was
         skipped (non-finite gradients; fp16 lowers the loss scale)."""
-        if self._stale():
-            raise RuntimeError(_STALE_BACKWARD)
+        self._refuse_if_stale()
         if self._armed:
             raise RuntimeError("step() during backward")
         if self._micro == 0:
@@ -1386,8 +1385,7 @@ class ZeroPP(nn.Module):
     def save_checkpoint(self, path: str, extra: Optional[Dict[str, Any]] = None) -> None:
         """Writes rank-<r>.pt (this rank's shards and AdamW state) into the
         directory path, and manifest.json (rank 0). Collective."""
-        if self._stale():
-            raise RuntimeError(_STALE_BACKWARD)
+        self._refuse_if_stale()
         if self._armed or self._micro:
             raise RuntimeError("save_checkpoint between a backward and its step()")
         os.makedirs(path, exist_ok=True)
