@@ -18,6 +18,7 @@
 
 #include "frame.h"
 #include "test.h"
+#include "zpp.h"
 
 static char sock_path[108];
 
@@ -171,6 +172,17 @@ static inline void reap(pid_t pid)
         fprintf(stderr, "fake daemon failed: status 0x%x\n", st);
         exit(1);
     }
+}
+
+/* Client side: submits an all-gather of 1000 fp32 between buffers 1 and 2
+ * (the scripted daemon checks nothing of them). */
+static inline void submit_ag(zpp_conn *c, uint64_t *id)
+{
+    zpp_coll call;
+    zpp_coll_init(&call, ZPP_OP_ALLGATHER, ZPP_FP32, 1000);
+    call.input.buffer_id = 1;
+    call.output.buffer_id = 2;
+    ASSERT_EQ(zpp_submit(c, &call, id), 0);
 }
 
 #endif

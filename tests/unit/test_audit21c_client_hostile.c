@@ -33,15 +33,6 @@ static int open_fds(void)
     return n;
 }
 
-static void submit_ag(zpp_conn *c, uint64_t *id)
-{
-    zpp_coll call;
-    zpp_coll_init(&call, ZPP_OP_ALLGATHER, ZPP_FP32, 1000);
-    call.input.buffer_id = 1;
-    call.output.buffer_id = 2;
-    ASSERT_EQ(zpp_submit(c, &call, id), 0);
-}
-
 /* ---- descriptors on replies ------------------------------------------------- */
 
 /* Answers an async call and a blocking barrier, and an id nobody asked

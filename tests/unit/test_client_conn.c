@@ -129,13 +129,9 @@ static void test_replies_out_of_order_are_matched_by_req_id(void)
     pid_t pid = serve(script_out_of_order);
     zpp_conn *c = NULL;
     ASSERT_EQ(zpp_connect(sock_path, &c), 0);
-    zpp_coll call;
-    zpp_coll_init(&call, ZPP_OP_ALLGATHER, ZPP_FP32, 1000);
-    call.input.buffer_id = 1;
-    call.output.buffer_id = 2;
     uint64_t id[3];
     for (int i = 0; i < 3; i++)
-        ASSERT_EQ(zpp_submit(c, &call, &id[i]), 0);
+        submit_ag(c, &id[i]);
     zpp_result res;
     ASSERT_EQ(zpp_wait(c, id[1], &res), 0);
     ASSERT_EQ(res.seq, 2);
@@ -182,13 +178,9 @@ static void test_duplicate_replies_are_kept_once(void)
     pid_t pid = serve(script_duplicates);
     zpp_conn *c = NULL;
     ASSERT_EQ(zpp_connect(sock_path, &c), 0);
-    zpp_coll call;
-    zpp_coll_init(&call, ZPP_OP_ALLGATHER, ZPP_FP32, 1000);
-    call.input.buffer_id = 1;
-    call.output.buffer_id = 2;
     uint64_t id[2];
     for (int i = 0; i < 2; i++)
-        ASSERT_EQ(zpp_submit(c, &call, &id[i]), 0);
+        submit_ag(c, &id[i]);
     zpp_result res;
     ASSERT_EQ(zpp_wait(c, id[0], &res), 0);
     ASSERT_EQ(res.seq, 1);
