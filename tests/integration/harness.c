@@ -442,7 +442,12 @@ void zh_daemon_dump_log(const zh_daemon *d)
 
 char *zh_daemon_read_log(const zh_daemon *d)
 {
-    FILE *f = fopen(d->log, "r");
+    return zh_read_file(d->log);
+}
+
+char *zh_read_file(const char *path)
+{
+    FILE *f = fopen(path, "r");
     if (!f) {
         return NULL;
     }
@@ -471,10 +476,24 @@ char *zh_daemon_read_log(const zh_daemon *d)
 
 int zh_daemon_log_contains(const zh_daemon *d, const char *needle)
 {
-    char *s = zh_daemon_read_log(d);
+    return zh_file_contains(d->log, needle);
+}
+
+int zh_file_contains(const char *path, const char *needle)
+{
+    char *s = zh_read_file(path);
     int found = s && strstr(s, needle) != NULL;
     free(s);
     return found;
+}
+
+int zh_zppctl(const zh_daemon *d, char *out, size_t cap, const char *a, const char *b,
+              const char *c)
+{
+    char *argv[] = {ZPPCTL_BIN, "-s", (char *)d->socket, (char *)a, (char *)b, (char *)c, NULL};
+    int rc = zh_run_capture(argv, 15000, out, cap);
+    printf("$ zppctl %s %s %s -> %d\n%s", a, b ? b : "", c ? c : "", rc, out);
+    return rc;
 }
 
 int zh_run_ranks(int n, zh_rank_fn fn, void *arg, int timeout_ms, int *codes)

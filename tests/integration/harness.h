@@ -75,6 +75,16 @@ char *zh_daemon_read_log(const zh_daemon *d);
 /* 1 if the daemon log contains needle. */
 int zh_daemon_log_contains(const zh_daemon *d, const char *needle);
 
+/* The same for any file: its contents (malloc'd, NUL-terminated, NULL if
+ * unreadable), and whether they contain needle. */
+char *zh_read_file(const char *path);
+int zh_file_contains(const char *path, const char *needle);
+
+/* Runs zppctl -s <d's socket> a b c (b, c may be NULL) with its output in
+ * out (cap bytes), echoes both to stdout, and returns its exit status. */
+int zh_zppctl(const zh_daemon *d, char *out, size_t cap, const char *a, const char *b,
+              const char *c);
+
 /* A rank body: runs in a forked child; its return value is the child's
  * exit code (0 = success). */
 typedef int (*zh_rank_fn)(int rank, void *arg);

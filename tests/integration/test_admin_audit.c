@@ -39,13 +39,9 @@ const char *__asan_default_options(void)
 static zh_daemon g_d;
 static char g_out[1 << 17];
 
-/* Runs zppctl with up to 4 arguments after "-s SOCKET", output in g_out. */
 static int ctl(const char *a, const char *b, const char *c)
 {
-    char *argv[] = {ZPPCTL_BIN, "-s", g_d.socket, (char *)a, (char *)b, (char *)c, NULL};
-    int rc = zh_run_capture(argv, 15000, g_out, sizeof g_out);
-    printf("$ zppctl %s %s %s -> %d\n%s", a, b ? b : "", c ? c : "", rc, g_out);
-    return rc;
+    return zh_zppctl(&g_d, g_out, sizeof g_out, a, b, c);
 }
 
 /* 1 if buf holds a byte in [lo, hi]. */

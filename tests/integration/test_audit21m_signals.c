@@ -40,14 +40,7 @@ static void write_conf(const char *extra)
 
 static int log_contains(const char *needle)
 {
-    FILE *f = fopen(g_log, "r");
-    if (!f)
-        return 0;
-    static char buf[1 << 16];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    return strstr(buf, needle) != NULL;
+    return zh_file_contains(g_log, needle);
 }
 
 static void dump_log(void)

@@ -188,18 +188,6 @@ static pid_t start_raw_daemon(const char *conf, const char *log, const char *soc
     exit(1);
 }
 
-static int file_contains(const char *path, const char *needle)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    static char buf[1 << 16];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    return strstr(buf, needle) != NULL;
-}
-
 static void stale_and_busy(void)
 {
     zh_daemon d1;
@@ -211,7 +199,7 @@ static void stale_and_busy(void)
     char log2[ZH_PATH_MAX + 16];
     snprintf(log2, sizeof log2, "%s/second.log", d1.dir);
     pid_t pid = start_raw_daemon(d1.conf, log2, d1.socket);
-    ASSERT(file_contains(log2, "stale"));
+    ASSERT(zh_file_contains(log2, "stale"));
     printf("test_signals: stale socket: ok\n");
 
     /* A second daemon on the live socket. */
