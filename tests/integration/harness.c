@@ -907,3 +907,21 @@ int zh_submit_long_qgz(zpp_conn *c, uint32_t count, zpp_shm **in, zpp_shm **out,
     call.output = (zpp_bufref){*out_id, 0};
     return zpp_submit(c, &call, req);
 }
+
+int zh_join_rc(const zh_daemon *d, const char *job, uint32_t rank, uint32_t world,
+               zpp_conn **c)
+{
+    if (zpp_connect(d->socket, c) != 0) {
+        fprintf(stderr, "harness: connect %s failed\n", d->socket);
+        exit(1);
+    }
+    zpp_job_desc jd = {.job_id = job,
+                       .rank = rank,
+                       .world_size = world,
+                       .local_rank = rank,
+                       .node_count = 1,
+                       .gpu_uuid = "host"};
+    int rc = zpp_hello(*c, &jd, NULL);
+    printf("hello %s rank %u: %s %s\n", job, rank, zpp_err_name(rc), rc ? zpp_last_error(*c) : "");
+    return rc;
+}

@@ -131,6 +131,12 @@ int zh_connect_join(const zh_daemon *d, const char *job_id, uint32_t rank, uint3
 int zh_submit_long_qgz(zpp_conn *c, uint32_t count, zpp_shm **in, zpp_shm **out,
                        uint64_t *in_id, uint64_t *out_id, uint64_t *req);
 
+/* Connects (which must work) and says Hello for rank of a one-node job of
+ * world ranks; returns Hello's code with *c left open either way, for tests
+ * of what a refused Hello says (zpp_last_error(*c)). Prints the outcome. */
+int zh_join_rc(const zh_daemon *d, const char *job, uint32_t rank, uint32_t world,
+               zpp_conn **c);
+
 /* Monotonic milliseconds. */
 int64_t zh_now_ms(void);
 

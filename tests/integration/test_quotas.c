@@ -40,16 +40,7 @@ static void append_conf(const char *lines)
 
 static int join_raw(const char *job, uint32_t rank, uint32_t world, zpp_conn **c)
 {
-    ASSERT_EQ(zpp_connect(g_d.socket, c), 0);
-    zpp_job_desc jd = {.job_id = job,
-                       .rank = rank,
-                       .world_size = world,
-                       .local_rank = rank,
-                       .node_count = 1,
-                       .gpu_uuid = "host"};
-    int rc = zpp_hello(*c, &jd, NULL);
-    printf("hello %s rank %u: %s %s\n", job, rank, zpp_err_name(rc), rc ? zpp_last_error(*c) : "");
-    return rc;
+    return zh_join_rc(&g_d, job, rank, world, c);
 }
 
 int main(void)
