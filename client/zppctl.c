@@ -494,8 +494,8 @@ static void usage(FILE *f)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
     fprintf(f, "\nexit status: 0 ok, 1 the daemon returned an error (ZPP_EPERM: drain and\n"
                "metrics need root or the daemon's uid), 2 usage, 3 cannot connect (or\n"
-               "closed without an answer, or none within --timeout), 4 health: draining or stopping (drain --wait:\n"
-               "jobs still running)\n");
+               "closed without an answer, or none within --timeout), 4 health: draining\n"
+               "or stopping (drain --wait: jobs still running)\n");
 }
 
 int main(int argc, char **argv)

@@ -25,7 +25,7 @@ struct rig {
     size_t in_b, out_b; /* each slot's buffer sizes */
 };
 
-static struct be_topo topo_of(int nodes, int local)
+static inline struct be_topo topo_of(int nodes, int local)
 {
     struct be_topo t = {.world = nodes * local,
                         .nodes = nodes,
@@ -35,14 +35,14 @@ static struct be_topo topo_of(int nodes, int local)
     return t;
 }
 
-static double get(const void *buf, int dtype, uint64_t i)
+static inline double get(const void *buf, int dtype, uint64_t i)
 {
     return (double)zk_widen(buf, dtype, i);
 }
 
 /* Allocates every slot's buffers at exactly the needed sizes; outputs
  * start as `fill` bytes (0xFF: NaN in every dtype). */
-static void rig_alloc_fill(struct rig *g, const struct coll_args *a, int fill)
+static inline void rig_alloc_fill(struct rig *g, const struct coll_args *a, int fill)
 {
     char why[256];
     int rc = coll_buffer_needs(a, &g->t, &g->in_b, &g->out_b, why, sizeof why);
@@ -59,7 +59,7 @@ static void rig_alloc_fill(struct rig *g, const struct coll_args *a, int fill)
     }
 }
 
-static void rig_free(struct rig *g)
+static inline void rig_free(struct rig *g)
 {
     for (int s = 0; s < g->t.nslots; s++) {
         free(g->slots[s].in);
@@ -70,7 +70,7 @@ static void rig_free(struct rig *g)
 
 /* prepare + run + finish as the job layer does; returns the call's status
  * (res and msg, 256 bytes, may be NULL). */
-static int rig_call(struct rig *g, const struct coll_args *a, struct hpz_store *st,
+static inline int rig_call(struct rig *g, const struct coll_args *a, struct hpz_store *st,
                     const char *job_id, struct coll_result *res, char *msg)
 {
     struct coll_exec x;

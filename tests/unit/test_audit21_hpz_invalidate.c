@@ -11,21 +11,13 @@
  */
 #include <string.h>
 
-#include "coll.h"
+#include "coll_rig.h"
 #include "hpz_store.h"
 #include "sha256.h"
-#include "test.h"
 #include "zpp.h"
 
 #define W 2
 #define COUNT 1000u
-
-static int g_job; /* its address is the job identity */
-
-struct rig {
-    struct be_topo t;
-    struct coll_slot slots[W];
-};
 
 static struct coll_args args_of(int op)
 {
@@ -40,54 +32,23 @@ static struct coll_args args_of(int op)
     return a;
 }
 
-/* Buffers at the sizes coll_buffer_needs gives; inputs hold the shards of
- * the tensor t[i] = i * scale. */
+/* The rig's buffers for a (fresh ones), inputs holding the shards of the
+ * tensor t[i] = i * scale. */
 static void rig_alloc(struct rig *g, const struct coll_args *a, float scale)
 {
-    size_t in_b, out_b;
-    char why[256];
-    ASSERT_EQ(coll_buffer_needs(a, &g->t, &in_b, &out_b, why, sizeof why), 0);
+    rig_free(g);
+    rig_alloc_fill(g, a, 0x5A);
     uint64_t shard = (COUNT + W - 1) / W;
-    for (int s = 0; s < W; s++) {
-        free(g->slots[s].in);
-        free(g->slots[s].out);
-        g->slots[s].in = in_b ? calloc(1, in_b) : NULL;
-        g->slots[s].in_len = in_b;
-        g->slots[s].out = out_b ? malloc(out_b) : NULL;
-        g->slots[s].out_len = out_b;
-        if (out_b)
-            memset(g->slots[s].out, 0x5A, out_b);
-        for (uint64_t e = 0; in_b && e < shard && s * shard + e < COUNT; e++)
-            ((float *)g->slots[s].in)[e] = (float)(s * shard + e) * scale;
-    }
-}
-
-static void rig_free(struct rig *g)
-{
-    for (int s = 0; s < W; s++) {
-        free(g->slots[s].in);
-        free(g->slots[s].out);
-        g->slots[s].in = g->slots[s].out = NULL;
-    }
+    for (int s = 0; s < W; s++)
+        for (uint64_t e = 0; g->in_b && e < shard; e++) {
+            uint64_t i = s * shard + e;
+            ((float *)g->slots[s].in)[e] = i < COUNT ? (float)i * scale : 0;
+        }
 }
 
 static int run(struct rig *g, const struct coll_args *a, struct hpz_store *st, char *msg)
 {
-    struct coll_exec x;
-    memset(&x, 0, sizeof x);
-    x.args = *a;
-    x.topo = g->t;
-    x.slots = g->slots;
-    x.owner.tenant_uid = 1000;
-    x.owner.job_id = "audit21";
-    x.owner.job = &g_job;
-    x.store = st;
-    x.call.ops = &be_host_ops;
-    if (coll_prepare(&x) == 0)
-        coll_run(&x);
-    coll_finish(&x);
-    snprintf(msg, 256, "%s", x.msg);
-    return x.status;
+    return rig_call(g, a, st, "audit21", NULL, msg);
 }
 
 static void content_key_of(float scale, char *key, size_t len)
@@ -114,7 +75,7 @@ static uint64_t attachments(struct hpz_store *st)
 static void test_invalidate_all_with_content_key_drops_everything(void)
 {
     struct hpz_store *st = hpz_store_new(&be_host_ops, NULL, 0, 0);
-    struct rig g = {.t = {.world = W, .nodes = 1, .local = W, .nslots = W, .rank0 = 0}};
+    struct rig g = {.t = topo_of(1, W)};
     char msg[256], k1[80], k2[80];
     ASSERT(st);
     content_key_of(1.0f, k1, sizeof k1);
