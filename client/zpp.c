@@ -638,6 +638,14 @@ int zpp_hello(zpp_conn *c, const zpp_job_desc *job, zpp_hello_info *info)
     if (rc < 0)
         return rc;
     const Zpp__HelloReply *hr = rep->hello;
+    /* next_seq numbers this rank's next call; at 2^63 or more the client's
+     * own numbering would wrap to 0, which means "the daemon picks" */
+    if (hr->next_seq >= (1ull << 63)) {
+        rc = set_err(c, ZPP_EPROTO, "the daemon's Hello reply has next_seq %llu",
+                     (unsigned long long)hr->next_seq);
+        zpp_reply_free(rep);
+        return rc;
+    }
     if (c->ext.hello_in && (rc = c->ext.hello_in(c->ext.state, c, hr)) < 0) {
         zpp_reply_free(rep);
         return rc;

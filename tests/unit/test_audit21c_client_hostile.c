@@ -257,6 +257,33 @@ static void test_unknown_ids_and_close_with_calls_in_flight(void)
     reap(pid);
 }
 
+/* A Hello reply whose next_seq would make the client's numbering wrap to
+ * 0 ("the daemon picks") is refused as a protocol error. */
+static void script_hello_huge_seq(int fd)
+{
+    Zpp__Request *req = srv_read(fd, NULL);
+    Zpp__HelloReply hr = ZPP__HELLO_REPLY__INIT;
+    hr.next_seq = UINT64_MAX;
+    Zpp__Reply rep = ZPP__REPLY__INIT;
+    rep.req_id = req->req_id;
+    rep.body_case = ZPP__REPLY__BODY_HELLO;
+    rep.hello = &hr;
+    srv_send(fd, &rep);
+    zpp_request_free(req);
+}
+
+static void test_a_hello_reply_with_a_wrapping_next_seq_is_refused(void)
+{
+    pid_t pid = serve(script_hello_huge_seq);
+    zpp_conn *c = NULL;
+    ASSERT_EQ(zpp_connect(sock_path, &c), 0);
+    zpp_job_desc jd = {.job_id = "j", .world_size = 2, .node_count = 1, .gpu_uuid = "host"};
+    ASSERT_EQ(zpp_hello(c, &jd, NULL), ZPP_EPROTO);
+    ASSERT_CONTAINS(zpp_last_error(c), "next_seq");
+    zpp_close(c);
+    reap(pid);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -267,6 +294,7 @@ int main(void)
     test_a_body_that_does_not_unpack_kills_the_connection();
     test_a_flood_of_unsolicited_replies_does_not_hold_zpp_test();
     test_unknown_ids_and_close_with_calls_in_flight();
+    test_a_hello_reply_with_a_wrapping_next_seq_is_refused();
     unlink(sock_path);
     return 0;
 }
