@@ -1,4 +1,4 @@
-"""Session 20, call 5: why ranks 2 and 3 did not report in call 4's first
+"""Session 20, call 5 (device: nvidia-h200, one NVIDIA H200, driver 580.159.04): why ranks 2 and 3 did not report in call 4's first
 version of test_load_refuses_a_checkpoint_of_mixed_steps. Rank 1's
 load_checkpoint raises and its process leaves (between calls: the job waits
 rejoin_timeout_ms = 30 s for it); ranks 0, 2, 3 wait in the load's barrier.
