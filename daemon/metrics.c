@@ -1,8 +1,11 @@
 /*
  * metrics.c — see metrics.h. A minimal HTTP/1.0 responder on a libuv TCP
  * server: GET /metrics (Prometheus text format 0.0.4) and GET /healthz.
- * Requests are capped in size and number of connections (at the cap the
- * oldest connection is closed to make room for the new one), each
+ * Requests are capped in size and number of connections: one address
+ * holds at most MET_MAX_PER_ADDR of them, and at the cap the oldest
+ * connection of the address holding the most is closed to make room for
+ * the new one (so a flood from one address churns its own connections,
+ * not a scraper's or a probe's from another), each
  * connection has MET_CONN_TIMEOUT_MS in all; anything else gets 404 or 400
  * and the connection closes after the answer.
  */
@@ -27,6 +30,7 @@
 #define MET_OPS 8 /* zpp_op_t values 1..7 */
 #define MET_BUCKETS 11
 #define MET_MAX_CONNS 16
+#define MET_MAX_PER_ADDR 8 /* half the table: one address never fills it */
 #define MET_MAX_REQUEST 8192
 #define MET_CONN_TIMEOUT_MS 5000
 
@@ -66,6 +70,7 @@ struct met_conn {
     uv_timer_t timer;
     struct zppd *d;
     struct met_conn *next, *prev; /* met_state.open */
+    struct sockaddr_storage peer; /* the port zeroed: connections are counted per address */
     char req[MET_MAX_REQUEST];
     size_t len;
     char *resp;
@@ -462,6 +467,78 @@ static void on_timeout(uv_timer_t *t)
     conn_close(t->data);
 }
 
+/* The peer's address with the port zeroed, into c->peer (all zero when
+ * it cannot be read: such connections count as one address). */
+static void peer_address(struct met_conn *c)
+{
+    int len = sizeof c->peer;
+    memset(&c->peer, 0, sizeof c->peer);
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&c->peer, &len)) {
+        memset(&c->peer, 0, sizeof c->peer);
+        return;
+    }
+    if (c->peer.ss_family == AF_INET)
+        ((struct sockaddr_in *)&c->peer)->sin_port = 0;
+    else if (c->peer.ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)&c->peer)->sin6_port = 0;
+}
+
+static int same_address(const struct met_conn *a, const struct met_conn *b)
+{
+    if (a->peer.ss_family != b->peer.ss_family)
+        return 0;
+    if (a->peer.ss_family == AF_INET)
+        return !memcmp(&((const struct sockaddr_in *)&a->peer)->sin_addr,
+                       &((const struct sockaddr_in *)&b->peer)->sin_addr, sizeof(struct in_addr));
+    if (a->peer.ss_family == AF_INET6)
+        return !memcmp(&((const struct sockaddr_in6 *)&a->peer)->sin6_addr,
+                       &((const struct sockaddr_in6 *)&b->peer)->sin6_addr,
+                       sizeof(struct in6_addr));
+    return 1;
+}
+
+/* Live (not closing) connections from a's address, a included. */
+static int live_from(const struct met_state *m, const struct met_conn *a)
+{
+    int n = 0;
+    for (const struct met_conn *o = m->open; o; o = o->next)
+        n += !o->closing && same_address(o, a);
+    return n;
+}
+
+/* A live connection of the address with the most live ones, other than
+ * not (the new one); NULL when there is none. The table is at most
+ * 2 * MET_MAX_CONNS long, so counting per connection is cheap. */
+static struct met_conn *busiest(struct met_state *m, const struct met_conn *not)
+{
+    struct met_conn *best = NULL;
+    int most = 0;
+    for (struct met_conn *o = m->open; o; o = o->next) {
+        if (o == not || o->closing)
+            continue;
+        int n = live_from(m, o);
+        if (n > most) {
+            most = n;
+            best = o;
+        }
+    }
+    return best;
+}
+
+/* The oldest live connection from like's address other than not (the list
+ * is newest first); NULL when there is none or like is NULL. */
+static struct met_conn *oldest_from(struct met_state *m, const struct met_conn *like,
+                                    const struct met_conn *not)
+{
+    struct met_conn *oldest = NULL;
+    if (!like)
+        return NULL;
+    for (struct met_conn *o = m->open; o; o = o->next)
+        if (o != not && !o->closing && same_address(o, like))
+            oldest = o;
+    return oldest;
+}
+
 static void on_connection(uv_stream_t *srv, int status)
 {
     struct zppd *d = srv->data;
@@ -486,19 +563,21 @@ static void on_connection(uv_stream_t *srv, int status)
         conn_close(c); /* more than a loop turn's evictions still closing */
         return;
     }
-    if (m->live > MET_MAX_CONNS) {
-        /* At the cap the oldest connection gives way, not the new one:
-         * otherwise anyone who can reach the port holds MET_MAX_CONNS idle
-         * connections (renewed every MET_CONN_TIMEOUT_MS) and the scraper
-         * and the liveness probe on /healthz (the DaemonSet's: a failing
-         * probe restarts zppd) are shut out for good. */
-        struct met_conn *oldest = NULL;
-        for (struct met_conn *o = m->open; o; o = o->next)
-            if (o != c && !o->closing)
-                oldest = o;
-        if (oldest)
-            conn_close(oldest);
-    }
+    peer_address(c);
+    struct met_conn *victim = NULL;
+    if (live_from(m, c) > MET_MAX_PER_ADDR)
+        victim = oldest_from(m, c, c); /* a flood from one address churns its own */
+    else if (m->live > MET_MAX_CONNS)
+        /* At the cap a connection already open gives way, not the new
+         * one: otherwise anyone who can reach the port holds MET_MAX_CONNS
+         * idle connections (renewed every MET_CONN_TIMEOUT_MS) and the
+         * scraper and the liveness probe on /healthz (the DaemonSet's: a
+         * failing probe restarts zppd) are shut out for good. The one to
+         * go is the oldest of the address holding the most, so that a
+         * flood pushes out its own connections before a scraper's. */
+        victim = oldest_from(m, busiest(m, c), c);
+    if (victim)
+        conn_close(victim);
     uv_timer_start(&c->timer, on_timeout, MET_CONN_TIMEOUT_MS, 0);
     uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read);
 }

@@ -12,10 +12,12 @@
  *    stops zppd at start (exit 1) instead of binding another port
  *    (70000 was 4464, an empty port a random one); "[::1]:0" is taken;
  *  - a request over the size cap gets 431 and is closed;
- *  - 16 connections (the cap) held open without a request, as anyone who
- *    reaches the port can, do not shut out /healthz (the DaemonSet's
- *    liveness probe: a failing one restarts zppd) nor /metrics: the oldest
- *    idle connection makes room; idle ones are closed by the timeout.
+ *  - connections held open without a request, as anyone who reaches the
+ *    port can, do not shut out /healthz (the DaemonSet's liveness probe: a
+ *    failing one restarts zppd) nor /metrics: one address keeps at most 8,
+ *    at the cap (16) the oldest of the address holding the most makes
+ *    room, and idle ones are closed by the timeout; a flood from one
+ *    address leaves a scraper's and another address's connections alone.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -58,13 +60,19 @@ static int metrics_port(const zh_daemon *d)
     exit(1);
 }
 
-/* A TCP connection to 127.0.0.1:port; rcvbuf > 0 shrinks the receive
+/* A TCP connection to 127.0.0.1:port from address from (NULL: the
+ * default, 127.0.0.1); rcvbuf > 0 shrinks the receive
  * buffer and the segment size first (so that a reply stays queued in the
  * daemon). */
-static int http_connect(int port, int rcvbuf)
+static int http_connect_from(const char *from, int port, int rcvbuf)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     ASSERT(fd >= 0);
+    if (from) { /* another loopback address (all of 127/8 is local) */
+        struct sockaddr_in me = {.sin_family = AF_INET};
+        ASSERT_EQ(inet_pton(AF_INET, from, &me.sin_addr), 1);
+        ASSERT_EQ(bind(fd, (struct sockaddr *)&me, sizeof me), 0);
+    }
     if (rcvbuf > 0) {
         /* A small segment size too: on loopback the daemon's send buffer
          * grows with the segment size (to MiBs at 64 KiB segments). */
@@ -76,6 +84,11 @@ static int http_connect(int port, int rcvbuf)
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     ASSERT_EQ(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
     return fd;
+}
+
+static int http_connect(int port, int rcvbuf)
+{
+    return http_connect_from(NULL, port, rcvbuf);
 }
 
 static void send_all(int fd, const char *p, size_t n)
@@ -329,20 +342,24 @@ static void caps(void)
     close(fd);
     ASSERT_CONTAINS(buf, "431");
 
-    /* 16 connections (the cap) held open without a request do not shut
-     * out a scraper or a probe: the newest connection is answered at once,
-     * the oldest idle one closed for it; the idle ones left are closed by
-     * the timeout. */
+    /* 16 connections held open without a request from one address: it
+     * keeps 8 (half the table), each new one closing its oldest at once;
+     * a scraper or a probe from that address too is answered at once, the
+     * oldest idle one closed for it; the idle ones left are closed by the
+     * timeout. */
     int idle[17];
     for (int i = 0; i < 16; i++) {
         idle[i] = http_connect(port, 0);
         usleep(2000); /* accepted in this order */
     }
-    usleep(100 * 1000);
+    for (int i = 0; i < 8; i++) {
+        int64_t t0 = zh_now_ms();
+        ASSERT_GE(read_until_close(idle[i], buf, sizeof buf, 10000), 0);
+        ASSERT_LT(zh_now_ms() - t0, 1000); /* closed for a newer one, not by the timeout */
+    }
     for (int k = 0; k < 2; k++) {
-        /* the second round: 16 held again */
         if (k == 1)
-            idle[16] = http_connect(port, 0);
+            idle[16] = http_connect(port, 0); /* closes idle[9]; then 8 with the probe */
         int64_t t0 = zh_now_ms();
         ASSERT_GE(http_do(port,
                           k ? "GET /metrics HTTP/1.0\r\n\r\n" : "GET /healthz HTTP/1.0\r\n\r\n",
@@ -351,8 +368,8 @@ static void caps(void)
         ASSERT_LT(zh_now_ms() - t0, 2000);
         ASSERT_CONTAINS(buf, "200 OK");
         t0 = zh_now_ms();
-        ASSERT_GE(read_until_close(idle[k], buf, sizeof buf, 10000), 0);
-        ASSERT_LT(zh_now_ms() - t0, 1000); /* closed for the new one, not by the timeout */
+        ASSERT_GE(read_until_close(idle[8 + k], buf, sizeof buf, 10000), 0);
+        ASSERT_LT(zh_now_ms() - t0, 1000);
     }
     int64_t t0 = zh_now_ms();
     ASSERT_GE(read_until_close(idle[15], buf, sizeof buf, 10000), 0); /* the idle timeout */
@@ -368,6 +385,53 @@ static void caps(void)
     printf("test_audit21m_metrics_http: caps: ok\n");
 }
 
+/* A flood from one address does not push out a scraper from another: the
+ * flooder keeps at most 8 connections, and at the cap the address holding
+ * the most gives way (before session 22 the oldest connection of all did,
+ * so 16 new ones closed any scraper that had not yet sent its request). */
+static void flood_from_one_address(void)
+{
+    zh_daemon d;
+    ASSERT_EQ(zh_daemon_start("metrics_listen = 127.0.0.1:0\n", &d), 0);
+    int port = metrics_port(&d);
+    static char buf[1 << 20];
+    int scraper = http_connect(port, 0); /* from 127.0.0.1, no request yet */
+    int other[7], flood[40];
+    for (int i = 0; i < 7; i++)
+        other[i] = http_connect_from("127.0.0.3", port, 0); /* a second, polite address */
+    for (int i = 0; i < 40; i++)
+        flood[i] = http_connect_from("127.0.0.2", port, 0);
+    usleep(100 * 1000);
+    /* the flood's first connections were closed for its later ones */
+    int64_t t0 = zh_now_ms();
+    ASSERT_GE(read_until_close(flood[0], buf, sizeof buf, 10000), 0);
+    ASSERT_LT(zh_now_ms() - t0, 1000);
+    /* 1 + 7 + 8 = 16 live: one more from the flood closes its own oldest,
+     * and so does one from a third address, the flood holding the most */
+    int third = http_connect_from("127.0.0.4", port, 0);
+    usleep(50 * 1000);
+    const char *req = "GET /metrics HTTP/1.0\r\n\r\n";
+    send_all(scraper, req, strlen(req));
+    ASSERT_GE(read_until_close(scraper, buf, sizeof buf, 10000), 0);
+    ASSERT_CONTAINS(buf, "200 OK");
+    ASSERT_CONTAINS(buf, "zppd_info{");
+    for (int i = 0; i < 7; i++) { /* the polite address kept every connection */
+        send_all(other[i], "GET /healthz HTTP/1.0\r\n\r\n", 25);
+        ASSERT_GE(read_until_close(other[i], buf, sizeof buf, 10000), 0);
+        ASSERT_CONTAINS(buf, "200 OK");
+        close(other[i]);
+    }
+    send_all(third, "GET /healthz HTTP/1.0\r\n\r\n", 25);
+    ASSERT_GE(read_until_close(third, buf, sizeof buf, 10000), 0);
+    ASSERT_CONTAINS(buf, "200 OK");
+    close(third);
+    close(scraper);
+    for (int i = 0; i < 40; i++)
+        close(flood[i]);
+    ASSERT_EQ(zh_daemon_stop(&d), 0);
+    printf("test_audit21m_metrics_http: flood from one address: ok\n");
+}
+
 int main(void)
 {
     listen_values();
@@ -375,6 +439,7 @@ int main(void)
     stop_with_idle_connections();
     stop_with_unread_reply();
     caps();
+    flood_from_one_address();
     printf("test_audit21m_metrics_http: ok\n");
     return 0;
 }
