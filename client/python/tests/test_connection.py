@@ -4,6 +4,7 @@ the registration cache and its release, timeouts, closed connections."""
 from __future__ import annotations
 
 import gc
+import threading
 
 import numpy as np
 import pytest
@@ -117,6 +118,39 @@ def test_closing_a_buffer_drops_its_registration(solo) -> None:
     shm.close()
     assert id(shm) not in c.registered
 
+
+
+def test_a_buffer_closed_on_another_thread_is_deregistered_by_the_connections_thread(
+    solo, monkeypatch
+) -> None:
+    # A connection is used by one thread at a time: the thread that closes a
+    # SharedBuffer must not send a Deregister frame on it (it would land in
+    # the middle of the other thread's call); the next call does it.
+    import zpp.client as zc
+
+    c, _ = solo
+    shm = zpp.SharedBuffer(4096)
+    a = shm.numpy(np.float32, 16)
+    c.allgather(a, a)
+    bid = c.registered[id(shm)]
+    del a
+    sent = []
+    real = zc.LIB.zpp_deregister
+
+    def spy(h, b):
+        sent.append((threading.get_ident(), b))
+        return real(h, b)
+
+    monkeypatch.setattr(zc.LIB, "zpp_deregister", spy)
+    t = threading.Thread(target=shm.close)
+    t.start()
+    t.join()
+    assert shm.closed and id(shm) not in c.registered
+    assert sent == []  # the closing thread sent nothing
+    c.barrier()
+    assert sent == [(threading.get_ident(), bid)]
+    with pytest.raises(zpp.ZppNotFoundError, match="not registered"):
+        c.allgather(zpp.BufRef(bid, 0), zpp.BufRef(bid, 0), count=16, dtype="fp32")
 
 def test_a_call_past_its_timeout_raises_a_TimeoutError(daemon, job) -> None:
     # zppd aborts the job and tells the waiting calls ZPP_ETIMEDOUT.

@@ -267,12 +267,23 @@ class Connection:
         self.info: Optional[HelloInfo] = None
         self._cache: Dict[int, Tuple[SharedBuffer, int]] = {}  # id(buf) -> (buf, buffer id)
         self._pending: Dict[int, Request] = {}
+        # buffer ids whose SharedBuffer closed: deregistered by the next call
+        self._stale: List[int] = []
 
     # ---- plumbing -----------------------------------------------------------
     def _handle(self) -> int:
         if self._c is None:
             raise errors.error_from_code(-11, "connection is closed")
+        if self._stale and not self._pending:
+            self._drop_stale()
         return self._c
+
+    def _drop_stale(self) -> None:
+        """Deregisters the ids of SharedBuffers closed since the last call
+        (best effort: the memory is gone already, and a failure here leaves
+        the real call to report the connection's state)."""
+        while self._stale:
+            LIB.zpp_deregister(self._c, self._stale.pop())
 
     def _error(self, rc: int, what: str) -> errors.ZppError:
         msg = text(LIB.zpp_last_error(self._c)) if self._c is not None else ""
@@ -377,9 +388,13 @@ class Connection:
         return {k: v[1] for k, v in self._cache.items()}
 
     def _on_buffer_close(self, buf: SharedBuffer) -> None:
+        # Runs on the thread that closes buf, which need not be the one using
+        # this connection (used by one thread at a time): the deregistration
+        # waits for this connection's next call, on its own thread, instead
+        # of sending a frame in the middle of that thread's call.
         hit = self._cache.pop(id(buf), None)
-        if hit is not None and self._c is not None and not self._pending:
-            LIB.zpp_deregister(self._c, hit[1])  # best effort: the memory goes anyway
+        if hit is not None and self._c is not None:
+            self._stale.append(hit[1])  # list.append is atomic
 
     # ---- argument plumbing ----------------------------------------------------
     def _ref(self, obj: Any, need: int, role: str) -> BufRefC:
@@ -622,6 +637,9 @@ class Connection:
             if quiet:
                 LIB.zpp_deregister(self._c, bid)  # errors here change nothing
         self._cache.clear()
+        if quiet:
+            self._drop_stale()
+        self._stale.clear()
         for req in list(self._pending.values()):
             req._abandon()
         self._pending.clear()

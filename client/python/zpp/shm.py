@@ -148,7 +148,8 @@ class SharedBuffer:
     def close(self) -> None:
         """Unmaps and frees the memory. Raises BufferError (and changes
         nothing) while views are alive. Connections that registered this
-        buffer deregister it first. Idempotent."""
+        buffer drop it from their cache and deregister it with their next
+        call (on the thread using them, not this one). Idempotent."""
         if self._shm is None:
             return
         assert self._mm is not None
