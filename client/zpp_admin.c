@@ -235,6 +235,8 @@ int zpp__status_json(const Zpp__StatusReply *st, char **out)
             jw_raw(&w, "}");
         }
         jw_raw(&w, "]");
+        jw_key(&w, &f, "own_uid_only");
+        jw_raw(&w, st->own_uid_only ? "true" : "false");
     }
     jw_raw(&w, "}");
     return jw_finish(&w, out);
@@ -376,6 +378,8 @@ int zpp__store_json(const Zpp__StoreReply *sr, char **out)
             jw_raw(&w, "}");
         }
         jw_raw(&w, "]");
+        jw_key(&w, &f, "own_uid_only");
+        jw_raw(&w, sr->own_uid_only ? "true" : "false");
     }
     jw_raw(&w, "}");
     return jw_finish(&w, out);

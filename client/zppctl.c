@@ -184,6 +184,10 @@ static int cmd_status(zpp_conn *c, const opts_t *o)
     put_safe(st->backend, 0);
     printf(", pid %" PRIu32 "), up %" PRIu64 "d %02" PRIu64 ":%02" PRIu64 ":%02" PRIu64 "\n",
            st->pid, up / 86400, up / 3600 % 24, up / 60 % 60, up % 60);
+    if (st->own_uid_only)
+        printf("%-10s uid %u's own sessions, jobs, calls, bytes and store (root and zppd's "
+               "uid see every tenant)\n",
+               "counts", (unsigned)getuid());
     printf("%-10s %" PRIu32 "\n", "sessions", st->sessions);
     printf("%-10s %" PRIu32 " (%" PRIu32 " running)\n", "jobs", st->jobs, st->running_jobs);
     printf("%-10s %" PRIu64 " ok, %" PRIu64 " failed\n", "calls", st->calls_ok, st->calls_failed);
@@ -365,7 +369,12 @@ static int cmd_store(zpp_conn *c, const opts_t *o)
            sr->budget_per_device ? human_bytes(sr->budget_per_device, b2, sizeof b2) : "none");
     printf(", %s per tenant\n",
            sr->budget_per_tenant ? human_bytes(sr->budget_per_tenant, b2, sizeof b2) : "none");
-    printf("lookups    %" PRIu64 " hits, %" PRIu64 " misses\n", sr->hits, sr->misses);
+    if (sr->own_uid_only)
+        printf("lookups    (root and zppd's uid only; the bytes and entries above are uid "
+               "%u's)\n",
+               (unsigned)getuid());
+    else
+        printf("lookups    %" PRIu64 " hits, %" PRIu64 " misses\n", sr->hits, sr->misses);
     if (sr->n_tenants) {
         printf("%-10s %-12s %s\n", "TENANT", "BYTES", "BUDGET");
         for (size_t i = 0; i < sr->n_tenants; i++)

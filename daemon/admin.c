@@ -79,6 +79,24 @@ static uint32_t running_jobs(const struct zppd *d)
     return n;
 }
 
+/* The running jobs and the open sessions s may see. */
+static uint32_t visible_running_jobs(const struct session *s)
+{
+    uint32_t n = 0;
+    for (const struct job *j = s->d->jobs; j; j = j->next)
+        if (j->state != JOB_ABORTED && sees_uid(s, j->uid))
+            n++;
+    return n;
+}
+static uint32_t visible_sessions(const struct session *s)
+{
+    uint32_t n = 0;
+    for (const struct session *x = s->d->sessions; x; x = x->next)
+        if (x->state == SESS_OPEN && sees_uid(s, x->uid))
+            n++;
+    return n;
+}
+
 void admin_status(struct session *s, uint64_t req_id)
 {
     struct zppd *d = s->d;
@@ -101,6 +119,21 @@ void admin_status(struct session *s, uint64_t req_id)
     st.peer_address = (char *)cluster_address(d);
     st.stopping = d->stopping;
     st.running_jobs = running_jobs(d);
+    if (!sees_all(s)) {
+        /* Another tenant's activity is not this caller's to see: its own
+         * sessions, jobs, calls, bytes and store bytes instead. */
+        struct metrics_totals mt;
+        metrics_tenant_totals(d, s->uid, &mt);
+        st.own_uid_only = 1;
+        st.sessions = visible_sessions(s);
+        st.jobs = visible_jobs(s);
+        st.running_jobs = visible_running_jobs(s);
+        st.calls_ok = mt.calls_ok;
+        st.calls_failed = mt.calls_failed;
+        st.bytes_intra = mt.bytes_intra;
+        st.bytes_inter = mt.bytes_inter;
+        st.store_bytes = hpz_store_tenant_bytes(d->store, s->uid);
+    }
     struct be_dev_stat ds[ADMIN_MAX_GPUS];
     Zpp__GpuInfo gi[ADMIN_MAX_GPUS], *gp[ADMIN_MAX_GPUS];
     int ng = d->be->dev_stats ? d->be->dev_stats(d->be_state, ds, ADMIN_MAX_GPUS) : 0;
@@ -361,6 +394,14 @@ void admin_store(struct session *s, uint64_t req_id)
         rp[k] = &rw.rows[k];
     sr.n_replicas = rw.n;
     sr.replicas = rp;
+    if (!sees_all(s)) { /* the caller's uid's bytes and the replicas it may read */
+        sr.own_uid_only = 1;
+        sr.bytes = hpz_store_tenant_bytes(d->store, s->uid);
+        sr.entries = 0;
+        for (size_t k = 0; k < rw.n; k++)
+            sr.entries += rw.rows[k].owner_uid == s->uid;
+        sr.hits = sr.misses = 0;
+    }
     SEND_REPLY(s, req_id, STORE, store, &sr);
 out:
     free(jobs);

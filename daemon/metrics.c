@@ -145,6 +145,23 @@ void metrics_job_ended(struct zppd *d, uint32_t uid)
         t->ended++;
 }
 
+void metrics_tenant_totals(struct zppd *d, uint32_t uid, struct metrics_totals *out)
+{
+    memset(out, 0, sizeof *out);
+    struct met_state *m = d->metrics;
+    for (size_t i = 0; m && i < m->n; i++) {
+        const struct met_tenant *t = &m->t[i];
+        if (t->uid != uid)
+            continue;
+        for (int op = 0; op < MET_OPS; op++) {
+            out->calls_ok += t->calls[op][MET_OK];
+            out->calls_failed += t->calls[op][MET_ERROR] + t->calls[op][MET_ABORTED];
+            out->bytes_intra += t->intra[op];
+            out->bytes_inter += t->inter[op];
+        }
+    }
+}
+
 /* ---- rendering ------------------------------------------------------------ */
 
 struct sbuf {

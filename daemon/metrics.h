@@ -37,6 +37,13 @@ void metrics_abort(struct zppd *d, uint32_t uid, int cause);
  * daemons: every node's). */
 void metrics_job_ended(struct zppd *d, uint32_t uid);
 
+/* Tenant uid's finished calls (ok, and failed or aborted) and the bytes
+ * its successful calls moved inside and across nodes. */
+struct metrics_totals {
+    uint64_t calls_ok, calls_failed, bytes_intra, bytes_inter;
+};
+void metrics_tenant_totals(struct zppd *d, uint32_t uid, struct metrics_totals *out);
+
 /* Renders the whole exposition into a malloc'd buffer (caller frees). */
 char *metrics_render(struct zppd *d, size_t *len);
 

@@ -8,7 +8,9 @@
  *  - Tenant B (a child that drops to uid/gid 65534) says Hello for job "j"
  *    ranks 0 and 1 (two connections): it gets its own job — the jobs list
  *    (seen by root) shows two jobs "j", A's with uid 0 and ranks 0,1, B's
- *    with uid 65534 and ranks 0,1; B's own list shows only its job.
+ *    with uid 65534 and ranks 0,1; B's own list shows only its job, and
+ *    B's status counts only its own sessions, jobs, calls and store
+ *    bytes (root's the whole daemon's).
  *  - B cannot use A's buffer ids (ZPP_ENOENT) nor read A's hpZ key
  *    (ZPP_ENOENT); registering a memfd created by A (inherited through
  *    fork) is refused (ZPP_EPERM); so is an unsealed memfd of B's own
@@ -84,7 +86,15 @@ static int tenant_a(int rank)
         ASSERT_EQ(zpp_connect(g_d.socket, &adm), 0);
         static char js[65536];
         ASSERT_EQ(zpp_admin_jobs_json(adm, js, sizeof js), 0);
+        static char st[65536];
+        ASSERT_EQ(zpp_admin_status_json(adm, st, sizeof st), 0);
         zpp_close(adm);
+        /* and counts of the whole daemon: both tenants' jobs and sessions */
+        printf("status seen by root: %s\n", st);
+        ASSERT_CONTAINS(st, "\"jobs\":2,");
+        ASSERT_CONTAINS(st, "\"store_bytes\":4000,");
+        ASSERT_CONTAINS(st, "\"calls_ok\":1,");
+        ASSERT_CONTAINS(st, "\"own_uid_only\":false");
         printf("jobs seen by root: %s\n", js);
         ASSERT_CONTAINS(js, "\"job_id\":\"j\",\"tenant_uid\":0,\"world_size\":2,\"nodes\":1,"
                             "\"state\":\"running\",\"joined_ranks\":[0,1]");
@@ -174,6 +184,16 @@ static int tenant_b(void)
     ASSERT_EQ(zpp_admin_jobs_json(c[0], js, sizeof js), 0);
     if (strstr(js, "\"tenant_uid\":0,") || !strstr(js, "\"tenant_uid\":65534")) {
         fprintf(stderr, "tenant B sees: %s\n", js);
+        fails++;
+    }
+    /* and its own counts in status, not A's: two sessions, one job, no
+     * calls, no store bytes (A's job has stored 4000) */
+    ASSERT_EQ(zpp_admin_status_json(c[0], js, sizeof js), 0);
+    printf("status seen by tenant B: %s\n", js);
+    if (!strstr(js, "\"sessions\":2,") || !strstr(js, "\"jobs\":1,") ||
+        !strstr(js, "\"store_bytes\":0,") || !strstr(js, "\"calls_ok\":0,") ||
+        !strstr(js, "\"running_jobs\":1,") || !strstr(js, "\"own_uid_only\":true")) {
+        fprintf(stderr, "tenant B's status shows more than its own\n");
         fails++;
     }
 
