@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -70,6 +71,11 @@ struct zpp_conn {
      * still accepts connections: without it such a wait never ends. */
     uint64_t wait_ns;
     int wait_env; /* set by ZPP_REPLY_TIMEOUT_MS: Hello leaves it */
+    /* The daemon's max_pending from Hello (0: not known): a submit past it
+     * is refused here, before it takes a sequence number (the daemon's
+     * refusal would come after the number was used, leaving this rank a
+     * call behind the others). */
+    uint32_t max_pending;
 };
 
 #define REPLY_WAIT_PRE_MS 60000u
@@ -111,6 +117,23 @@ static int dead_err(zpp_conn *c)
 
 /* ---- connect / close ------------------------------------------------------- */
 
+
+/* SO_SNDTIMEO = wait_ns (none when 0): connect and a send that zppd does
+ * not drain give up after it, like a wait for a reply. */
+static void set_send_timeout(zpp_conn *c)
+{
+    struct timeval tv = {.tv_sec = (time_t)(c->wait_ns / 1000000000u),
+                         .tv_usec = (suseconds_t)(c->wait_ns % 1000000000u / 1000u)};
+    (void)setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+}
+
+/* Sets the reply wait (and the send timeout with it) to ms, at most
+ * REPLY_WAIT_MAX_MS. */
+static void set_wait_ms(zpp_conn *c, uint64_t ms)
+{
+    c->wait_ns = (ms < REPLY_WAIT_MAX_MS ? ms : REPLY_WAIT_MAX_MS) * 1000000u;
+    set_send_timeout(c);
+}
 /* Connects to path (NULL: $ZPP_SOCKET, else ZPP_DEFAULT_SOCKET).
  * Returns 0 and *out (free with zpp_close); ZPP_EINVAL for a path that does
  * not fit a sockaddr_un, ZPP_ENOENT when nothing is there, ZPP_EPERM when
@@ -144,6 +167,10 @@ int zpp_connect(const char *socket_path, zpp_conn **out)
     c->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (c->fd < 0)
         goto fail;
+    /* The send timeout bounds connect too: a zppd whose loop is stuck stops
+     * accepting, and once its backlog is full a blocking connect would
+     * sleep for ever (EAGAIN after the timeout instead). */
+    set_send_timeout(c);
     for (;;) {
         if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
             break;
@@ -172,6 +199,9 @@ fail : {
     case EMFILE:
     case ENFILE:
         rc = ZPP_ENOMEM;
+        break;
+    case EAGAIN: /* the send timeout passed: zppd's backlog stayed full */
+        rc = ZPP_ETIMEDOUT;
         break;
     default:
         rc = ZPP_EIO;
@@ -290,6 +320,14 @@ static int send_all(zpp_conn *c, const uint8_t *buf, size_t len, const int *fds,
                 continue;
             if (errno == EPIPE || errno == ECONNRESET)
                 return conn_kill(c, ZPP_ECLOSED, "connection closed by the daemon");
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {
+                char what[128];
+                snprintf(what, sizeof(what),
+                         "zppd did not take the request within %llu ms "
+                         "(ZPP_REPLY_TIMEOUT_MS): giving up the connection",
+                         (unsigned long long)(c->wait_ns / 1000000u));
+                return conn_kill(c, ZPP_ETIMEDOUT, what);
+            }
             char what[96];
             snprintf(what, sizeof(what), "send failed: %s", strerror(errno));
             return conn_kill(c, ZPP_EIO, what);
@@ -655,10 +693,10 @@ int zpp_hello(zpp_conn *c, const zpp_job_desc *job, zpp_hello_info *info)
     if (hr->limits && hr->limits->max_frame >= ZPP_FRAME_MIN_MAX &&
         hr->limits->max_frame <= UINT32_MAX)
         c->send_max = (size_t)hr->limits->max_frame;
-    if (hr->limits && hr->limits->call_timeout_ms && !c->wait_env) {
-        uint64_t ms = (uint64_t)hr->limits->call_timeout_ms + REPLY_WAIT_MARGIN_MS;
-        c->wait_ns = (ms < REPLY_WAIT_MAX_MS ? ms : REPLY_WAIT_MAX_MS) * 1000000u;
-    }
+    if (hr->limits && hr->limits->call_timeout_ms && !c->wait_env)
+        set_wait_ms(c, (uint64_t)hr->limits->call_timeout_ms + REPLY_WAIT_MARGIN_MS);
+    if (hr->limits)
+        c->max_pending = hr->limits->max_pending;
     if (info) {
         memset(info, 0, sizeof(*info));
         info->session_id = hr->session_id;
@@ -793,10 +831,21 @@ int zpp__submit_ev(zpp_conn *c, const zpp_coll *call, uint32_t event_slot, uint6
     int rc = check_local(c, &req);
     if (rc < 0)
         return rc;
+    if (c->max_pending && c->n_out >= c->max_pending)
+        return set_err(c, ZPP_ELIMIT,
+                       "%zu requests submitted and not yet waited for (the daemon's max_pending "
+                       "is %u): wait for one first; nothing was sent and this call's sequence "
+                       "number is not used",
+                       c->n_out, c->max_pending);
     rc = conn_send(c, &req, NULL, 0, req_id);
     if (rc < 0)
         return rc;
     c->last_seq = co.seq;
+    /* The daemon waits up to the call's own timeout_ms, which may be longer
+     * than its call_timeout_ms: so does the wait for its reply. */
+    if (!c->wait_env && c->wait_ns &&
+        (uint64_t)call->timeout_ms + REPLY_WAIT_MARGIN_MS > c->wait_ns / 1000000u)
+        set_wait_ms(c, (uint64_t)call->timeout_ms + REPLY_WAIT_MARGIN_MS);
     return 0;
 }
 

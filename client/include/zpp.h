@@ -218,7 +218,13 @@ ZPP_EXPORT int zpp_collective(zpp_conn *c, const zpp_coll *call, zpp_result *res
  * returns ZPP_EBUSY if it has not arrived yet, and only then (a daemon that
  * answered ZPP_EBUSY gives ZPP_EPROTO), never blocking for long: it reads
  * at most 1024 replies of other requests per call. Every submitted request
- * must be waited for (or the connection closed). */
+ * must be waited for (or the connection closed). A submit while the
+ * daemon's max_pending requests are submitted and not yet waited for
+ * returns ZPP_ELIMIT at once: nothing is sent and the call's sequence
+ * number is not used, so the same call may be submitted again after a
+ * wait. (A refusal from the daemon itself, e.g. after a reload lowered
+ * max_pending_per_session, comes as the call's reply and its number is
+ * used: the job's other ranks wait for this rank's call of that number.) */
 ZPP_EXPORT int zpp_submit(zpp_conn *c, const zpp_coll *call, uint64_t *req_id);
 ZPP_EXPORT int zpp_wait(zpp_conn *c, uint64_t req_id, zpp_result *res);
 ZPP_EXPORT int zpp_test(zpp_conn *c, uint64_t req_id, zpp_result *res);

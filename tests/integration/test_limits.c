@@ -111,15 +111,16 @@ static void per_session(void)
     ASSERT_EQ(zpp_register_shm(c[0], shm, 4096, 4096, &ids[0][1]), 0);
     printf("test_limits: max_buffers_per_session: ok\n");
 
-    /* Rank 0 submits barriers 1, 2, 3; rank 1 none yet. */
+    /* Rank 0 submits barriers 1, 2, 3; rank 1 none yet. libzpp refuses
+     * the third itself (max_pending from Hello), sending nothing: the
+     * daemon's own refusal is checked on a raw session below. */
     zpp_coll bar;
     zpp_coll_init(&bar, ZPP_OP_BARRIER, 0, 0);
     uint64_t req0[3], req1[3];
     for (int k = 0; k < 3; k++) {
         bar.seq = (uint64_t)k + 1;
-        ASSERT_EQ(zpp_submit(c[0], &bar, &req0[k]), 0);
+        ASSERT_EQ(zpp_submit(c[0], &bar, &req0[k]), k < 2 ? 0 : ZPP_ELIMIT);
     }
-    ASSERT_EQ(zpp_wait(c[0], req0[2], NULL), ZPP_ELIMIT);
     ASSERT_CONTAINS(zpp_last_error(c[0]), "max_pending");
     for (int k = 0; k < 2; k++) {
         bar.seq = (uint64_t)k + 1;
@@ -136,6 +137,44 @@ static void per_session(void)
         ASSERT_EQ(zpp_wait(c[1], req1[k], NULL), 0);
     }
     printf("test_limits: max_pending_per_session: ok\n");
+
+    /* The daemon's refusal, for a client that does not count: a raw
+     * session of a job of its own sends barriers 1, 2, 3 at once. */
+    {
+        int fd = zh_raw_connect(d.socket);
+        ASSERT(fd >= 0);
+        Zpp__Request rq = ZPP__REQUEST__INIT;
+        rq.version = ZPP__PROTOCOL_VERSION__PROTOCOL_VERSION;
+        Zpp__Hello h = ZPP__HELLO__INIT;
+        h.job_id = "limraw";
+        h.world_size = 2;
+        h.node_count = 1;
+        h.gpu_uuid = "host";
+        rq.req_id = 1;
+        rq.body_case = ZPP__REQUEST__BODY_HELLO;
+        rq.hello = &h;
+        ASSERT_EQ(zh_raw_request(fd, &rq, NULL, 0), 0);
+        Zpp__Reply *rep;
+        ASSERT_EQ(zh_raw_reply(fd, 3000, &rep), 0);
+        ASSERT_EQ(rep->code, 0);
+        zpp_reply_free(rep);
+        Zpp__Collective co = ZPP__COLLECTIVE__INIT;
+        co.op = ZPP__OP__BARRIER;
+        rq.body_case = ZPP__REQUEST__BODY_COLLECTIVE;
+        rq.collective = &co;
+        for (int k = 0; k < 3; k++) {
+            co.seq = (uint64_t)k + 1;
+            rq.req_id = (uint64_t)k + 2;
+            ASSERT_EQ(zh_raw_request(fd, &rq, NULL, 0), 0);
+        }
+        ASSERT_EQ(zh_raw_reply(fd, 3000, &rep), 0); /* 1 and 2 wait for rank 1 */
+        ASSERT_EQ(rep->req_id, 4);
+        ASSERT_EQ(rep->code, ZPP_ELIMIT);
+        ASSERT_CONTAINS(rep->message, "max_pending");
+        zpp_reply_free(rep);
+        close(fd);
+        printf("test_limits: max_pending_per_session refused by zppd: ok\n");
+    }
 
     /* Frames: 4000 bytes answered (an error: the key is too long), 5000
      * closed. A StatusQuery ignores unknown fields, so pad with a Hello
