@@ -152,6 +152,61 @@ def test_a_buffer_closed_on_another_thread_is_deregistered_by_the_connections_th
     with pytest.raises(zpp.ZppNotFoundError, match="not registered"):
         c.allgather(zpp.BufRef(bid, 0), zpp.BufRef(bid, 0), count=16, dtype="fp32")
 
+
+def test_a_buffer_closed_with_requests_in_flight_is_deregistered_by_the_next_call(
+    daemon, job, monkeypatch
+) -> None:
+    # Before session 22 a SharedBuffer closed while any request of its
+    # connection was in flight was dropped from the cache without a
+    # Deregister: zppd kept the registration and its mapping of the memory
+    # for the connection's life. A pipelining loop is never without one.
+    import zpp.client as zc
+
+    sent = []
+    real = zc.LIB.zpp_deregister
+
+    def spy(h, b):
+        sent.append(b)
+        return real(h, b)
+
+    monkeypatch.setattr(zc.LIB, "zpp_deregister", spy)
+    with zpp.Connection(daemon.socket) as r0, zpp.Connection(daemon.socket) as r1:
+        r0.hello(job, 0, 2)
+        r1.hello(job, 1, 2)
+        buf = zpp.SharedBuffer(1 << 16)
+        bid = r0.register(buf)
+        first = r0.barrier(async_op=True)  # in flight: rank 1 has not called it
+        buf.close()
+        second = r0.barrier(async_op=True)  # the next call, still with one in flight
+        assert sent == [bid]
+        r1.barrier()
+        r1.barrier()
+        first.wait()
+        second.wait()
+        with pytest.raises(zpp.ZppNotFoundError, match="not registered"):
+            r0.deregister(bid)
+
+
+def test_a_submit_past_max_pending_is_refused_before_it_takes_a_number(daemon, job) -> None:
+    # The daemon refuses a call past max_pending without recording it; were
+    # the number used, this rank's retry would go out as the next call and
+    # the job would wait for the refused one until its timeout.
+    with zpp.Connection(daemon.socket) as r0, zpp.Connection(daemon.socket) as r1:
+        info = r0.hello(job, 0, 2)
+        r1.hello(job, 1, 2)
+        n = info.max_pending
+        reqs = [r0.barrier(async_op=True) for _ in range(n)]
+        with pytest.raises(zpp.ZppLimitError, match="not used"):
+            r0.barrier(async_op=True)
+        for _ in range(n):
+            r1.barrier()
+        for r in reqs:
+            r.wait()
+        # the retry is call n + 1 on both ranks
+        last = r0.barrier(async_op=True)
+        r1.barrier(timeout_ms=5000)
+        last.wait()
+
 def test_a_call_past_its_timeout_raises_a_TimeoutError(daemon, job) -> None:
     # zppd aborts the job and tells the waiting calls ZPP_ETIMEDOUT.
     with zpp.Connection(daemon.socket) as r0, zpp.Connection(daemon.socket) as r1:

@@ -274,7 +274,7 @@ class Connection:
     def _handle(self) -> int:
         if self._c is None:
             raise errors.error_from_code(-11, "connection is closed")
-        if self._stale and not self._pending:
+        if self._stale:  # also with requests in flight: zppd keeps what they use
             self._drop_stale()
         return self._c
 
