@@ -12,11 +12,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <linux/magic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "admin.h"
@@ -77,6 +79,17 @@ static int map_memfd(struct session *s, int fd, uint64_t off, uint64_t len, stru
         snprintf(why, why_len, "the shared memory belongs to uid %u, not to the caller (uid %u)",
                  (unsigned)st.st_uid, s->uid);
         return ZPP_EPERM;
+    }
+    /* Only shmem (tmpfs) memfds: a hugetlbfs one passes the checks around
+     * this, but its owner can punch a hole in it (F_SEAL_SHRINK does not
+     * forbid that) and take the free huge pages, and zppd's next write into
+     * its mapping is then a SIGBUS that kills the daemon. */
+    struct statfs sf = {0};
+    if (fstatfs(fd, &sf) < 0 || sf.f_type != TMPFS_MAGIC) {
+        snprintf(why, why_len,
+                 "the shared memory must be a memfd of ordinary pages (tmpfs), not %s",
+                 sf.f_type == HUGETLBFS_MAGIC ? "of huge pages (MFD_HUGETLB)" : "another file");
+        return ZPP_EINVAL;
     }
     int seals = fcntl(fd, F_GET_SEALS);
     if (seals < 0 || !(seals & F_SEAL_SHRINK)) {
