@@ -1125,7 +1125,8 @@ static void call_start(struct job *j, struct call *c)
 }
 
 /* Advances the job: drops finished failed calls, starts the next ready
- * one. Calls run one at a time, in sequence order. */
+ * one (none once zppd is stopping). Calls run one at a time, in sequence
+ * order. */
 static void job_pump(struct job *j)
 {
     while (j->calls && j->calls->seq == j->next_seq && !j->calls->running) {
@@ -1141,6 +1142,11 @@ static void job_pump(struct job *j)
             continue;
         }
         if (j->state != JOB_RUNNING || c->nsub < j->nlocal)
+            return;
+        /* Stopping: the calls running finish, none starts; the queued ones
+         * end with the jobs' abort once in-flight work is done (else a
+         * pipelining rank keeps it from ever being done). */
+        if (j->d->stopping)
             return;
         uint64_t seq = c->seq;
         call_start(j, c); /* may complete and free c */
