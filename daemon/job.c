@@ -696,8 +696,12 @@ static void call_fail(struct job *j, struct call *c, int code, const char *fmt, 
  * also one refused at once (the ranks still to come must get the same
  * answer), so the job's calls are capped: a rank alone could otherwise
  * hold JOB_SEQ_WINDOW of them, each with a world-sized array, answered and
- * so not counted by max_pending. In a live job a rank is at most
- * max_pending calls ahead of the slowest, so the cap never binds there. */
+ * so not counted by max_pending. The cap counts the ranks that have joined
+ * (or are away and may rejoin), not the hosted ones: a rank alone in a
+ * forming job of a large world would otherwise hold world x max_pending
+ * calls (4096 x 64 arrays of 4096 entries: a GiB per session, found by an
+ * audit). In a live job a rank is at most max_pending calls ahead of the
+ * slowest, so the cap never binds there. */
 static struct call *call_get(struct job *j, uint64_t seq, int *code)
 {
     struct call **pp = &j->calls;
@@ -705,7 +709,8 @@ static struct call *call_get(struct job *j, uint64_t seq, int *code)
         ;
     if (*pp && (*pp)->seq == seq)
         return *pp;
-    if (j->ncalls >= j->nlocal * j->d->cfg.max_pending_per_session) {
+    uint32_t present = j->njoined + j->ndetached;
+    if (j->ncalls >= (present ? present : 1) * j->d->cfg.max_pending_per_session) {
         *code = ZPP_ELIMIT;
         return NULL;
     }
@@ -848,9 +853,9 @@ void job_submit(struct session *s, uint64_t req_id, const Zpp__Collective *w)
     if (!c) {
         if (code == ZPP_ELIMIT)
             sess_send_error(s, req_id, code,
-                            "job %s holds %u calls that wait for other ranks (%u hosted ranks x "
-                            "max_pending_per_session)",
-                            j->id, j->ncalls, j->nlocal);
+                            "job %s holds %u calls that wait for other ranks (%u ranks joined "
+                            "x max_pending_per_session)",
+                            j->id, j->ncalls, j->njoined + j->ndetached);
         else
             sess_send_error(s, req_id, ZPP_ENOMEM, "out of memory for a call");
         return;

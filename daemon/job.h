@@ -100,7 +100,7 @@ struct job {
     int abort_now;   /* aborted for another node's failure: NCCL is aborted at once */
     char abort_reason[384];
     struct call *calls;
-    uint32_t ncalls; /* in calls: at most nlocal * max_pending_per_session */
+    uint32_t ncalls; /* in calls: at most (njoined + ndetached) * max_pending_per_session */
     uint64_t next_seq;
     int refs; /* members + a running call */
     struct call_record ring[JOB_RING];
