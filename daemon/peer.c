@@ -140,6 +140,7 @@ struct peer {
     void *ctx;
 
     uint32_t max_message, max_calls, max_join_wait_ms, reconnect_max_ms;
+    uint32_t max_parked; /* parked Joins (peer_config.max_parked) */
     int use_tls;
     char *target_override;
     int port;
@@ -246,9 +247,11 @@ void peer_set_log(peer_log_fn fn, void *arg)
 /* ---- (un)packing ------------------------------------------------------------- */
 
 /* Unpacks a received byte buffer under a budget (what the message may cost
- * in heap: a few times its size). NULL when it does not unpack. The result
- * is freed with protobuf_c_message_free_unpacked(m, NULL) (plain free). */
-static ProtobufCMessage *bb_unpack(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc)
+ * in heap: a few times its size, plus extra). NULL when it does not unpack.
+ * The result is freed with protobuf_c_message_free_unpacked(m, NULL) (plain
+ * free). */
+static ProtobufCMessage *bb_unpack(grpc_byte_buffer *bb, const ProtobufCMessageDescriptor *desc,
+                                   size_t extra)
 {
     grpc_byte_buffer_reader rd;
     if (!bb || !grpc_byte_buffer_reader_init(&rd, bb))
@@ -257,7 +260,7 @@ static ProtobufCMessage *bb_unpack(grpc_byte_buffer *bb, const ProtobufCMessageD
     grpc_byte_buffer_reader_destroy(&rd);
     size_t n = GRPC_SLICE_LENGTH(s);
     ProtobufCMessage *m = zpp_unpack_budgeted(desc, n ? GRPC_SLICE_START_PTR(s) : NULL, n,
-                                              4 * n + 4096, UNPACK_OVERHEAD);
+                                              4 * n + 4096 + extra, UNPACK_OVERHEAD);
     grpc_slice_unref(s);
     return m;
 }
@@ -410,7 +413,7 @@ static void unpark(struct peer_join_call *sc)
 static void srv_join(struct peer *p, struct peer_join_call *sc, const struct peer_caller *from)
 {
     Zpp__Peer__JoinRequest *req =
-        (Zpp__Peer__JoinRequest *)bb_unpack(sc->payload, &zpp__peer__join_request__descriptor);
+        (Zpp__Peer__JoinRequest *)bb_unpack(sc->payload, &zpp__peer__join_request__descriptor, 0);
     char why[256];
     int rc;
     if (!req) {
@@ -428,6 +431,10 @@ static void srv_join(struct peer *p, struct peer_join_call *sc, const struct pee
         return;
     }
     sc->join = req;
+    /* the request is unpacked and checked: its wire bytes (up to
+     * max_message) need not wait with it */
+    grpc_byte_buffer_destroy(sc->payload);
+    sc->payload = NULL;
     sc->parked = 1;
     p->n_parked++; /* until unpark */
     sc->park_until_ms = now_ms(p) + p->max_join_wait_ms;
@@ -437,7 +444,7 @@ static void srv_join(struct peer *p, struct peer_join_call *sc, const struct pee
 static void srv_heartbeat(struct peer *p, struct peer_join_call *sc, const struct peer_caller *from)
 {
     Zpp__Peer__HeartbeatRequest *req = (Zpp__Peer__HeartbeatRequest *)bb_unpack(
-        sc->payload, &zpp__peer__heartbeat_request__descriptor);
+        sc->payload, &zpp__peer__heartbeat_request__descriptor, 0);
     char why[256] = "";
     int rc;
     if (!req) {
@@ -471,7 +478,7 @@ static void srv_heartbeat(struct peer *p, struct peer_join_call *sc, const struc
 static void srv_abort(struct peer *p, struct peer_join_call *sc, const struct peer_caller *from)
 {
     Zpp__Peer__AbortRequest *req =
-        (Zpp__Peer__AbortRequest *)bb_unpack(sc->payload, &zpp__peer__abort_request__descriptor);
+        (Zpp__Peer__AbortRequest *)bb_unpack(sc->payload, &zpp__peer__abort_request__descriptor, 0);
     char why[256] = "";
     int rc;
     if (!req) {
@@ -543,15 +550,18 @@ static void on_request(struct peer *p, struct peer_join_call *sc, int success)
         return;
     }
     /* Parked Joins wait for their job; Heartbeat and Abort are answered in
-     * this turn. Each kind has its own cap (max_calls), so that Joins parked
-     * by forming jobs (or a peer that sends many) never cost a member its
-     * heartbeats, nor the job its aborts. */
+     * this turn. Each kind has its own cap, so that Joins parked by forming
+     * jobs (or a peer that sends many) never cost a member its heartbeats,
+     * nor the job its aborts. The parked ones' cap is at least
+     * PEER_MAX_NODES: a leader parks one Join per other node of a forming
+     * job (max_calls alone, 256 by default, kept any job of more than 257
+     * nodes from forming); each holds only its checked request. */
     uint32_t busy = p->n_srv - p->n_parked; /* this call included */
-    if (busy > p->max_calls || (sc->method == M_JOIN && p->n_parked >= p->max_calls)) {
+    int join_full = sc->method == M_JOIN && p->n_parked >= p->max_parked;
+    if (busy > p->max_calls || join_full) {
         char why[128];
         snprintf(why, sizeof(why), "too many %scalls in progress (max %u)",
-                 sc->method == M_JOIN && busy <= p->max_calls ? "parked Join " : "",
-                 p->max_calls);
+                 join_full ? "parked Join " : "", join_full ? p->max_parked : p->max_calls);
         srv_refuse(sc, ZPP_ELIMIT, why);
         return;
     }
@@ -870,6 +880,21 @@ static int cli_status(struct cli_call *c, const char *head, char *msg, size_t le
     }
 }
 
+/* What a valid Join reply for c's node count may cost to unpack beyond
+ * bb_unpack's few times its size: each member is a struct, a pointer and an
+ * address, three allocations for some twenty bytes on the wire, so the
+ * size-based budget alone refused the reply of any job of more than about
+ * 30-90 nodes (an audit). Bounded by PEER_MAX_NODES members of the longest
+ * address and PEER_MAX_NCCL_IDS ids, a few MiB at most. */
+static size_t join_reply_budget(const struct cli_call *c)
+{
+    size_t nodes = c->node_count < PEER_MAX_NODES ? c->node_count : PEER_MAX_NODES;
+    size_t member = sizeof(Zpp__Peer__Member) + sizeof(void *) + PEER_MAX_ADDRESS + 1 +
+                    3 * UNPACK_OVERHEAD;
+    size_t id = sizeof(ProtobufCBinaryData) + PEER_NCCL_ID_BYTES + 2 * UNPACK_OVERHEAD;
+    return nodes * member + PEER_MAX_NCCL_IDS * id;
+}
+
 static void cli_done(struct peer *p, struct cli_call *c, int success)
 {
     if (c->prev)
@@ -899,7 +924,7 @@ static void cli_done(struct peer *p, struct cli_call *c, int success)
         snprintf(msg, sizeof(msg), "%s: cancelled: peer service stopping", head);
     } else if (c->status != GRPC_STATUS_OK || !c->recv) {
         code = cli_status(c, head, msg, sizeof(msg));
-    } else if (!(m = bb_unpack(c->recv, desc))) {
+    } else if (!(m = bb_unpack(c->recv, desc, c->method == M_JOIN ? join_reply_budget(c) : 0))) {
         code = ZPP_EPROTO;
         snprintf(msg, sizeof(msg), "%s: reply does not unpack", head);
     } else {
@@ -1269,10 +1294,11 @@ int peer_start(uv_loop_t *loop, const struct peer_config *cfg, const struct peer
         snprintf(why, len, "peer TLS needs ca_file, cert_file and key_file");
         return ZPP_EINVAL;
     }
-    if (cfg->max_message > (1u << 30) || cfg->max_calls > 1000000 ||
+    if (cfg->max_message > (1u << 30) || cfg->max_calls > 1000000 || cfg->max_parked > 1000000 ||
         cfg->reconnect_max_ms > 3600000) {
         snprintf(why, len,
-                 "peer limits out of range (max_message <= 1 GiB, max_calls <= 1e6, "
+                 "peer limits out of range (max_message <= 1 GiB, max_calls and max_parked "
+                 "<= 1e6, "
                  "reconnect_max_ms <= 1 h)");
         return ZPP_EINVAL;
     }
@@ -1290,6 +1316,9 @@ int peer_start(uv_loop_t *loop, const struct peer_config *cfg, const struct peer
         p->h = *handlers;
     p->max_message = cfg->max_message ? cfg->max_message : PEER_DEFAULT_MAX_MESSAGE;
     p->max_calls = cfg->max_calls ? cfg->max_calls : PEER_DEFAULT_MAX_CALLS;
+    p->max_parked = cfg->max_parked                  ? cfg->max_parked
+                    : p->max_calls > PEER_MAX_NODES ? p->max_calls
+                                                    : PEER_MAX_NODES;
     p->max_join_wait_ms =
         cfg->max_join_wait_ms ? cfg->max_join_wait_ms : PEER_DEFAULT_MAX_JOIN_WAIT_MS;
     p->reconnect_max_ms =

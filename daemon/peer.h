@@ -68,6 +68,9 @@ struct peer_config {
     struct peer_tls tls;
     uint32_t max_message;      /* bytes per message; 0 = PEER_DEFAULT_MAX_MESSAGE */
     uint32_t max_calls;        /* incoming calls alive at once; 0 = PEER_DEFAULT_MAX_CALLS */
+    /* Joins parked until their job forms, a cap of their own; 0 = max_calls
+     * or PEER_MAX_NODES, the larger (a leader parks one per other node) */
+    uint32_t max_parked;
     uint32_t max_join_wait_ms; /* parked Join limit; 0 = PEER_DEFAULT_MAX_JOIN_WAIT_MS */
     uint32_t reconnect_max_ms; /* reconnect backoff cap; 0 = PEER_DEFAULT_RECONNECT_MAX_MS */
 };

@@ -619,6 +619,7 @@ static void test_call_cap_refuses_extra_calls(void)
     struct peer_config cfg;
     memset(&cfg, 0, sizeof(cfg));
     cfg.max_calls = 2;
+    cfg.max_parked = 2; /* by default at least PEER_MAX_NODES */
     struct peer *a = start_peer(&L, "127.0.0.1:0", &cfg);
     char aa[64];
     addr_of(a, aa, sizeof(aa));
