@@ -199,15 +199,27 @@ static void leader_try(struct job *j)
     rep.n_members = c->nodes;
     rep.members = memp;
     uint64_t now = zppd_now_ms();
+    uint32_t bad = 0; /* nodes whose answer failed (they were told why) */
     for (uint32_t n = 1; n < c->nodes; n++) {
         struct peer_join_call *call = c->m[n].parked;
         c->m[n].parked = NULL;
         c->m[n].last_ok_ms = now;
-        peer_join_answer(call, 0, NULL, &rep);
+        bad += peer_join_answer(call, 0, NULL, &rep) != 0;
     }
     free(bin);
     free(mem);
     free(memp);
+    if (bad) {
+        /* The reply failed its own check (e.g. a member's address): those
+         * nodes hold no ids, so the job cannot run; abort it now, with the
+         * cause, rather than start communicators nobody will join. */
+        free(ids);
+        job_abort(j, MET_ABORT_OTHER,
+                  "the leader could not answer %u node(s)' Join: its reply failed the peer "
+                  "checks (the leader address \"%s\" or a member's)",
+                  bad, c->m[0].addr);
+        return;
+    }
     c->formed = 1;
     ZLOG_I("cluster", "all nodes joined", "job=%s nodes=%u ms=%" PRIu64, j->id, c->nodes,
            now - c->form_start_ms);

@@ -169,6 +169,18 @@ static int str_ok(const char *s, size_t limit)
     return !s || strnlen(s, limit) < limit;
 }
 
+/* A peer address (host:port): at most 255 bytes of printable ASCII without
+ * spaces, what the peer service checks it against before it dials or
+ * names it to other nodes. NULL and "" are fine (no leader). */
+static int addr_ok(const char *s)
+{
+    size_t n = 0;
+    for (; s && s[n]; n++)
+        if ((unsigned char)s[n] <= 0x20 || (unsigned char)s[n] >= 0x7f)
+            return 0;
+    return n < ZPP_MAX_ADDR;
+}
+
 static int str_empty(const char *s)
 {
     return !s || !s[0];
@@ -205,7 +217,8 @@ static int validate_hello(const Zpp__Hello *h, const char **why)
           "hello.role: unknown role");
     CHECK(str_ok(h->job_id, ZPP_MAX_JOB_ID), ZPP_EINVAL, "hello.job_id: too long");
     CHECK(str_ok(h->gpu_uuid, ZPP_MAX_UUID), ZPP_EINVAL, "hello.gpu_uuid: too long");
-    CHECK(str_ok(h->leader_addr, ZPP_MAX_ADDR), ZPP_EINVAL, "hello.leader_addr: too long");
+    CHECK(addr_ok(h->leader_addr), ZPP_EINVAL,
+          "hello.leader_addr: host:port, at most 255 bytes of printable ASCII without spaces");
     CHECK(str_ok(h->tenant_label, ZPP_MAX_LABEL), ZPP_EINVAL, "hello.tenant_label: too long");
     if (h->role == ZPP__ROLE__ROLE_ADMIN)
         return 0;

@@ -393,6 +393,10 @@ static void base(fixture_t *f, int kind)
       f->hello.gpu_uuid = f->longstr)                                                              \
     X(hello_leader_addr_too_long, K_HELLO, ZPP_EINVAL, "hello.leader_addr",                        \
       f->hello.leader_addr = f->longstr)                                                           \
+    X(hello_leader_addr_space, K_HELLO, ZPP_EINVAL, "hello.leader_addr",                           \
+      f->hello.leader_addr = (char *)"10.0.0.1:7399 x")                                           \
+    X(hello_leader_addr_control, K_HELLO, ZPP_EINVAL, "hello.leader_addr",                         \
+      f->hello.leader_addr = (char *)"10.0.0.1:7399\n")                                           \
     X(hello_tenant_label_too_long, K_HELLO, ZPP_EINVAL, "hello.tenant_label",                      \
       f->hello.tenant_label = f->longstr)                                                          \
     X(register_length_zero, K_REG, ZPP_EINVAL, "register_buffer.length", f->reg.length = 0)        \
