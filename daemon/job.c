@@ -82,7 +82,9 @@ static void job_free(struct job *j)
     if (j->be_job) {
         int abort = j->state == JOB_ABORTED && !j->ended_clean;
         d->be->job_close(d->be_state, j->be_job,
-                         !abort ? 0 : j->abort_now ? BE_CLOSE_ABORT_NOW : BE_CLOSE_ABORT);
+                         !abort         ? 0
+                         : j->abort_now ? BE_CLOSE_ABORT_NOW
+                                        : BE_CLOSE_ABORT);
         closed = abort ? "abort" : "graceful";
     }
     free(j->devices);
@@ -820,50 +822,69 @@ static int resolve_buf(struct session *s, const Zpp__BufRef *ref, size_t need, c
     return 0;
 }
 
+/* Refuses a collective before it becomes a call of its job, counting it
+ * once (zppctl status's failed calls, the metrics' "error" outcome, or
+ * "aborted" when its job is): refusals for limits and bad numbering are
+ * what an operator looks for. */
+static void refuse(struct session *s, uint64_t req_id, int op, int code, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void refuse(struct session *s, uint64_t req_id, int op, int code, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    s->d->stats.calls_failed++;
+    metrics_call(s->d, s->job ? s->job->uid : s->uid, op,
+                 code == ZPP_EABORTED ? MET_ABORTED : MET_ERROR, NULL, 0);
+    sess_send_error(s, req_id, code, "%s", msg);
+}
+
 void job_submit(struct session *s, uint64_t req_id, const Zpp__Collective *w)
 {
     struct zppd *d = s->d;
     struct job *j = s->job;
     if (!j || s->role != SESS_ROLE_RANK) {
-        sess_send_error(s, req_id, ZPP_ESTATE, "say Hello as a rank of a job before collectives");
+        refuse(s, req_id, w->op, ZPP_ESTATE, "say Hello as a rank of a job before collectives");
         return;
     }
     if (j->state == JOB_ABORTED) {
-        sess_send_error(s, req_id, ZPP_EABORTED, "job %s was aborted: %s", j->id, j->abort_reason);
+        refuse(s, req_id, w->op, ZPP_EABORTED, "job %s was aborted: %s", j->id, j->abort_reason);
         return;
     }
     if (w->seq < j->next_seq || w->seq >= j->next_seq + JOB_SEQ_WINDOW) {
-        sess_send_error(s, req_id, ZPP_EINVAL,
-                        "seq %" PRIu64 " is outside the job's window [%" PRIu64 ", %" PRIu64 ")",
-                        w->seq, j->next_seq, j->next_seq + JOB_SEQ_WINDOW);
+        refuse(s, req_id, w->op, ZPP_EINVAL,
+               "seq %" PRIu64 " is outside the job's window [%" PRIu64 ", %" PRIu64 ")", w->seq,
+               j->next_seq, j->next_seq + JOB_SEQ_WINDOW);
         return;
     }
     if (s->pending >= d->cfg.max_pending_per_session) {
-        sess_send_error(s, req_id, ZPP_ELIMIT, "%u calls pending on this session (max_pending)",
-                        s->pending);
+        refuse(s, req_id, w->op, ZPP_ELIMIT, "%u calls pending on this session (max_pending)",
+               s->pending);
         return;
     }
     if (w->event_slot > s->nevents) {
-        sess_send_error(s, req_id, ZPP_EINVAL, "event_slot %u: this session has %u events",
-                        w->event_slot, s->nevents);
+        refuse(s, req_id, w->op, ZPP_EINVAL, "event_slot %u: this session has %u events",
+               w->event_slot, s->nevents);
         return;
     }
     int code = 0;
     struct call *c = call_get(j, w->seq, &code);
     if (!c) {
         if (code == ZPP_ELIMIT)
-            sess_send_error(s, req_id, code,
-                            "job %s holds %u calls that wait for other ranks (%u ranks joined "
-                            "x max_pending_per_session)",
-                            j->id, j->ncalls, j->njoined + j->ndetached);
+            refuse(s, req_id, w->op, code,
+                   "job %s holds %u calls that wait for other ranks (%u ranks joined "
+                   "x max_pending_per_session)",
+                   j->id, j->ncalls, j->njoined + j->ndetached);
         else
-            sess_send_error(s, req_id, ZPP_ENOMEM, "out of memory for a call");
+            refuse(s, req_id, w->op, ZPP_ENOMEM, "out of memory for a call");
         return;
     }
     struct call_sub *sub = &c->subs[s->rank];
     if (sub->submitted) {
-        sess_send_error(s, req_id, ZPP_EINVAL, "rank %u already submitted call %" PRIu64, s->rank,
-                        w->seq);
+        refuse(s, req_id, w->op, ZPP_EINVAL, "rank %u already submitted call %" PRIu64, s->rank,
+               w->seq);
         return;
     }
     sub->submitted = 1;
@@ -923,6 +944,14 @@ void job_submit(struct session *s, uint64_t req_id, const Zpp__Collective *w)
 
 /* ---- execution ----------------------------------------------------------- */
 
+/* Counts a call ended by its job's abort (zppctl status, the metrics'
+ * "aborted" outcome), once: the abort answers it, not call_fail. */
+static void count_aborted(struct job *j, struct call *c)
+{
+    j->d->stats.calls_failed++;
+    metrics_call(j->d, j->uid, c->have_args ? c->args.op : 0, MET_ABORTED, NULL, 0);
+}
+
 static void reply_done(struct job *j, struct call *c)
 {
     struct zppd *d = j->d;
@@ -954,6 +983,7 @@ static void reply_done(struct job *j, struct call *c)
     } else if (x->status == 0) {
         char msg[512];
         snprintf(msg, sizeof msg, "job %s was aborted: %s", j->id, j->abort_reason);
+        count_aborted(j, c);
         for (uint32_t r = 0; r < j->world; r++)
             sub_finish(&c->subs[r], NULL, c->subs[r].req_id, ZPP_EABORTED, msg);
         ring_push(j, c, 3, msg); /* its record said running */
@@ -1194,6 +1224,8 @@ void job_abort(struct job *j, int cause, const char *fmt, ...)
         }
         if (c->held) /* its record said running */
             ring_push(j, c, 3, msg);
+        if (!c->failed) /* a failed call was counted when it failed */
+            count_aborted(j, c);
         for (uint32_t r = 0; r < j->world; r++)
             sub_finish(&c->subs[r], NULL, c->subs[r].req_id, code, msg);
         *pp = c->next;
@@ -1320,8 +1352,8 @@ int job_node_idle(const struct job *j)
 
 void job_end_idle(struct job *j)
 {
-    ZLOG_I("job", "job ended", "job=%s uid=%u node=%u why=\"every rank of every node left\"",
-           j->id, j->uid, j->node);
+    ZLOG_I("job", "job ended", "job=%s uid=%u node=%u why=\"every rank of every node left\"", j->id,
+           j->uid, j->node);
     j->state = JOB_ABORTED;
     j->ended_clean = 1;
     snprintf(j->abort_reason, sizeof j->abort_reason, "every rank of every node left");
