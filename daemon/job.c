@@ -735,7 +735,8 @@ static struct call *call_get(struct job *j, uint64_t seq, int *code)
 }
 
 /* Resolves the wire arguments into coll_args with the daemon's defaults. */
-static void args_from_wire(struct zppd *d, const Zpp__Collective *w, struct coll_args *a)
+static void args_from_wire(uint32_t dflt_block, uint32_t dflt_stages, const Zpp__Collective *w,
+                           struct coll_args *a)
 {
     memset(a, 0, sizeof *a);
     a->op = w->op;
@@ -743,8 +744,8 @@ static void args_from_wire(struct zppd *d, const Zpp__Collective *w, struct coll
     a->out_dtype = w->out_dtype ? (int)w->out_dtype : (int)w->dtype;
     a->bits = (int)w->bits;
     a->reduce = w->reduce;
-    a->block = w->block ? w->block : d->cfg.default_block;
-    a->stages = w->stages ? w->stages : d->cfg.default_stages;
+    a->block = w->block ? w->block : dflt_block;
+    a->stages = w->stages ? w->stages : dflt_stages;
     a->flags = w->flags;
     a->count = w->count;
     snprintf(a->hpz_key, sizeof a->hpz_key, "%s", w->hpz_key ? w->hpz_key : "");
@@ -904,7 +905,11 @@ void job_submit(struct session *s, uint64_t req_id, const Zpp__Collective *w)
         return;
     }
     struct coll_args a;
-    args_from_wire(d, w, &a);
+    if (!c->have_args) {
+        c->dflt_block = d->cfg.default_block;
+        c->dflt_stages = d->cfg.default_stages;
+    }
+    args_from_wire(c->dflt_block, c->dflt_stages, w, &a);
     if (c->have_args) {
         char va[300], vb[300];
         const char *field = args_diff(&a, &c->args, va, vb, sizeof va);

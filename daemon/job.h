@@ -60,6 +60,10 @@ struct call {
     struct coll_args args;
     int have_args;
     uint32_t first_rank;
+    /* default_block and default_stages when the first rank submitted: a
+     * later rank's 0 means these, so that a reload between two ranks'
+     * submissions cannot make the same request differ */
+    uint32_t dflt_block, dflt_stages;
     uint32_t nsub;
     struct call_sub *subs; /* world entries */
     int failed;

@@ -9,7 +9,9 @@
  *  - a stale socket left by a SIGKILLed daemon is removed at the next
  *    start;
  *  - a second daemon on a live socket refuses to start (non-zero exit) and
- *    the first one keeps serving.
+ *    the first one keeps serving;
+ *  - a reload that changes default_block between two ranks' submissions
+ *    of the same call does not make them differ.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -225,10 +227,64 @@ static void stale_and_busy(void)
     zh_daemon_kill(&d1); /* removes the directory */
 }
 
+/* A reload that changes default_block between two ranks' submissions of
+ * the same qwZ (block 0: the default) does not make them differ: a later
+ * rank's 0 means the default the call was first submitted under. Before
+ * session 22 both got ZPP_EMISMATCH "rank 1 has block=512, rank 0 has
+ * block=256", blaming the clients for the daemon's reload. */
+static void reload_between_ranks(void)
+{
+    ASSERT_EQ(zh_daemon_start("default_block = 256\n", &g_d), 0);
+    zpp_conn *c[2];
+    zpp_shm *shm[2];
+    uint64_t id[2], req[2];
+    for (int r = 0; r < 2; r++) {
+        ASSERT_EQ(zh_connect_join(&g_d, "blk", (uint32_t)r, 2, 1, &c[r]), 0);
+        ASSERT_EQ(zpp_shm_create(4096 * 4, &shm[r]), 0);
+        ASSERT_EQ(zpp_register_shm(c[r], shm[r], 0, 4096 * 4, &id[r]), 0);
+    }
+    zpp_coll q;
+    zpp_coll_init(&q, ZPP_OP_QWZ_ALLGATHER, ZPP_FP32, 4096);
+    q.input = (zpp_bufref){id[0], 0};
+    q.output = (zpp_bufref){id[0], 0};
+    ASSERT_EQ(zpp_submit(c[0], &q, &req[0]), 0);
+    usleep(100 * 1000);
+    rewrite_conf(&g_d, "default_block = 512\n");
+    ASSERT_EQ(kill(g_d.pid, SIGHUP), 0);
+    int seen = 0;
+    for (int i = 0; i < 300 && !seen; i++) {
+        seen = zh_daemon_log_contains(&g_d, "reload");
+        usleep(10000);
+    }
+    ASSERT(seen);
+    q.input = (zpp_bufref){id[1], 0};
+    q.output = (zpp_bufref){id[1], 0};
+    ASSERT_EQ(zpp_submit(c[1], &q, &req[1]), 0);
+    for (int r = 0; r < 2; r++) {
+        int rc = zpp_wait(c[r], req[r], NULL);
+        if (rc)
+            fprintf(stderr, "rank %d: %s\n", r, zpp_last_error(c[r]));
+        ASSERT_EQ(rc, 0);
+    }
+    /* the next call takes the new default on both */
+    for (int r = 0; r < 2; r++) {
+        q.input = q.output = (zpp_bufref){id[r], 0};
+        ASSERT_EQ(zpp_submit(c[r], &q, &req[r]), 0);
+    }
+    for (int r = 0; r < 2; r++) {
+        ASSERT_EQ(zpp_wait(c[r], req[r], NULL), 0);
+        zpp_close(c[r]);
+        zpp_shm_destroy(shm[r]);
+    }
+    ASSERT_EQ(zh_daemon_stop(&g_d), 0);
+    printf("test_signals: a reload between two ranks' submissions: ok\n");
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
     sighup();
+    reload_between_ranks();
     sigterm();
     stale_and_busy();
     printf("test_signals: ok\n");
