@@ -81,6 +81,10 @@ struct be_ops {
      * store_free. Called on the loop thread. */
     int (*store_alloc)(void *backend, int device, size_t bytes, void **out);
     void (*store_free)(void *backend, int device, void *p);
+    /* What store_alloc of `bytes` on device really takes, which the store
+     * charges to its budgets (the cuda backend maps whole VMM granules, 2
+     * MiB on Hopper: a slice of a few bytes holds one); NULL: bytes. */
+    size_t (*store_size)(void *backend, int device, size_t bytes);
 
     /* ---- device backends (cuda); NULL on the host backend ------------ */
     /* 1 when coll_run only enqueues work (on the loop thread) and the

@@ -1082,6 +1082,17 @@ static int cuda_store_alloc(void *backend, int device, size_t bytes, void **out)
     return cu_vmm_alloc(backend, device, bytes, out);
 }
 
+/* cu_vmm_alloc's rounding: whole granules, at least one. */
+static size_t cuda_store_size(void *backend, int device, size_t bytes)
+{
+    struct cu_backend *b = backend;
+    size_t g = device >= 0 && device < b->ndev && b->devs[device].granularity
+                   ? b->devs[device].granularity
+                   : (2u << 20);
+    size_t size = (bytes + g - 1) / g * g;
+    return size ? size : g;
+}
+
 static void store_free_now(struct cu_backend *b, void *p)
 {
     cu_vmm_free(p);
@@ -1141,6 +1152,7 @@ const struct be_ops be_cuda_ops = {
     .reduce_scatter = cu_reduce_scatter,
     .store_alloc = cuda_store_alloc,
     .store_free = cuda_store_free,
+    .store_size = cuda_store_size,
     .enqueue_only = 1,
     .device_of_uuid = cuda_device_of_uuid,
     .buf_import = cuda_buf_import,

@@ -57,6 +57,7 @@ static const struct cfg_key keys[] = {
     {"busy_poll_us", T_U32, F(busy_poll_us), 0, 0, 1000000, 1},
     {"store_budget", T_SIZE, F(store_budget), 0, 0, UINT64_MAX, 1},
     {"store_budget_per_tenant", T_SIZE, F(store_budget_per_tenant), 0, 0, UINT64_MAX, 1},
+    {"store_max_entries_per_tenant", T_U32, F(store_max_entries_per_tenant), 0, 0, 1u << 24, 1},
     {"hpz_share", T_SHARE, F(hpz_share), SZ(hpz_share), 0, 0, 1},
     {"virtual_nodes", T_U32, F(virtual_nodes), 0, 0, 65536, 0},
     {"default_block", T_U32, F(default_block), 0, 32, 8192, 1},
@@ -98,6 +99,7 @@ void cfg_defaults(struct zpp_config *c)
     c->max_connections_per_uid = 256;
     c->max_buffers_per_session = 4096;
     c->max_pending_per_session = 64;
+    c->store_max_entries_per_tenant = 16384;
     c->max_jobs = 256;
     c->max_world_size = 4096;
     c->call_timeout_ms = 300000;

@@ -34,6 +34,7 @@ struct zpp_config {
     uint32_t call_timeout_ms;
     uint64_t store_budget;
     uint64_t store_budget_per_tenant;
+    uint32_t store_max_entries_per_tenant; /* hpZ entries (keys x jobs) per uid; 0: no cap */
     /* hpz_share: {owner uid, reader uid} pairs; the reader's jobs may read
      * the owner's shared hpZ replicas (docs/hpz-sharing.md). */
     struct cfg_share {

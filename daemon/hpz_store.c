@@ -46,16 +46,18 @@ struct hpz_entry {
     uint64_t count;
     int dtype;
     uint64_t slice;
-    uint64_t slot_bytes;
+    uint64_t slot_bytes; /* the slice's bytes */
     int nslots;
     int *devices;
     void **bufs;
+    uint64_t *charges; /* per slot: what its allocation takes (be_ops.store_size) */
 };
 
 struct hpz_store {
     const struct be_ops *ops;
     void *backend;
     uint64_t budget_device, budget_tenant;
+    uint32_t max_entries_tenant; /* 0: no cap */
     struct hpz_entry *head;
     uint64_t bytes_used;
     uint64_t device_bytes[HPZ_MAX_DEVICES];
@@ -88,11 +90,12 @@ static void entry_destroy(struct hpz_store *st, struct hpz_entry *e)
     for (int s = 0; s < e->nslots; s++) {
         if (e->bufs && e->bufs[s]) {
             st->ops->store_free(st->backend, e->devices[s], e->bufs[s]);
-            st->device_bytes[e->devices[s]] -= e->slot_bytes;
-            st->bytes_used -= e->slot_bytes;
+            st->device_bytes[e->devices[s]] -= e->charges[s];
+            st->bytes_used -= e->charges[s];
         }
     }
     free(e->bufs);
+    free(e->charges);
     free(e->devices);
     free(e->att);
     free(e);
@@ -208,6 +211,11 @@ void hpz_store_set_budget(struct hpz_store *st, uint64_t per_device, uint64_t pe
     st->budget_tenant = per_tenant;
 }
 
+void hpz_store_set_max_entries(struct hpz_store *st, uint32_t per_tenant)
+{
+    st->max_entries_tenant = per_tenant;
+}
+
 void hpz_store_drop_job(struct hpz_store *st, const void *job)
 {
     struct hpz_entry *e = st->head;
@@ -311,7 +319,7 @@ static void make_room(struct hpz_store *st, uint32_t tenant, const uint64_t *nee
         lru->evict_mark = 1;
         marked++;
         for (int s = 0; s < lru->nslots; s++)
-            dev[lru->devices[s]] -= lru->slot_bytes;
+            dev[lru->devices[s]] -= lru->charges[s];
         if (lru->tenant == tenant)
             tb -= hpz_entry_bytes(lru);
     }
@@ -329,6 +337,19 @@ static void make_room(struct hpz_store *st, uint32_t tenant, const uint64_t *nee
 }
 
 /* ---- reserve / commit / rollback ------------------------------------ */
+
+/* What a slice of `bytes` on device d is charged: what the backend's
+ * allocation really takes. Before session 22 the store charged the slice's
+ * bytes while the cuda backend mapped a 2 MiB granule per slot, so a
+ * tenant could hold 2 MiB of every GPU per few bytes charged and fill the
+ * node with count-1 all-gathers under new keys (an audit). */
+static uint64_t slot_charge(const struct hpz_store *st, int d, uint64_t bytes)
+{
+    if (!st->ops->store_size)
+        return bytes;
+    size_t real = st->ops->store_size(st->backend, d, (size_t)bytes);
+    return real > bytes ? real : bytes;
+}
 
 int hpz_store_reserve(struct hpz_store *st, const struct hpz_spec *sp, struct hpz_entry **out,
                       char *msg, size_t msg_len)
@@ -356,8 +377,9 @@ int hpz_store_reserve(struct hpz_store *st, const struct hpz_spec *sp, struct hp
             rc = ZPP_EINVAL;
             goto fail;
         }
-        need_dev[d] += slot_bytes;
-        total += slot_bytes;
+        uint64_t charge = slot_charge(st, d, slot_bytes);
+        need_dev[d] += charge;
+        total += charge;
     }
     if (sp->shared && (!hpz_content_key_ok(sp->key) || sp->local < 1 || sp->rank0 < 0)) {
         snprintf(msg, msg_len, "hpZ store: bad shared replica (key '%.80s', %d ranks per node)",
@@ -381,6 +403,19 @@ int hpz_store_reserve(struct hpz_store *st, const struct hpz_spec *sp, struct hp
             goto fail;
         }
     }
+    if (st->max_entries_tenant) {
+        uint32_t n = 0;
+        for (const struct hpz_entry *x = st->head; x; x = x->next)
+            n += x->tenant == sp->tenant;
+        if (n >= st->max_entries_tenant) {
+            snprintf(msg, msg_len,
+                     "hpZ store: tenant %u holds %u entries (store_max_entries_per_tenant): key "
+                     "'%s' of job %s refused",
+                     sp->tenant, n, sp->key, jid);
+            rc = ZPP_ELIMIT;
+            goto fail;
+        }
+    }
     uint64_t tb = hpz_store_tenant_bytes(st, sp->tenant);
     if (st->budget_tenant && tb + total > st->budget_tenant) {
         snprintf(msg, msg_len,
@@ -394,7 +429,8 @@ int hpz_store_reserve(struct hpz_store *st, const struct hpz_spec *sp, struct hp
 
     e = calloc(1, sizeof *e);
     if (!e || !(e->bufs = calloc((size_t)sp->nslots, sizeof *e->bufs)) ||
-        !(e->devices = calloc((size_t)sp->nslots, sizeof *e->devices))) {
+        !(e->devices = calloc((size_t)sp->nslots, sizeof *e->devices)) ||
+        !(e->charges = calloc((size_t)sp->nslots, sizeof *e->charges))) {
         snprintf(msg, msg_len, "hpZ store: out of memory");
         rc = ZPP_ENOMEM;
         goto fail;
@@ -421,6 +457,7 @@ int hpz_store_reserve(struct hpz_store *st, const struct hpz_spec *sp, struct hp
     st->head = e;
     for (int s = 0; s < sp->nslots; s++) {
         e->devices[s] = sp->devices ? sp->devices[s] : s;
+        e->charges[s] = slot_charge(st, e->devices[s], slot_bytes);
         int arc = st->ops->store_alloc(st->backend, e->devices[s], (size_t)slot_bytes, &e->bufs[s]);
         if (arc != 0 || !e->bufs[s]) {
             e->bufs[s] = NULL;
@@ -429,19 +466,20 @@ int hpz_store_reserve(struct hpz_store *st, const struct hpz_spec *sp, struct hp
             rc = arc ? arc : ZPP_ENOMEM;
             goto fail;
         }
-        st->device_bytes[e->devices[s]] += slot_bytes;
-        st->bytes_used += slot_bytes;
+        st->device_bytes[e->devices[s]] += e->charges[s];
+        st->bytes_used += e->charges[s];
     }
     *out = e;
     return 0;
 
 fail:
     if (e) {
-        if (e->bufs && e->devices)
+        if (e->bufs && e->devices && e->charges)
             entry_destroy(st, e); /* safe: on the list only once allocated */
         else {
             free(e->bufs);
             free(e->devices);
+            free(e->charges);
             free(e);
         }
     }
@@ -739,7 +777,10 @@ int hpz_entry_nslots(const struct hpz_entry *e)
 
 uint64_t hpz_entry_bytes(const struct hpz_entry *e)
 {
-    return e->slot_bytes * (uint64_t)e->nslots;
+    uint64_t b = 0;
+    for (int s = 0; s < e->nslots; s++)
+        b += e->charges ? e->charges[s] : e->slot_bytes;
+    return b;
 }
 
 void *hpz_entry_buf(const struct hpz_entry *e, int s)

@@ -237,6 +237,7 @@ static void on_signal(uv_signal_t *h, int signum)
             cfg_apply_reloadable(&d->cfg, &c);
             zlog_setup(d->cfg.log_level, d->cfg.log_json);
             hpz_store_set_budget(d->store, d->cfg.store_budget, d->cfg.store_budget_per_tenant);
+            hpz_store_set_max_entries(d->store, d->cfg.store_max_entries_per_tenant);
             hpz_store_set_share(d->store, d->cfg.hpz_share.pair, d->cfg.hpz_share.n);
             ZLOG_I("main", "configuration reloaded", "ignored_lines=%d", nbad);
         } else {
@@ -538,6 +539,7 @@ int main(int argc, char **argv)
         return 1;
     }
     hpz_store_set_share(d->store, d->cfg.hpz_share.pair, d->cfg.hpz_share.n);
+    hpz_store_set_max_entries(d->store, d->cfg.store_max_entries_per_tenant);
     if (server_listen(d) || server_start_accepting(d))
         return 1;
     if (metrics_start(d) || cluster_start(d)) {
