@@ -539,13 +539,18 @@ static int commit_shared(struct hpz_store *st, struct hpz_entry *e)
         st->deduplicated++;
         return att_add(there, job);
     }
+    /* Attached first: a replica that goes live must have its publisher
+     * attached, or the caller would be told "not published" about a live,
+     * readable replica counted against its budget (an audit). */
+    if (att_add(e, job) != 0) {
+        entry_release(st, e);
+        return ZPP_ENOMEM;
+    }
     e->state = HPZ_LIVE;
     e->job = NULL;
     e->last_used = ++st->tick;
     st->live_entries++;
     st->published++;
-    if (att_add(e, job) != 0)
-        return ZPP_ENOMEM; /* live but idle: evictable, readable */
     return 0;
 }
 
