@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "daemon.h"
 #include "job.h"
@@ -36,6 +37,10 @@ struct cluster_job {
     int join_inflight;
     int abort_sent;
     uint64_t form_start_ms;
+    /* The leader's random id of this formation (JoinReply.formation), 0
+     * until known: Heartbeat and Abort carry it, and one of another
+     * formation of the same job id is not about this job. */
+    uint64_t formation;
 };
 
 /* A Join that arrived before its job formed here. */
@@ -61,6 +66,7 @@ struct cl_ended {
     uint32_t uid;
     char label[PEER_MAX_LABEL + 1];
     char job_id[PEER_MAX_JOB_ID + 1];
+    uint64_t formation;
 };
 
 struct cl_state {
@@ -150,6 +156,17 @@ static struct cluster_job *cj_get(struct job *j)
 
 /* ---- leader ---------------------------------------------------------------- */
 
+/* A random, nonzero formation id (getrandom; the clock and a counter if
+ * that fails: it only has to differ from the job id's earlier formations). */
+static uint64_t new_formation(void)
+{
+    static uint64_t n;
+    uint64_t f = 0;
+    if (getrandom(&f, sizeof f, 0) != (ssize_t)sizeof f)
+        f = zppd_now_us() * 0x9E3779B97F4A7C15ull + ++n;
+    return f ? f : 1;
+}
+
 /* Answers every parked Join and forms the job here, once all nodes are in. */
 static void leader_try(struct job *j)
 {
@@ -198,6 +215,7 @@ static void leader_try(struct job *j)
     rep.nccl_ids = bin;
     rep.n_members = c->nodes;
     rep.members = memp;
+    rep.formation = c->formation = new_formation();
     uint64_t now = zppd_now_ms();
     uint32_t bad = 0; /* nodes whose answer failed (they were told why) */
     for (uint32_t n = 1; n < c->nodes; n++) {
@@ -399,6 +417,7 @@ static void on_join_reply(void *arg, int code, const char *msg, const Zpp__Peer_
                    CLUSTER_NCCL_ID_BYTES);
         }
     }
+    c->formation = rep->formation; /* 0 from a leader that predates it */
     c->formed = 1;
     ZLOG_I("cluster", "joined the leader", "job=%s node=%u leader=%s", j->id, j->node, j->leader);
     job_cluster_ready(j, ids, nids);
@@ -468,16 +487,25 @@ static void ended_note(struct job *j)
     e->uid = j->uid;
     snprintf(e->label, sizeof e->label, "%s", j->label);
     snprintf(e->job_id, sizeof e->job_id, "%s", j->id);
+    e->formation = j->cl ? j->cl->formation : 0;
 }
 
-static int ended_recently(const struct zppd *d, uint32_t uid, const char *label, const char *id)
+/* Two formation ids name the same formation, or one is not known. */
+static int same_formation(uint64_t a, uint64_t b)
+{
+    return !a || !b || a == b;
+}
+
+static int ended_recently(const struct zppd *d, uint32_t uid, const char *label, const char *id,
+                          uint64_t formation)
 {
     const struct cl_state *st = cls(d);
     uint64_t now = zppd_now_ms();
     for (unsigned i = 0; st && i < CL_ENDED; i++) {
         const struct cl_ended *e = &st->ended[i];
         if (e->at_ms && now - e->at_ms <= d->cfg.peer_timeout_ms && e->uid == uid &&
-            !strcmp(e->label, label) && !strcmp(e->job_id, id))
+            !strcmp(e->label, label) && !strcmp(e->job_id, id) &&
+            same_formation(e->formation, formation))
             return 1;
     }
     return 0;
@@ -558,8 +586,10 @@ static int on_heartbeat(void *ctx, const Zpp__Peer__HeartbeatRequest *req,
     uint32_t uid = req->tenant ? req->tenant->uid : 0;
     const char *label = req->tenant && req->tenant->label ? req->tenant->label : "";
     struct job *j = job_by_name(d, uid, label, req->job_id);
+    if (j && j->cl && !same_formation(j->cl->formation, req->formation))
+        j = NULL; /* about an earlier formation of this job id, not this one */
     if (!j) {
-        *state = ended_recently(d, uid, label, req->job_id)
+        *state = ended_recently(d, uid, label, req->job_id, req->formation)
                      ? ZPP__PEER__JOB_STATE__JOB_STATE_ENDED
                      : ZPP__PEER__JOB_STATE__JOB_STATE_UNKNOWN;
         return 0;
@@ -585,6 +615,11 @@ static int on_abort(void *ctx, const Zpp__Peer__AbortRequest *req, const struct 
     struct job *j = job_by_name(d, req->tenant ? req->tenant->uid : 0,
                                 req->tenant && req->tenant->label ? req->tenant->label : "",
                                 req->job_id);
+    if (j && j->cl && !same_formation(j->cl->formation, req->formation)) {
+        /* an abort of an earlier formation of this job id: not this job's */
+        snprintf(msg, len, "no such job here (the job id formed again since)");
+        return ZPP_ENOENT;
+    }
     if (!j) {
         snprintf(msg, len, "no such job here");
         return ZPP_ENOENT;
@@ -617,8 +652,8 @@ void cluster_abort(struct job *j)
     struct peer_tenant ten = {.uid = j->uid, .label = j->label};
     for (uint32_t n = 0; n < c->nodes; n++)
         if (n != j->node && c->m[n].addr[0])
-            peer_abort_send(st->peer, c->m[n].addr, j->id, &ten, j->abort_reason, j->node, NULL,
-                            NULL);
+            peer_abort_send(st->peer, c->m[n].addr, j->id, &ten, j->abort_reason, j->node,
+                            c->formation, NULL, NULL);
 }
 
 /* Heartbeats member n of j now, unless one is in flight. */
@@ -632,7 +667,7 @@ static void heartbeat(struct cl_state *st, struct job *j, uint32_t n, uint64_t n
     if (!r)
         return;
     if (peer_heartbeat(st->peer, m->addr, j->id, &ten, j->node, job_node_idle(j),
-                       j->d->cfg.peer_heartbeat_ms, on_hb_reply, r)) {
+                       j->cl->formation, j->d->cfg.peer_heartbeat_ms, on_hb_reply, r)) {
         free(r);
         return;
     }

@@ -1023,7 +1023,7 @@ static int fill_common(const char *job_id, const struct peer_tenant *tenant, Zpp
 
 int peer_heartbeat(struct peer *p, const char *addr, const char *job_id,
                    const struct peer_tenant *tenant, uint32_t node_rank, int idle,
-                   uint32_t timeout_ms, peer_heartbeat_cb cb, void *arg)
+                   uint64_t formation, uint32_t timeout_ms, peer_heartbeat_cb cb, void *arg)
 {
     Zpp__Peer__Tenant t = ZPP__PEER__TENANT__INIT;
     if (!p || !cb || node_rank >= PEER_MAX_NODES || fill_common(job_id, tenant, &t))
@@ -1034,6 +1034,7 @@ int peer_heartbeat(struct peer *p, const char *addr, const char *job_id,
     r.tenant = &t;
     r.node_rank = node_rank;
     r.idle = idle != 0;
+    r.formation = formation;
     struct cli_call *c;
     int rc = cli_start(p, addr, M_HEARTBEAT, &r.base, timeout_ms, &c);
     if (rc)
@@ -1045,7 +1046,7 @@ int peer_heartbeat(struct peer *p, const char *addr, const char *job_id,
 
 int peer_abort_send(struct peer *p, const char *addr, const char *job_id,
                     const struct peer_tenant *tenant, const char *reason, uint32_t from_node,
-                    peer_abort_cb cb, void *arg)
+                    uint64_t formation, peer_abort_cb cb, void *arg)
 {
     Zpp__Peer__Tenant t = ZPP__PEER__TENANT__INIT;
     if (!p || from_node >= PEER_MAX_NODES || fill_common(job_id, tenant, &t))
@@ -1058,6 +1059,7 @@ int peer_abort_send(struct peer *p, const char *addr, const char *job_id,
     r.tenant = &t;
     r.reason = why;
     r.from_node = from_node;
+    r.formation = formation;
     struct cli_call *c;
     int rc = cli_start(p, addr, M_ABORT, &r.base, PEER_ABORT_TIMEOUT_MS, &c);
     if (rc)

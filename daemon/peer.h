@@ -197,18 +197,19 @@ int peer_join(struct peer *p, const char *leader_addr, const Zpp__Peer__JoinRequ
               uint32_t timeout_ms, peer_join_cb cb, void *arg);
 
 /* Sends Heartbeat(job, tenant, node_rank, idle: every rank of this node
- * has left the job between calls) to `addr`; cb gets the peer's code and
- * its JobState. Returns like peer_join. Thread: loop. */
+ * has left the job between calls, formation: JoinReply.formation, 0 if
+ * not known) to `addr`; cb gets the peer's code and its JobState. Returns
+ * like peer_join. Thread: loop. */
 int peer_heartbeat(struct peer *p, const char *addr, const char *job_id,
                    const struct peer_tenant *tenant, uint32_t node_rank, int idle,
-                   uint32_t timeout_ms, peer_heartbeat_cb cb, void *arg);
+                   uint64_t formation, uint32_t timeout_ms, peer_heartbeat_cb cb, void *arg);
 
-/* Sends Abort(job, tenant, reason, from_node) to `addr` with a deadline
+/* Sends Abort(job, tenant, reason, from_node, formation) to `addr` with a deadline
  * of PEER_ABORT_TIMEOUT_MS; fire and forget: cb may be NULL (a failure is
  * then logged at warn level). reason longer than PEER_MAX_REASON is cut,
  * non-printable bytes are replaced. Returns like peer_join. Thread: loop. */
 int peer_abort_send(struct peer *p, const char *addr, const char *job_id,
                     const struct peer_tenant *tenant, const char *reason, uint32_t from_node,
-                    peer_abort_cb cb, void *arg);
+                    uint64_t formation, peer_abort_cb cb, void *arg);
 
 #endif

@@ -363,17 +363,17 @@ static void test_heartbeat_ok_and_to_dead_peer_fails(void)
     char aa[64];
     addr_of(a, aa, sizeof(aa));
     struct res r = {0};
-    ASSERT_EQ(peer_heartbeat(b, aa, "job-5", &ptenant, 1, 0, 2000, hb_cb, &r), 0);
+    ASSERT_EQ(peer_heartbeat(b, aa, "job-5", &ptenant, 1, 0, 0, 2000, hb_cb, &r), 0);
     run_until(&r.done, 3000);
     ASSERT_EQ(r.code, 0);
     ASSERT_EQ(r.state, ZPP__PEER__JOB_STATE__JOB_STATE_RUNNING);
     struct res ri = {0};
-    ASSERT_EQ(peer_heartbeat(b, aa, "job-5", &ptenant, 1, 1, 2000, hb_cb, &ri), 0);
+    ASSERT_EQ(peer_heartbeat(b, aa, "job-5", &ptenant, 1, 1, 0, 2000, hb_cb, &ri), 0);
     run_until(&ri.done, 3000);
     ASSERT_EQ(ri.code, 0);
     ASSERT_EQ(ri.state, ZPP__PEER__JOB_STATE__JOB_STATE_IDLE);
     struct res rn = {0};
-    ASSERT_EQ(peer_heartbeat(b, aa, "nojob", &ptenant, 1, 0, 2000, hb_cb, &rn), 0);
+    ASSERT_EQ(peer_heartbeat(b, aa, "nojob", &ptenant, 1, 0, 0, 2000, hb_cb, &rn), 0);
     run_until(&rn.done, 3000);
     ASSERT_EQ(rn.code, ZPP_ENOENT);
     ASSERT_CONTAINS(rn.msg, "no job nojob here");
@@ -385,7 +385,7 @@ static void test_heartbeat_ok_and_to_dead_peer_fails(void)
     for (int i = 0; i < N_RTT; i++) {
         struct res rr = {0};
         uint64_t t = uv_hrtime();
-        ASSERT_EQ(peer_heartbeat(b, aa, "job-5", &ptenant, 1, 0, 2000, hb_cb, &rr), 0);
+        ASSERT_EQ(peer_heartbeat(b, aa, "job-5", &ptenant, 1, 0, 0, 2000, hb_cb, &rr), 0);
         while (!rr.done)
             uv_run(&loop, UV_RUN_ONCE);
         rtt[i] = uv_hrtime() - t;
@@ -405,15 +405,15 @@ static void test_heartbeat_ok_and_to_dead_peer_fails(void)
     struct res rd = {0};
     uv_update_time(&loop);
     uint64_t t0 = uv_now(&loop);
-    ASSERT_EQ(peer_heartbeat(b, aa, "job-5", &ptenant, 1, 0, 500, hb_cb, &rd), 0);
+    ASSERT_EQ(peer_heartbeat(b, aa, "job-5", &ptenant, 1, 0, 0, 500, hb_cb, &rd), 0);
     uint64_t spent = run_until(&rd.done, 3000);
     ASSERT_EQ(rd.code, ZPP_EIO);
     ASSERT_CONTAINS(rd.msg, aa);
     ASSERT_LE(spent, 1500);
     (void)t0;
     /* Bad arguments are refused at once; the callback never runs. */
-    ASSERT_EQ(peer_heartbeat(b, aa, "bad job", &ptenant, 1, 0, 500, hb_cb, &rd), ZPP_EINVAL);
-    ASSERT_EQ(peer_heartbeat(b, "", "job-5", &ptenant, 1, 0, 500, hb_cb, &rd), ZPP_EINVAL);
+    ASSERT_EQ(peer_heartbeat(b, aa, "bad job", &ptenant, 1, 0, 0, 500, hb_cb, &rd), ZPP_EINVAL);
+    ASSERT_EQ(peer_heartbeat(b, "", "job-5", &ptenant, 1, 0, 0, 500, hb_cb, &rd), ZPP_EINVAL);
     stop_peer(b);
 }
 
@@ -425,7 +425,7 @@ static void test_abort_delivered(void)
     char aa[64];
     addr_of(a, aa, sizeof(aa));
     struct res r = {0};
-    ASSERT_EQ(peer_abort_send(b, aa, "job-6", &ptenant, "rank 3 died\n(SIGKILL)", 1, abort_cb, &r),
+    ASSERT_EQ(peer_abort_send(b, aa, "job-6", &ptenant, "rank 3 died\n(SIGKILL)", 1, 0, abort_cb, &r),
               0);
     run_until(&r.done, 3000);
     ASSERT_EQ(r.code, 0);
@@ -434,7 +434,7 @@ static void test_abort_delivered(void)
     ASSERT_STR_EQ(L.abort_reason, "rank 3 died?(SIGKILL)"); /* sanitised */
     ASSERT_EQ(L.abort_from, 1);
     /* Fire and forget: no callback at all. */
-    ASSERT_EQ(peer_abort_send(b, aa, "job-6", &ptenant, "again", 1, NULL, NULL), 0);
+    ASSERT_EQ(peer_abort_send(b, aa, "job-6", &ptenant, "again", 1, 0, NULL, NULL), 0);
     for (int i = 0; i < 200 && L.aborts < 2; i++)
         pump(10);
     ASSERT_EQ(L.aborts, 2);
@@ -638,10 +638,10 @@ static void test_call_cap_refuses_extra_calls(void)
      * are still answered (before, both got ZPP_ELIMIT, and a member could
      * be taken for dead while jobs formed). */
     struct res hb = {0}, ab = {0};
-    ASSERT_EQ(peer_heartbeat(a, aa, "job-5", &ptenant, 1, 0, 2000, hb_cb, &hb), 0);
+    ASSERT_EQ(peer_heartbeat(a, aa, "job-5", &ptenant, 1, 0, 0, 2000, hb_cb, &hb), 0);
     run_until(&hb.done, 3000);
     ASSERT_EQ(hb.code, 0);
-    ASSERT_EQ(peer_abort_send(a, aa, "job-9", &ptenant, "test", 1, abort_cb, &ab), 0);
+    ASSERT_EQ(peer_abort_send(a, aa, "job-9", &ptenant, "test", 1, 0, abort_cb, &ab), 0);
     run_until(&ab.done, 3000);
     ASSERT_EQ(ab.code, 0);
     peer_stop(a); /* cancels the two parked ones on both sides */
@@ -767,13 +767,13 @@ static void test_mutual_tls_works_and_other_ca_refused(void)
     ASSERT(strlen(L.identity) > 0); /* the verified client certificate */
 
     struct res rh = {0};
-    ASSERT_EQ(peer_heartbeat(b, aa, "job-tls", &ptenant, 1, 0, 2000, hb_cb, &rh), 0);
+    ASSERT_EQ(peer_heartbeat(b, aa, "job-tls", &ptenant, 1, 0, 0, 2000, hb_cb, &rh), 0);
     run_until(&rh.done, 3000);
     ASSERT_EQ(rh.code, 0);
 
     struct res ri = {0};
     uv_update_time(&loop);
-    ASSERT_EQ(peer_heartbeat(in, aa, "job-tls", &ptenant, 1, 0, 1000, hb_cb, &ri), 0);
+    ASSERT_EQ(peer_heartbeat(in, aa, "job-tls", &ptenant, 1, 0, 0, 1000, hb_cb, &ri), 0);
     uint64_t spent = run_until(&ri.done, 4000);
     ASSERT(ri.done);
     ASSERT_EQ(ri.code, ZPP_EIO);
@@ -786,7 +786,7 @@ static void test_mutual_tls_works_and_other_ca_refused(void)
     struct leader LP = {0};
     struct peer *plain = start_peer(&LP, "127.0.0.1:0", NULL);
     struct res rp = {0};
-    ASSERT_EQ(peer_heartbeat(plain, aa, "job-tls", &ptenant, 1, 0, 500, hb_cb, &rp), 0);
+    ASSERT_EQ(peer_heartbeat(plain, aa, "job-tls", &ptenant, 1, 0, 0, 500, hb_cb, &rp), 0);
     run_until(&rp.done, 3000);
     ASSERT_EQ(rp.code, ZPP_EIO);
     ASSERT_EQ(L.heartbeats, 1);
@@ -819,13 +819,13 @@ static void test_restart_same_port_then_join_works(void)
     addr_of(a, aa, sizeof(aa));
     snprintf(listen, sizeof(listen), "127.0.0.1:%d", peer_port(a));
     struct res r1 = {0};
-    ASSERT_EQ(peer_heartbeat(b, aa, "job-r", &ptenant, 1, 0, 2000, hb_cb, &r1), 0);
+    ASSERT_EQ(peer_heartbeat(b, aa, "job-r", &ptenant, 1, 0, 0, 2000, hb_cb, &r1), 0);
     run_until(&r1.done, 3000);
     ASSERT_EQ(r1.code, 0); /* b now has a connected channel to a */
 
     stop_peer(a);
     struct res r2 = {0};
-    ASSERT_EQ(peer_heartbeat(b, aa, "job-r", &ptenant, 1, 0, 300, hb_cb, &r2), 0);
+    ASSERT_EQ(peer_heartbeat(b, aa, "job-r", &ptenant, 1, 0, 0, 300, hb_cb, &r2), 0);
     run_until(&r2.done, 2000);
     ASSERT_EQ(r2.code, ZPP_EIO); /* b's channel is now failing and backing off */
     pump(600);                   /* ... for a while */

@@ -83,7 +83,7 @@ int main(void)
         char addr[64];
         snprintf(addr, sizeof(addr), "127.0.%d.%d:%d", 1 + i / 250, 1 + i % 250, port);
         struct res r = {0};
-        int rc = peer_abort_send(cli, addr, "job-1", &ptenant, "gone", 1, abort_cb, &r);
+        int rc = peer_abort_send(cli, addr, "job-1", &ptenant, "gone", 1, 0, abort_cb, &r);
         if (rc)
             fprintf(stderr, "call %d to %s: not started (%d)\n", i, addr, rc);
         ASSERT_EQ(rc, 0);
@@ -98,7 +98,7 @@ int main(void)
     char first[64];
     snprintf(first, sizeof(first), "127.0.1.1:%d", port);
     struct res r = {0};
-    ASSERT_EQ(peer_abort_send(cli, first, "job-1", &ptenant, "again", 1, abort_cb, &r), 0);
+    ASSERT_EQ(peer_abort_send(cli, first, "job-1", &ptenant, "again", 1, 0, abort_cb, &r), 0);
     run_until(&r.done, 10000);
     ASSERT_EQ(r.code, 0);
     peer_stop(cli);

@@ -84,7 +84,7 @@ static void test_abort_without_reason(void)
     char aa[64];
     snprintf(aa, sizeof(aa), "127.0.0.1:%d", peer_port(a));
     struct res r = {0};
-    ASSERT_EQ(peer_abort_send(b, aa, "job-1", &ptenant, "", 2, abort_cb, &r), 0);
+    ASSERT_EQ(peer_abort_send(b, aa, "job-1", &ptenant, "", 2, 0, abort_cb, &r), 0);
     run_until(&r.done, 3000);
     if (r.code)
         fprintf(stderr, "abort: %s\n", r.msg);
@@ -94,7 +94,7 @@ static void test_abort_without_reason(void)
     ASSERT_EQ(s.from, 2);
     /* and the next one, with a reason, still works */
     struct res r2 = {0};
-    ASSERT_EQ(peer_abort_send(b, aa, "job-1", &ptenant, "x\ty", 2, abort_cb, &r2), 0);
+    ASSERT_EQ(peer_abort_send(b, aa, "job-1", &ptenant, "x\ty", 2, 0, abort_cb, &r2), 0);
     run_until(&r2.done, 3000);
     ASSERT_EQ(r2.code, 0);
     ASSERT_EQ(s.aborts, 2);
