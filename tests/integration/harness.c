@@ -925,3 +925,23 @@ int zh_join_rc(const zh_daemon *d, const char *job, uint32_t rank, uint32_t worl
     printf("hello %s rank %u: %s %s\n", job, rank, zpp_err_name(rc), rc ? zpp_last_error(*c) : "");
     return rc;
 }
+
+int zh_raw_hello(int fd, const char *job, uint32_t world)
+{
+    Zpp__Request req = ZPP__REQUEST__INIT;
+    req.version = ZPP__PROTOCOL_VERSION__PROTOCOL_VERSION;
+    Zpp__Hello h = ZPP__HELLO__INIT;
+    h.job_id = (char *)job;
+    h.world_size = world;
+    h.node_count = 1;
+    h.gpu_uuid = (char *)"host";
+    req.req_id = 1;
+    req.body_case = ZPP__REQUEST__BODY_HELLO;
+    req.hello = &h;
+    Zpp__Reply *rep;
+    if (zh_raw_request(fd, &req, NULL, 0) != 0 || zh_raw_reply(fd, 3000, &rep) != 0)
+        return -1;
+    int code = rep->code;
+    zpp_reply_free(rep);
+    return code;
+}

@@ -162,6 +162,11 @@ int zh_raw_request(int fd, const Zpp__Request *req, const int *fds, int nfds);
  * or a reply that does not parse. */
 int zh_raw_reply(int fd, int timeout_ms, Zpp__Reply **out);
 
+/* A raw Hello (req_id 1) as rank 0 of a one-node job of world ranks on the
+ * host backend, and its reply within 3 s. Returns the reply's code, or -1
+ * when none came. */
+int zh_raw_hello(int fd, const char *job, uint32_t world);
+
 /* 1 if the peer closes fd within timeout_ms (whatever it sends first is
  * read and dropped), 0 otherwise. */
 int zh_raw_closed(int fd, int timeout_ms);

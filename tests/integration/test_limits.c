@@ -143,21 +143,10 @@ static void per_session(void)
     {
         int fd = zh_raw_connect(d.socket);
         ASSERT(fd >= 0);
+        ASSERT_EQ(zh_raw_hello(fd, "limraw", 2), 0);
         Zpp__Request rq = ZPP__REQUEST__INIT;
         rq.version = ZPP__PROTOCOL_VERSION__PROTOCOL_VERSION;
-        Zpp__Hello h = ZPP__HELLO__INIT;
-        h.job_id = "limraw";
-        h.world_size = 2;
-        h.node_count = 1;
-        h.gpu_uuid = "host";
-        rq.req_id = 1;
-        rq.body_case = ZPP__REQUEST__BODY_HELLO;
-        rq.hello = &h;
-        ASSERT_EQ(zh_raw_request(fd, &rq, NULL, 0), 0);
         Zpp__Reply *rep;
-        ASSERT_EQ(zh_raw_reply(fd, 3000, &rep), 0);
-        ASSERT_EQ(rep->code, 0);
-        zpp_reply_free(rep);
         Zpp__Collective co = ZPP__COLLECTIVE__INIT;
         co.op = ZPP__OP__BARRIER;
         rq.body_case = ZPP__REQUEST__BODY_COLLECTIVE;

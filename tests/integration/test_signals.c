@@ -46,6 +46,18 @@ static void rewrite_conf(const zh_daemon *d, const char *extra)
     ASSERT_EQ(fclose(f), 0);
 }
 
+/* Sends SIGHUP and waits up to 3 s for needle in the daemon's log. */
+static void hup_until(const char *needle)
+{
+    ASSERT_EQ(kill(g_d.pid, SIGHUP), 0);
+    int seen = 0;
+    for (int i = 0; i < 300 && !seen; i++) {
+        seen = zh_daemon_log_contains(&g_d, needle);
+        usleep(10000);
+    }
+    ASSERT(seen);
+}
+
 static int rank_timeout(int rank, void *arg)
 {
     (void)arg;
@@ -71,13 +83,7 @@ static void sighup(void)
 {
     ASSERT_EQ(zh_daemon_start("call_timeout_ms = 60000\nlog_level = info\n", &g_d), 0);
     rewrite_conf(&g_d, "call_timeout_ms = 1000\nlog_level = debug\n");
-    ASSERT_EQ(kill(g_d.pid, SIGHUP), 0);
-    int seen = 0;
-    for (int i = 0; i < 300 && !seen; i++) {
-        seen = zh_daemon_log_contains(&g_d, "reload");
-        usleep(10000);
-    }
-    ASSERT(seen);
+    hup_until("reload");
     int codes[2];
     zh_run_ranks(2, rank_timeout, NULL, 20000, codes);
     ASSERT_EQ(codes[0], 0);
@@ -86,24 +92,12 @@ static void sighup(void)
      * key went back to its default (here call_timeout_ms, to 300 s) while
      * the rest applied. */
     rewrite_conf(&g_d, "call_timeout_ms = 1000\nlog_level = info\ncall_timeout_ms = soon\n");
-    ASSERT_EQ(kill(g_d.pid, SIGHUP), 0);
-    int refused = 0;
-    for (int i = 0; i < 300 && !refused; i++) {
-        refused = zh_daemon_log_contains(&g_d, "reload refused");
-        usleep(10000);
-    }
-    ASSERT(refused);
+    hup_until("reload refused");
     zh_run_ranks(2, rank_timeout, NULL, 20000, codes); /* still 1000 ms */
     ASSERT_EQ(codes[0], 0);
     /* A key that changes only at start is named, and the rest applies. */
     rewrite_conf(&g_d, "call_timeout_ms = 1000\nlog_level = debug\nvirtual_nodes = 3\n");
-    ASSERT_EQ(kill(g_d.pid, SIGHUP), 0);
-    int named = 0;
-    for (int i = 0; i < 300 && !named; i++) {
-        named = zh_daemon_log_contains(&g_d, "keys=virtual_nodes");
-        usleep(10000);
-    }
-    ASSERT(named);
+    hup_until("keys=virtual_nodes");
     ASSERT(zh_daemon_alive(&g_d));
     ASSERT_EQ(zh_daemon_stop(&g_d), 0);
     printf("test_signals: SIGHUP reload: ok\n");
@@ -250,13 +244,7 @@ static void reload_between_ranks(void)
     ASSERT_EQ(zpp_submit(c[0], &q, &req[0]), 0);
     usleep(100 * 1000);
     rewrite_conf(&g_d, "default_block = 512\n");
-    ASSERT_EQ(kill(g_d.pid, SIGHUP), 0);
-    int seen = 0;
-    for (int i = 0; i < 300 && !seen; i++) {
-        seen = zh_daemon_log_contains(&g_d, "reload");
-        usleep(10000);
-    }
-    ASSERT(seen);
+    hup_until("reload");
     q.input = (zpp_bufref){id[1], 0};
     q.output = (zpp_bufref){id[1], 0};
     ASSERT_EQ(zpp_submit(c[1], &q, &req[1]), 0);

@@ -125,21 +125,10 @@ static int raw_register(int fd_mem)
 {
     int s = zh_raw_connect(g_d.socket);
     ASSERT(s >= 0);
+    ASSERT_EQ(zh_raw_hello(s, "raw", 1), 0);
     Zpp__Request req = ZPP__REQUEST__INIT;
     req.version = ZPP__PROTOCOL_VERSION__PROTOCOL_VERSION;
-    Zpp__Hello h = ZPP__HELLO__INIT;
-    h.job_id = "raw";
-    h.world_size = 1;
-    h.node_count = 1;
-    h.gpu_uuid = "host";
-    req.req_id = 1;
-    req.body_case = ZPP__REQUEST__BODY_HELLO;
-    req.hello = &h;
-    ASSERT_EQ(zh_raw_request(s, &req, NULL, 0), 0);
     Zpp__Reply *rep;
-    ASSERT_EQ(zh_raw_reply(s, 3000, &rep), 0);
-    ASSERT_EQ(rep->code, 0);
-    zpp_reply_free(rep);
     Zpp__RegisterBuffer rb = ZPP__REGISTER_BUFFER__INIT;
     rb.length = 4096;
     rb.nfds = 1;

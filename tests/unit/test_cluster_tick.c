@@ -132,6 +132,36 @@ static void teardown(struct zppd *d, struct job *j)
     cluster_free(d);
 }
 
+/* Starts node 1's peer and Joins j (of 2 nodes) for it; the job forms.
+ * The reply's outcome is in *r. */
+static struct peer *node1_join(struct job *j, struct res *r)
+{
+    struct peer *node1 = NULL;
+    struct peer_config pc = {.listen = "127.0.0.1:0"};
+    char why[256] = "";
+    ASSERT_EQ(peer_start(&loop, &pc, NULL, NULL, &node1, why, sizeof(why)), 0);
+    char addr[64];
+    snprintf(addr, sizeof(addr), "127.0.0.1:%d", peer_port(node1));
+    Zpp__Peer__Tenant ten = ZPP__PEER__TENANT__INIT;
+    ten.uid = 1000;
+    ten.label = (char *)"team-a";
+    Zpp__Peer__JoinRequest req = ZPP__PEER__JOIN_REQUEST__INIT;
+    req.job_id = (char *)"job-1";
+    req.tenant = &ten;
+    req.node_rank = 1;
+    req.node_count = 2;
+    req.ranks_per_node = 1;
+    req.world_size = 2;
+    req.topology = (char *)"2x1 host";
+    req.address = addr;
+    ASSERT_EQ(peer_join(node1, j->leader, &req, 3000, join_cb, r), 0);
+    run_until(&r->done, 3000);
+    if (r->code)
+        fprintf(stderr, "join: %s\n", r->msg);
+    ASSERT_EQ(r->code, 0);
+    return node1;
+}
+
 /* The leader started forming after the previous tick; then the loop
  * stalled. The join deadline is 60 s away: nothing may abort. */
 static void test_forming_job_survives_a_stall(void)
@@ -161,31 +191,9 @@ static void test_formed_job_survives_a_stall(void)
     cluster_tick(&d);
     cluster_form(&j);
 
-    struct peer *node1 = NULL;
-    struct peer_config pc = {.listen = "127.0.0.1:0"};
-    char why[256] = "";
-    ASSERT_EQ(peer_start(&loop, &pc, NULL, NULL, &node1, why, sizeof(why)), 0);
-    char addr[64];
-    snprintf(addr, sizeof(addr), "127.0.0.1:%d", peer_port(node1));
-    Zpp__Peer__Tenant ten = ZPP__PEER__TENANT__INIT;
-    ten.uid = 1000;
-    ten.label = (char *)"team-a";
-    Zpp__Peer__JoinRequest req = ZPP__PEER__JOIN_REQUEST__INIT;
-    req.job_id = (char *)"job-1";
-    req.tenant = &ten;
-    req.node_rank = 1;
-    req.node_count = 2;
-    req.ranks_per_node = 1;
-    req.world_size = 2;
-    req.topology = (char *)"2x1 host";
-    req.address = addr;
-    struct res r = {0};
     fake_ms += 10;
-    ASSERT_EQ(peer_join(node1, j.leader, &req, 3000, join_cb, &r), 0);
-    run_until(&r.done, 3000);
-    if (r.code)
-        fprintf(stderr, "join: %s\n", r.msg);
-    ASSERT_EQ(r.code, 0); /* formed: node 1's last answer is fake_ms */
+    struct res r = {0};
+    struct peer *node1 = node1_join(&j, &r); /* formed: node 1's last answer is fake_ms */
 
     fake_ms += 2000; /* the stall */
     cluster_tick(&d);
@@ -207,28 +215,8 @@ static void test_other_formation_is_not_this_job(void)
     struct job j;
     setup(&d, &j);
     cluster_form(&j);
-    struct peer *node1 = NULL;
-    struct peer_config pc = {.listen = "127.0.0.1:0"};
-    char why[256] = "";
-    ASSERT_EQ(peer_start(&loop, &pc, NULL, NULL, &node1, why, sizeof(why)), 0);
-    char addr[64];
-    snprintf(addr, sizeof(addr), "127.0.0.1:%d", peer_port(node1));
-    Zpp__Peer__Tenant ten = ZPP__PEER__TENANT__INIT;
-    ten.uid = 1000;
-    ten.label = (char *)"team-a";
-    Zpp__Peer__JoinRequest req = ZPP__PEER__JOIN_REQUEST__INIT;
-    req.job_id = (char *)"job-1";
-    req.tenant = &ten;
-    req.node_rank = 1;
-    req.node_count = 2;
-    req.ranks_per_node = 1;
-    req.world_size = 2;
-    req.topology = (char *)"2x1 host";
-    req.address = addr;
     struct res r = {0};
-    ASSERT_EQ(peer_join(node1, j.leader, &req, 3000, join_cb, &r), 0);
-    run_until(&r.done, 3000);
-    ASSERT_EQ(r.code, 0);
+    struct peer *node1 = node1_join(&j, &r);
     ASSERT(r.formation != 0);
     const struct peer_tenant pt = {1000, "team-a"};
     struct res hb[3];
