@@ -26,6 +26,7 @@ int main(void)
 #include "cluster.h"
 #include "daemon.h"
 #include "job.h"
+#include "metrics.h"
 #include "peer.h"
 #include "test.h"
 #include "uv_wait.h"
@@ -130,6 +131,7 @@ static void teardown(struct zppd *d, struct job *j)
     cluster_stop(d);
     run_until(NULL, 1);
     cluster_free(d);
+    metrics_free(d); /* an aborted job counted itself there */
 }
 
 /* Starts node 1's peer and Joins j (of 2 nodes) for it; the job forms.
