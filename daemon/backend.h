@@ -111,6 +111,13 @@ struct be_ops {
     int (*events_open)(void *backend, int device, const uint8_t *const *ready, int n,
                        uint8_t (*done_out)[64], void **state, char *why, size_t why_len);
     void (*events_close)(void *backend, void *state);
+    /* The session's job was aborted: every wait of a job stream on its
+     * ready events ends now (as at events_close), whether or not the client
+     * ever completes them; the events stay open. NULL: nothing to do. */
+    void (*events_release)(void *backend, void *state);
+    /* 1 when the client's ready event slot_ev (0-based) of the session has
+     * completed, 0 while it has not; NULL: always 1. */
+    int (*events_ready)(void *backend, void *state, int slot_ev);
     /* Whether everything this backend was asked to do for a session (its
      * event pools; NULL for none) has completed on a device that still
      * works: 0, ZPP_EBUSY while some of it runs, ZPP_EBACKEND with why

@@ -790,14 +790,24 @@ static void import_free(struct cu_backend *b, void *arg)
     free(im);
 }
 
+/* The streams whose queued work may still touch memory of `device`: its
+ * own, and with several GPUs every GPU's, since a peer's kernel reads it
+ * (peer access) and need not be done when the owner's stream is: a fenced
+ * kernel that gave up its wait (job aborted) ends before its partners read
+ * (an audit). */
+static int fence_device(const struct cu_backend *b, int device)
+{
+    return b->ndev > 1 ? -1 : device;
+}
+
 /* Work already enqueued may still read or write this memory: unmap once
- * every live job's streams on the device have passed this point. */
+ * every live job's streams that may touch it have passed this point. */
 static void cuda_buf_release(void *backend, void *handle)
 {
     struct cu_import *im = handle;
     if (!im)
         return;
-    cu_defer(im->b, im->device, import_free, im);
+    cu_defer(im->b, fence_device(im->b, im->device), import_free, im);
 }
 
 /* VMM imports are granted to the peers (grant_access); a legacy IPC
@@ -882,6 +892,37 @@ static void flags_put_now(struct cu_backend *b, void *p)
     cu_gate_flags_put(b, p);
 }
 
+/* Disarms the session's gate entries (the gate thread must not query
+ * events about to go) and opens every gate it had: job streams waiting
+ * for its flags go on. */
+static void events_open_gates(struct cu_backend *b, struct cu_events *ev)
+{
+    cu_gate_drop(b, ev);
+    if (ev->flags && ev->gen)
+        for (int i = 0; i < ev->n; i++)
+            gate_flag_raise(&ev->flags[i], ev->gen[i]);
+}
+
+/* The job of the session was aborted: a client that stays connected with
+ * a stuck stream would otherwise keep the job's streams waiting, and with
+ * them every later release on the GPU (cu_jobs_fence records on them), for
+ * as long as it lives (an audit). */
+static void cuda_events_release(void *backend, void *state)
+{
+    struct cu_events *ev = state;
+    if (ev)
+        events_open_gates(backend, ev);
+}
+
+static int cuda_events_ready(void *backend, void *state, int slot_ev)
+{
+    struct cu_events *ev = state;
+    if (!ev || slot_ev < 0 || slot_ev >= ev->n)
+        return 1; /* call_wait refuses it */
+    cu_use(backend, ev->device);
+    return ZCU(cuEventQuery)(ev->ready[slot_ev]) != CUDA_ERROR_NOT_READY;
+}
+
 static void cuda_events_close(void *backend, void *state)
 {
     struct cu_events *ev = state;
@@ -892,10 +933,7 @@ static void cuda_events_close(void *backend, void *state)
     /* Disarm first (the gate thread must not query events we destroy),
      * then open every gate: job streams waiting for this session's flags
      * go on whether or not the client ever completes its events. */
-    cu_gate_drop(b, ev);
-    if (ev->flags && ev->gen)
-        for (int i = 0; i < ev->n; i++)
-            gate_flag_raise(&ev->flags[i], ev->gen[i]);
+    events_open_gates(b, ev);
     /* the block is reused once the job streams' pending waits have read it */
     if (ev->flags)
         cu_defer(b, ev->device, flags_put_now, ev->flags);
@@ -1104,7 +1142,7 @@ static void cuda_store_free(void *backend, int device, void *p)
 {
     if (!p || cu_use(backend, device))
         return;
-    cu_defer(backend, device, store_free_now, p);
+    cu_defer(backend, fence_device(backend, device), store_free_now, p);
 }
 
 static int cuda_dev_stats(void *backend, struct be_dev_stat *out, int max)
@@ -1160,6 +1198,8 @@ const struct be_ops be_cuda_ops = {
     .buf_release = cuda_buf_release,
     .events_open = cuda_events_open,
     .events_close = cuda_events_close,
+    .events_release = cuda_events_release,
+    .events_ready = cuda_events_ready,
     .check = cuda_check,
     .job_open = cu_job_open,
     .job_close = cu_job_close,

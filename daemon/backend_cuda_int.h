@@ -17,6 +17,12 @@
 #include <stdint.h>
 #include <time.h>
 
+/* cu_to_host's bounded wait, on the loop thread, for the work queued
+ * before an hpZ publish's copy to the host (job.c starts such a call only
+ * once every rank's ready event has completed, so only the daemon's own
+ * gather is left to wait for). */
+#define CU_TO_HOST_WAIT_MS 5000u
+
 #include "backend.h"
 
 /* CLOCK_MONOTONIC in ms: the backend's clock, on the loop and its threads

@@ -1275,6 +1275,32 @@ int cu_to_host(struct be_call *c, int s, void *dst, const void *src, size_t byte
     int rc = slot_use(c, s, &sl);
     if (rc || !bytes)
         return rc;
+    /* The loop thread waits here (an hpZ publish's hash): a bounded wait
+     * for the work queued before the copy, polled, then the copy, which
+     * into pageable memory would itself wait for that work without a bound.
+     * A stream stalled behind a stuck client or a dead node's NCCL gather
+     * used to stop the whole daemon here for good (an audit). */
+    cudaEvent_t ev;
+    if ((rc = rt_check(c, cudaEventCreateWithFlags(&ev, cudaEventDisableTiming),
+                       "cudaEventCreate (to host)")))
+        return rc;
+    cudaError_t q = cudaEventRecord(ev, cur(sl));
+    uint64_t t0 = cu_now_ms();
+    while (q == cudaSuccess && (q = cudaEventQuery(ev)) == cudaErrorNotReady) {
+        if (cu_now_ms() - t0 > CU_TO_HOST_WAIT_MS) {
+            cudaEventDestroy(ev);
+            snprintf(c->err, sizeof c->err,
+                     "cuda backend: the gathered bytes were not ready within %u ms (a rank's "
+                     "stream or a node stalled): nothing published",
+                     (unsigned)CU_TO_HOST_WAIT_MS);
+            return ZPP_ETIMEDOUT;
+        }
+        struct timespec nap = {0, 50000};
+        nanosleep(&nap, NULL);
+    }
+    cudaEventDestroy(ev);
+    if ((rc = rt_check(c, q, "cudaEventQuery (to host)")))
+        return rc;
     if ((rc = rt_check(c, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, cur(sl)),
                        "cudaMemcpyAsync (to host)")))
         return rc;

@@ -1164,6 +1164,26 @@ static void call_start(struct job *j, struct call *c)
     }
 }
 
+/* Whether c may start: a call whose run waits on the loop thread for the
+ * gathered bytes (an hpZ publish's or dedup's hash, cu_to_host) starts only
+ * once every rank's ready event has completed, so that wait covers the
+ * daemon's own work alone, never a client's stalled stream (an audit: a
+ * stuck or killed client stopped the whole daemon there). */
+static int ranks_ready(struct job *j, struct call *c)
+{
+    const struct be_ops *be = j->d->be;
+    if (!be->events_ready || !be->enqueue_only || !c->args.content_key[0] ||
+        (c->args.op != ZPP_OP_ALLGATHER && c->args.op != ZPP_OP_QWZ_ALLGATHER))
+        return 1;
+    for (uint32_t r = 0; r < j->world; r++) {
+        const struct call_sub *sub = &c->subs[r];
+        if (sub->submitted && sub->event_slot && sub->s &&
+            !be->events_ready(j->d->be_state, sub->s->events, (int)sub->event_slot - 1))
+            return 0;
+    }
+    return 1;
+}
+
 /* Advances the job: drops finished failed calls, starts the next ready
  * one (none once zppd is stopping). Calls run one at a time, in sequence
  * order. */
@@ -1188,6 +1208,8 @@ static void job_pump(struct job *j)
          * pipelining rank keeps it from ever being done). */
         if (j->d->stopping)
             return;
+        if (!ranks_ready(j, c))
+            return; /* job_tick pumps again */
         uint64_t seq = c->seq;
         call_start(j, c); /* may complete and free c */
         if (j->calls && j->calls->seq == seq && j->calls->running)
@@ -1244,6 +1266,13 @@ void job_abort(struct job *j, int cause, const char *fmt, ...)
      * the cause (docs/cuda.md, "Failure"). The output of calls already
      * answered is then undefined; their ranks learn of the abort at their
      * next call. */
+    /* Its streams stop waiting for the members' ready events: a client that
+     * stays connected with a stuck stream would otherwise hold them, and
+     * every later release on its GPU, for as long as it lives. */
+    if (d->be->events_release)
+        for (uint32_t r = 0; r < j->world; r++)
+            if (j->members[r] && j->members[r]->events)
+                d->be->events_release(d->be_state, j->members[r]->events);
     int running = 0;
     for (struct call *c = j->calls; c; c = c->next)
         running |= c->running;
@@ -1476,11 +1505,17 @@ void job_tick(struct zppd *d)
             if (!missing[0])
                 snprintf(missing, sizeof missing, "%s",
                          j->state == JOB_FORMING ? "none (the job is still forming)"
-                                                 : "none (earlier calls still pending)");
+                         : c == j->calls && !ranks_ready(j, c)
+                             ? "none (a rank's stream has not reached the call: its ready "
+                               "event never completed)"
+                             : "none (earlier calls still pending)");
             job_abort(j, MET_ABORT_TIMEOUT,
                       "call %" PRIu64 " (%s) timed out after %u ms waiting for ranks %s", c->seq,
                       c->have_args ? zpp_op_name(c->args.op) : "?", c->timeout_ms, missing);
             break;
         }
+        /* a call held back by ranks_ready starts once the events complete */
+        if (j->state == JOB_RUNNING && j->calls && !j->calls->running && d->be->events_ready)
+            job_pump(j);
     }
 }

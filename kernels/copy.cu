@@ -36,10 +36,10 @@ __device__ __forceinline__ void copy_bytes(uint8_t *d, const uint8_t *s, uint64_
 __global__ void __launch_bounds__(CP_THREADS)
     copy_kernel(const __grid_constant__ copy_set cs, const __grid_constant__ zk_xsync xs)
 {
-    xs_enter(xs);
+    const bool go = xs_enter(xs);
     uint64_t t = (uint64_t)blockIdx.x * blockDim.x + threadIdx.x;
     uint64_t nt = (uint64_t)gridDim.x * blockDim.x;
-    for (int i = 0; i < cs.k; i++) {
+    for (int i = 0; go && i < cs.k; i++) {
         uint8_t *d = cs.dst[i];
         const uint8_t *s = cs.src[i];
         uint64_t n = cs.bytes[i], head = n, nv = 0;

@@ -51,10 +51,10 @@ __global__ void __launch_bounds__(QDQ_THREADS)
                const __grid_constant__ zk_xsync xs)
 {
     constexpr int qmax = BITS == 8 ? 127 : 7;
-    xs_enter(xs);
+    const bool go = xs_enter(xs);
     const unsigned lane = threadIdx.x % ZK_WARP;
     const uint64_t nw = (uint64_t)gridDim.x * QDQ_WARPS;
-    const uint64_t total = qs.first_block[qs.k];
+    const uint64_t total = go ? qs.first_block[qs.k] : 0;
     for (uint64_t b = (uint64_t)blockIdx.x * QDQ_WARPS + threadIdx.x / ZK_WARP; b < total;
          b += nw) {
         int m = 0;

@@ -42,8 +42,8 @@ __global__ void ZK_LB_FLAT sum_kernel(const __grid_constant__ SRC src, int k, ui
     constexpr int VE = ZK_VEC_BYTES / (es > oes ? es : oes);
     constexpr uint64_t tile_vecs = (uint64_t)ZK_CTA_THREADS * ZK_DQ_NV;
     uint64_t nvec = (count + VE - 1) / VE, tiles = (nvec + tile_vecs - 1) / tile_vecs;
-    if (XS)
-        xs_enter(xs);
+    if (XS && !xs_enter(xs))
+        tiles = 0; /* no member's memory may be read */
     for (uint64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         uint64_t e[ZK_DQ_NV];
         float acc[ZK_DQ_NV][VE];

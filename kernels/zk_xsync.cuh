@@ -94,17 +94,24 @@ static __device__ __forceinline__ void xs_mark(const zk_xsync &xs, int base)
 }
 
 /* At a kernel's start, every CTA: after it no thread of the CTA reads a
- * member's memory before that member's stream has reached its kernel. */
-static __device__ __forceinline__ void xs_enter(const zk_xsync &xs)
+ * member's memory before that member's stream has reached its kernel.
+ * false (in every thread) when the kernel must read no member's memory: the
+ * wait gave up, or the job is aborted (then a member's kernel may have given
+ * up and ended, and its memory may be gone, even if it had arrived; before
+ * session 22 the kernel read on, an audit found). */
+static __device__ __forceinline__ bool xs_enter(const zk_xsync &xs)
 {
     if (!xs.n)
-        return;
+        return true;
+    __shared__ int ok;
     if (threadIdx.x == 0) {
         xs_mark(xs, XS_ARRIVED);
-        xs_wait(xs, XS_ARRIVED);
+        bool arrived = xs_wait(xs, XS_ARRIVED);
         __threadfence(); /* our reads of the members' memory come after the flags' */
+        ok = arrived && !(xs.abort && *xs.abort);
     }
     __syncthreads();
+    return ok != 0;
 }
 
 /* At a kernel's end, every CTA (every thread reaches it): the last CTA
