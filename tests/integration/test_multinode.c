@@ -61,6 +61,14 @@
  *     long before the rejoin timeout ("job ended", communicators of the
  *     host backend closed gracefully, no "job aborted" and no abort
  *     counted); then the same job id forms again across both.
+ * 16. The last idle node ends the job first (see the scenario).
+ * 17. A member stops answering without dying (SIGSTOP: its sockets stay
+ *     open, so heartbeats time out instead of failing): A's pending call
+ *     ends within peer_timeout_ms (1500) + slack naming node 1 and the
+ *     silence; B, resumed (SIGCONT), learns the job is aborted (A's answer
+ *     or Abort) and its rank's pending call ends with ZPP_EABORTED within a
+ *     few heartbeat periods; both daemons stay up and a new job forms
+ *     across them.
  *
  * Timings are printed ("timing: ...").
  */
@@ -1099,6 +1107,68 @@ static void test_last_idle_node_ends_first(void)
     stop(&b);
 }
 
+/* ---- 17. a member stops answering (SIGSTOP), then resumes ---------------- */
+
+/* A SIGKILLed zppd closes its sockets and a heartbeat to it fails at once;
+ * a stopped one (SIGSTOP: a debugger, a frozen container, a machine that
+ * swaps) keeps them open, so the heartbeats time out and only
+ * peer_timeout_ms ends the job. B is resumed afterwards: its loop sees the
+ * stall (peer timeouts restart there), and it must still learn that the job
+ * is gone and end its rank's call rather than wait for ever. Stopped for
+ * stop_ms after A gave up: 500 lets A's Abort (deadline
+ * PEER_ABORT_TIMEOUT_MS, 2000) reach B once resumed; 4000 outlasts it, and B
+ * learns it from A's answer to its own heartbeat. */
+static void member_stopped(int stop_ms)
+{
+    reset_shared();
+    zh_daemon a, b;
+    char aa[128], ab[128];
+    start(FAST, &a, aa, sizeof aa);
+    start(FAST, &b, ab, sizeof ab);
+    const char *job = "mn-memberstop";
+    form_2(&a, &b, job, 4, aa, "gngn");
+    st(&g_sh->go, 1);
+    ASSERT(wait_flag(&g_sh->submitted[0], 2000));
+    ASSERT(wait_flag(&g_sh->submitted[2], 2000));
+    sleep_ms(600); /* a few heartbeats go by: the calls stay pending */
+    ASSERT(!ld(&g_sh->done[0]) && !ld(&g_sh->done[2]));
+    int64_t t_stop = zh_now_ms();
+    ASSERT_EQ(kill(b.pid, SIGSTOP), 0);
+    ASSERT(wait_flag(&g_sh->done[0], 5000));
+    int64_t dt = g_sh->t_done[0] - t_stop;
+    printf("timing: daemon B stopped (SIGSTOP) -> rank 0's call ended after %lld ms "
+           "(peer_timeout_ms 1500, heartbeat 300)\n",
+           (long long)dt);
+    expect_error(0, ZPP_EABORTED, "node 1", "stopped answering", NULL);
+    ASSERT_LE(dt, 1500 + 1500);
+    ASSERT(!ld(&g_sh->done[2])); /* B is stopped: its rank's call cannot have ended */
+    wait_state(&a, job, "aborted", 1000);
+
+    sleep_ms(stop_ms);
+    int64_t t_cont = zh_now_ms();
+    ASSERT_EQ(kill(b.pid, SIGCONT), 0);
+    ASSERT(wait_flag(&g_sh->done[2], 5000));
+    printf("timing: daemon B resumed (SIGCONT) %d ms after A gave up -> rank 2's call ended "
+           "after %lld ms\n",
+           stop_ms, (long long)(g_sh->t_done[2] - t_cont));
+    expect_error(2, ZPP_EABORTED, "node 0", NULL);
+    ASSERT(zh_daemon_alive(&a) && zh_daemon_alive(&b));
+    release_all(4);
+
+    /* both take a new job across them */
+    reset_shared();
+    form_2(&a, &b, "mn-memberstop-2", 2, aa, "nn");
+    release_all(2);
+    stop(&a);
+    stop(&b);
+}
+
+static void test_member_stopped(void)
+{
+    member_stopped(500);
+    member_stopped(4000);
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1121,6 +1191,7 @@ int main(int argc, char **argv)
         {"a device error names the dead node", test_device_error_names_node},
         {"every node's ranks leave: the job ends well", test_all_nodes_leave},
         {"the last idle node ends the job first", test_last_idle_node_ends_first},
+        {"a member stops answering, then resumes", test_member_stopped},
     };
     int n = (int)(sizeof all / sizeof all[0]);
     int only = argc > 1 ? atoi(argv[1]) : 0;
