@@ -11,13 +11,16 @@
 #   2x2: each daemon owns both GPUs; ranks 0,1 = node 0 on GPUs 0,1, ranks
 #        2,3 = node 1 on GPUs 0,1 (each GPU carries one rank of each node).
 #   2x2x4: four GPUs (nvidia-h200-x4): node 0 owns GPUs 0,1, node 1 GPUs 2,3.
-# Then a member daemon killed (FAILURE=0 skips it): a fresh 2x1 pair with
-# peer_timeout_ms=5000 runs zpp-cuda-test -D (all-gathers until a call
-# fails); once its marker appears node 1's zppd is SIGKILLed: node 0's rank
-# must fail with ZPP_EABORTED naming node 1 within the bound, node 1's rank
-# must not hang; node 0 must then hold no job and no deferred release
-# within 15 s, and node 1's zppd, started again, takes a new job with node 0
-# (zpp-cuda-test -m 1). Its output is appended to test-2x1.log.
+# Then failures across the daemons (FAILURE=0 skips them, FAILURES picks):
+# a fresh 2x1 pair with peer_timeout_ms=5000 runs zpp-cuda-test -D
+# (all-gathers until a call fails); once its marker appears, node 1's zppd
+# is SIGKILLed (zppd), or SIGSTOPped and later resumed (stop), or node 1's
+# rank SIGKILLs itself with a call in flight (client): node 0's rank must
+# fail with ZPP_EABORTED naming node 1 within the bound, node 1's rank must
+# not hang; the daemons still up must then hold no job and no deferred
+# release within 15 s, and a new job across both must run (zpp-cuda-test
+# -m 1; after a SIGKILL on node 1's zppd started again). Their output is
+# appended to test-2x1.log.
 # Binaries and their libraries come prebuilt in .carry/cu
 # (scripts/gpu/stage.sh BUILD_DIR); NCCL and the CUDA driver come from the
 # machine. At most 6 files land in $OUT (or ./out): summary.txt,
@@ -25,7 +28,7 @@
 # tail of every daemon's log). The bench takes ~2 minutes a layout at
 # MAX_MIB=1024 (since session 21 it adds qwZ's 31 goal pairs at each goal
 # size, ~1 minute: BENCH_ARGS="-P 0" leaves them out), the correctness test
-# under a minute, the member-death step ~1 minute; every step has a time
+# under a minute, each failure step ~1 minute; every step has a time
 # limit. A call of the device tool runs at most 10 minutes: a benchmark-only
 # run of both layouts fits, a full one may not (LAYOUTS, FAILURE=0).
 #   scripts/gpu/run_multi.sh [MAX_MIB]
@@ -42,13 +45,14 @@
 #   BENCH_ARGS          extra zpp-bench arguments (e.g. "-i 5")
 #   ZPPD_OPTS           extra arguments of every cuda zppd of the run
 #                       (e.g. "-o default_stages=1": qgZ's pipeline stages)
-#   FAILURE=0           skip the member-death step
-#   GPU1=0              node 1's GPU in the 2x1 layout and the member-death
-#                       step (default 1): 0 puts both simulated nodes on one
+#   FAILURE=0           skip the failure steps
+#   FAILURES="zppd stop client"  which failure steps, in order (above)
+#   GPU1=0              node 1's GPU in the 2x1 layout and the failure
+#                       steps (default 1): 0 puts both simulated nodes on one
 #                       GPU, for a machine of one GPU (NCCL accepts two ranks
 #                       on one GPU when their NCCL_HOSTID differ; the clients
 #                       take device rank % visible GPUs, so GPU 0 then).
-#                       Run the member-death step so with MPS=0: under MPS
+#                       Run the failure steps so with MPS=0: under MPS
 #                       the two zppds share one GPU's fault domain, and the
 #                       kill reaches node 0 as an illegal address
 #                       (bench/results/multi-2026-11-23-h200-s19/)
@@ -209,15 +213,45 @@ for lay in $layouts; do
   stop "${PIDS[@]}"; PIDS=()
 done
 
-# A member daemon killed (FAILURE=0 skips it): the 2x1 layout on a fresh
-# pair of daemons with peer_timeout_ms=5000 (heartbeats every 1000 ms, the
-# default). zpp-cuda-test -D runs all-gathers; once rank 0 has made 20 calls
-# it creates the marker, and node 1's zppd is SIGKILLed. Then node 0 must
-# hold no job and no deferred release within 15 s, and node 1's zppd,
-# started again with the same arguments, must take a new job with node 0.
-# Returns 0 when every check passed; the caller stops the daemons.
+# Failures across the daemons (FAILURE=0 skips them; FAILURES lists which,
+# default "zppd stop client"), each on the 2x1 layout with a fresh pair of
+# daemons with peer_timeout_ms=5000 (heartbeats every 1000 ms, the
+# default). zpp-cuda-test -D runs all-gathers; once rank 0 has made 20
+# calls it creates the marker, and then, by HOW (zpp-cuda-test -E):
+#   zppd    node 1's zppd is SIGKILLed;
+#   stop    node 1's zppd is SIGSTOPped (its sockets stay open: heartbeats
+#           time out instead of failing) and resumed (SIGCONT) once the
+#           peer timeout and 3 s have passed;
+#   client  node 1's rank SIGKILLs itself with its next call in flight.
+# Node 0's rank must fail with ZPP_EABORTED naming node 1 within the bound.
+# Then the daemons still up must hold no job and no deferred release within
+# 15 s, and a new job across both must run (zpp-cuda-test -m 1): after
+# `zppd`, with node 1's zppd started again with the same arguments; after
+# `stop` and `client`, on the same two daemons. The output goes to
+# test-2x1.log. Returns 0 when every check passed; the daemons are stopped.
+# clean NAME SOCK: the daemon holds no job and no deferred release within
+# 15 s (0), or says what it holds (1)
+clean() {
+  local name=$1 sk=$2 js j d t
+  for t in $(seq 0 30); do
+    js=$(timeout 5 "$B/zppctl" -s "$sk" status --json 2>&1)
+    j=$(printf '%s\n' "$js" | grep -o '"jobs": *[0-9]*' | head -1 | grep -o '[0-9]*$')
+    d=$(printf '%s\n' "$js" | grep -o '"deferred_releases": *[0-9]*' |
+        awk -F: '{ s += $2 } END { print s + 0 }')
+    [ "${j:-x}" = 0 ] && [ "$d" = 0 ] && break
+    sleep 0.5
+  done
+  if [ "${j:-x}" = 0 ] && [ "$d" = 0 ]; then
+    log "failure: PASS $name holds no job and no deferred release after $(( t / 2 )).$(( t % 2 * 5 )) s"
+    return 0
+  fi
+  log "failure: FAIL $name still has jobs ${j:-?} and deferred releases $d after 15 s"
+  printf '%s\n' "$js" | tee -a "$S"
+  return 1
+}
+
 failure_step() {
-  local fpto=5000 mark="$T/death.marker" flog="$OUT/test-2x1.log" sock="$T/z-{node}.sock"
+  local how=$1 fpto=5000 mark="$T/death.marker" flog="$OUT/test-2x1.log" sock="$T/z-{node}.sock"
   [ -s "$flog" ] || echo "$DEVICE" > "$flog" # (no 2x1 layout ran before it)
   # The bound on node 0's rank, from its last successful call: the
   # heartbeats' peer_timeout_ms (NCCL usually sees the dead peer sooner,
@@ -230,20 +264,25 @@ failure_step() {
             -o peer_timeout_ms="$fpto" -o peer_listen=127.0.0.1:7399)
   local a1=(CUDA_VISIBLE_DEVICES=$gpu1 NCCL_HOSTID=zpp-node1 -- "${base[@]}"
             -o peer_timeout_ms="$fpto" -o peer_listen=127.0.0.1:7400)
-  local hostarg=() keep=() e n1 p1 tp r st js j d t bad=0
+  local hostarg=() keep=() e n1 p1 tp r st bad=0 what
+  case $how in
+    zppd) what="node 1's zppd to be SIGKILLed" ;;
+    stop) what="node 1's zppd to be SIGSTOPped, then resumed" ;;
+    client) what="node 1's rank to SIGKILL itself with a call in flight" ;;
+    *) log "failure: unknown kind $how"; return 1 ;;
+  esac
   [ -n "$HOSTD" ] && hostarg=(-H "$T/host.sock")
-  log "failure: fresh 2x1 daemons, peer_timeout_ms=$fpto; node 1's zppd to be SIGKILLed" \
-      "during all-gathers"
+  log "failure ($how): fresh 2x1 daemons, peer_timeout_ms=$fpto; $what during all-gathers"
   rm -f "$T"/z-*.sock "$mark"
-  start failure-node0 "$T/z-0.sock" "${a0[@]}" || return 1
-  start failure-node1 "$T/z-1.sock" "${a1[@]}" || return 1
+  start "failure-$how-node0" "$T/z-0.sock" "${a0[@]}" || return 1
+  start "failure-$how-node1" "$T/z-1.sock" "${a1[@]}" || return 1
   n1=${PIDS[-1]}; p1=${n1#*:}
 
-  echo "=================== failure: node 1's zppd SIGKILLed (zpp-cuda-test -D," \
+  echo "=================== failure ($how): $what (zpp-cuda-test -D -E $how," \
        "bound $bound ms) ===================" >> "$flog"
-  log "failure: zpp-cuda-test -D (bound $bound ms) started; waiting for its marker (60 s at most)"
+  log "failure ($how): zpp-cuda-test -D (bound $bound ms) started; waiting for its marker (60 s at most)"
   timeout -k 10 100 "$B/zpp-cuda-test" -s "$sock" -A 127.0.0.1:7399 -n 2 -G 1 -D "$mark" \
-    -T "$bound" >> "$flog" 2>&1 &
+    -T "$bound" -E "$how" >> "$flog" 2>&1 &
   tp=$!
   for _ in $(seq 600); do
     [ -e "$mark" ] && break
@@ -251,58 +290,63 @@ failure_step() {
     sleep 0.1
   done
   if [ ! -e "$mark" ]; then
-    log "failure: no marker (the test ended or took over 60 s): node 1's zppd not killed"
+    log "failure ($how): no marker (the test ended or took over 60 s): nothing done to node 1"
     kill "$tp" 2>/dev/null; wait "$tp"
     tail -5 "$flog" | tee -a "$S"
     return 1
   fi
-  kill -9 "$p1"
-  wait "$p1" 2>/dev/null; st=$?
-  log "failure: marker seen; zppd failure-node1 (pid $p1) SIGKILLed, exit status $st"
-  echo "zppd failure-node1 exit status $st (SIGKILLed)" >> "$S"
-  tails failure-node1
-  for e in "${PIDS[@]}"; do [ "$e" = "$n1" ] || keep+=("$e"); done
-  PIDS=("${keep[@]}")
+  case $how in
+    zppd)
+      kill -9 "$p1"
+      wait "$p1" 2>/dev/null; st=$?
+      log "failure: marker seen; zppd failure-zppd-node1 (pid $p1) SIGKILLed, exit status $st"
+      echo "zppd failure-zppd-node1 exit status $st (SIGKILLed)" >> "$S"
+      tails failure-zppd-node1
+      for e in "${PIDS[@]}"; do [ "$e" = "$n1" ] || keep+=("$e"); done
+      PIDS=("${keep[@]}") ;;
+    stop)
+      kill -STOP "$p1"
+      log "failure: marker seen; zppd failure-stop-node1 (pid $p1) SIGSTOPped"
+      sleep $(( fpto / 1000 + 3 ))
+      kill -CONT "$p1"
+      log "failure: zppd failure-stop-node1 resumed (SIGCONT)" ;;
+    client)
+      log "failure: marker seen; node 1's rank is to SIGKILL itself" ;;
+  esac
   wait "$tp"; r=$?
-  log "failure: zpp-cuda-test -D exit $r"; [ $r = 0 ] || bad=1
-  grep -E '^(PASS|FAIL) death' "$flog" | tail -4 | tee -a "$S"
+  log "failure ($how): zpp-cuda-test -D exit $r"; [ $r = 0 ] || bad=1
+  grep -E '^(PASS|FAIL) death|SIGKILLs itself' "$flog" | tail -4 | tee -a "$S"
   grep -E '^info: death: .*stalled' "$flog" | tail -2 | tee -a "$S"
 
-  # The aborted job leaves node 0 once rank 0 has gone and its
+  # The aborted job leaves a daemon once its ranks have gone and its
   # communicators once the reaper has aborted them (deferred releases).
-  for t in $(seq 0 30); do
-    js=$(timeout 5 "$B/zppctl" -s "$T/z-0.sock" status --json 2>&1)
-    j=$(printf '%s\n' "$js" | grep -o '"jobs": *[0-9]*' | head -1 | grep -o '[0-9]*$')
-    d=$(printf '%s\n' "$js" | grep -o '"deferred_releases": *[0-9]*' |
-        awk -F: '{ s += $2 } END { print s + 0 }')
-    [ "${j:-x}" = 0 ] && [ "$d" = 0 ] && break
-    sleep 0.5
-  done
-  if [ "${j:-x}" = 0 ] && [ "$d" = 0 ]; then
-    log "failure: PASS node 0 holds no job and no deferred release after $(( t / 2 )).$(( t % 2 * 5 )) s"
+  clean "node 0" "$T/z-0.sock" || bad=1
+  if [ "$how" = zppd ]; then
+    rm -f "$T/z-1.sock"
+    start failure-zppd-node1-again "$T/z-1.sock" "${a1[@]}" || return 1
+    log "failure: node 1's zppd started again (same arguments); a new job across both, up to 1 MiB"
   else
-    log "failure: FAIL node 0 still has jobs ${j:-?} and deferred releases $d after 15 s"
-    printf '%s\n' "$js" | tee -a "$S"
-    bad=1
+    kill -0 "$p1" 2>/dev/null || { log "failure ($how): FAIL node 1's zppd is gone"; bad=1; }
+    clean "node 1" "$T/z-1.sock" || bad=1
+    log "failure ($how): a new job across the same two daemons, up to 1 MiB"
   fi
-
-  rm -f "$T/z-1.sock"
-  start failure-node1-again "$T/z-1.sock" "${a1[@]}" || return 1
-  log "failure: node 1's zppd started again (same arguments); a new job across both, up to 1 MiB"
-  echo "=================== failure: a new job after node 1's zppd started again" \
-       "(zpp-cuda-test -m 1) ===================" >> "$flog"
+  echo "=================== failure ($how): a new job after it (zpp-cuda-test -m 1)" \
+       "===================" >> "$flog"
   local from; from=$(( $(wc -l < "$flog") + 1 ))  # this step's lines only
   timeout 100 "$B/zpp-cuda-test" -s "$sock" -A 127.0.0.1:7399 -n 2 -G 1 "${hostarg[@]}" -m 1 \
     >> "$flog" 2>&1; r=$?
-  log "failure: test after the restart exit $r"; [ $r = 0 ] || bad=1
+  log "failure ($how): test after it exit $r"; [ $r = 0 ] || bad=1
   tail -n +"$from" "$flog" | grep -E '^FAIL' | tail -5 | tee -a "$S"
   tail -2 "$flog" | tee -a "$S"
+  stop "${PIDS[@]}"; PIDS=()
   return $bad
 }
 if [ "${FAILURE:-1}" != 0 ]; then
-  failure_step || rc=1
-  [ ${#PIDS[@]} -gt 0 ] && stop "${PIDS[@]}"
-  PIDS=()
+  for how in ${FAILURES:-zppd stop client}; do
+    failure_step "$how" || rc=1
+    [ ${#PIDS[@]} -gt 0 ] && stop "${PIDS[@]}"
+    PIDS=()
+  done
 fi
 cleanup
 trap - EXIT

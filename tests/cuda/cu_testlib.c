@@ -162,9 +162,12 @@ float cut_to_float(const void *p, int dtype, uint64_t i)
     return bf2f(((const uint16_t *)p)[i]);
 }
 
-int cut_spawn(int world, cut_child_fn fn, void *arg, int kill_rank, int kill_after_ms)
+/* kill_rank >= 0: SIGKILLed by the parent after kill_after_ms, its status
+ * not counted; dying_rank >= 0: must end by SIGKILL (its own). */
+static int spawn(int world, cut_child_fn fn, void *arg, int kill_rank, int kill_after_ms,
+                 int dying_rank)
 {
-    pid_t pids[64];
+    pid_t pids[64] = {0};
     int failed = 0;
     if (world < 1 || world > 64)
         return world;
@@ -185,12 +188,25 @@ int cut_spawn(int world, cut_child_fn fn, void *arg, int kill_rank, int kill_aft
         waitpid(pids[r], &st, 0);
         if (r == kill_rank)
             continue;
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-            fprintf(stderr, "rank %d failed (status 0x%x)\n", r, st);
+        int ok = r == dying_rank ? WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL
+                                 : WIFEXITED(st) && WEXITSTATUS(st) == 0;
+        if (!ok) {
+            fprintf(stderr, "rank %d failed (status 0x%x%s)\n", r, st,
+                    r == dying_rank ? ", expected its own SIGKILL" : "");
             failed++;
         }
     }
     return failed;
+}
+
+int cut_spawn(int world, cut_child_fn fn, void *arg, int kill_rank, int kill_after_ms)
+{
+    return spawn(world, fn, arg, kill_rank, kill_after_ms, -1);
+}
+
+int cut_spawn_dying(int world, cut_child_fn fn, void *arg, int dying_rank)
+{
+    return spawn(world, fn, arg, -1, 0, dying_rank);
 }
 
 int cut_probe_used(uint64_t *used, int max)

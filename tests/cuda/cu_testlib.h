@@ -48,6 +48,9 @@ double cut_now_us(void);
  * child gets SIGKILL kill_after_ms after the start. */
 typedef int (*cut_child_fn)(int rank, void *arg);
 int cut_spawn(int world, cut_child_fn fn, void *arg, int kill_rank, int kill_after_ms);
+/* The same, where child dying_rank is to SIGKILL itself: it failed unless
+ * it ended by SIGKILL. */
+int cut_spawn_dying(int world, cut_child_fn fn, void *arg, int dying_rank);
 
 /* Device memory in use on every device (cuMemGetInfo), measured in a
  * fresh child process; used[i] in bytes. Returns the device count or -1. */

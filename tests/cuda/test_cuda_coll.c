@@ -15,7 +15,8 @@
  *   zpp-cuda-test -s CUDA_SOCK -w 2 -R -l ZPPD_LOG  (ranks leave and rejoin)
  *   zpp-cuda-test -s CUDA_SOCK -w 2 -M KEY     (admission by GPU memory)
  *   zpp-cuda-test -s 'PATH-{node}.sock' -A LEADER -n N -G G -D MARKER -T MS
- *                                          (a member daemon killed)
+ *                 [-E zppd|stop|client]    (a member daemon killed or stopped,
+ *                                           or a client of node 1 killed)
  *
  * -n 1: 1 node x 2 GPUs; -n 2: 2 virtual nodes x 1 GPU (the host daemon
  * must run with virtual_nodes = 2). -L also registers a cudaMalloc buffer
@@ -41,10 +42,16 @@
  * -D MARKER -T MS (across daemons, N >= 2): every rank runs plain
  * all-gathers of 1 MiB of bf16 (the first ones checked element for
  * element) until a call fails; rank 0 creates the file MARKER after its
- * 20th call, and whoever runs the test then SIGKILLs node 1's zppd. A rank
- * of any other node must then fail with ZPP_EABORTED naming node 1, at
- * most MS ms after its last call that succeeded; a rank of node 1 may fail
- * in any way, but must not hang (see death_child).
+ * 20th call. What happens to node 1 then (-E): `zppd` (the default):
+ * whoever runs the test SIGKILLs node 1's zppd; `stop`: whoever runs the
+ * test SIGSTOPs node 1's zppd, so that its heartbeats go unanswered with
+ * its sockets open, and resumes it (SIGCONT) a while after; `client`: the
+ * first rank of node 1 SIGKILLs itself with its 21st call in flight. A rank
+ * of any other node must then fail with ZPP_EABORTED naming node 1 (and,
+ * with `client`, the dead rank), at most MS ms after its last call that
+ * succeeded; with `zppd` and `stop` a rank of node 1 may fail in any way,
+ * but must not hang; with `client` the other ranks of node 1 must fail as
+ * those of node 0, naming the dead rank (see death_child).
  *
  * Jobs across daemons (-A host:port of node 0's peer service, N > 1): W =
  * N x G ranks (-G, or -w / -n); rank r is on node r / G and talks to the
@@ -97,7 +104,8 @@ struct opts {
     int rejoin;             /* -R */
     const char *daemon_log; /* -l: the daemon's log, for -R */
     const char *admit_key;  /* -M: the memory limit the daemon runs with */
-    const char *marker;     /* -D: created once the job runs (node 1's zppd is then killed) */
+    const char *marker;     /* -D: created once the job runs (node 1 then fails, -E) */
+    int death_how;          /* -E: DEATH_ZPPD_KILLED, DEATH_ZPPD_STOPPED, DEATH_CLIENT_KILLED */
     int death_bound_ms;     /* -T: a survivor's failure comes this soon at most */
     char job[64];           /* -R, -M, -D: the job id, unique per run */
     struct xrank *xr;
@@ -1210,7 +1218,9 @@ static int run_admit(struct opts *o)
 
 /* ---- -D: a member daemon killed ----------------------------------------- */
 
-#define DEATH_NODE 1           /* the node whose zppd is SIGKILLed (by the script) */
+#define DEATH_NODE 1           /* the node that fails (its zppd or a client, -E) */
+enum { DEATH_ZPPD_KILLED, DEATH_ZPPD_STOPPED, DEATH_CLIENT_KILLED };
+static const char *const death_how_name[] = {"zppd", "stop", "client"};
 #define DEATH_COUNT (1u << 19) /* bf16 elements gathered per call: 1 MiB */
 #define DEATH_MARK_CALLS 20    /* rank 0 creates the marker after this many calls */
 #define DEATH_CHECKED 3        /* the first calls, checked element for element */
@@ -1259,13 +1269,17 @@ static int death_stream_wait(double deadline_us)
 static int death_child(int rank, void *arg)
 {
     const struct opts *o = arg;
-    int W = o->world, G = W / o->nodes, node = rank / G, killed = node == DEATH_NODE;
+    int W = o->world, G = W / o->nodes, node = rank / G;
+    int client = o->death_how == DEATH_CLIENT_KILLED, dying_rank = DEATH_NODE * G;
+    /* a rank of the node whose zppd fails: any failure will do */
+    int killed = node == DEATH_NODE && !client;
     uint64_t shard = (DEATH_COUNT + (uint64_t)W - 1) / (uint64_t)W;
     struct rank_io r;
     zpp_conn *gc = NULL;
-    char want[32];
+    char want[32], want_rank[32];
     alarm((unsigned)((o->death_bound_ms + DEATH_GRACE_MS) / 1000 + DEATH_ALARM_EXTRA_S));
     snprintf(want, sizeof want, "node %d", DEATH_NODE);
+    snprintf(want_rank, sizeof want_rank, "rank %d", dying_rank);
     int dev = cut_rank_device(o->gpu_map, rank);
     CK("GPU of this rank (-g)", dev < 0);
     uint16_t *host = malloc(DEATH_COUNT * 2);
@@ -1299,6 +1313,15 @@ static int death_child(int rank, void *arg)
         t_call = cut_now_us();
         rc = zpp_collective(gc, &call, &res);
         double t_sent = cut_now_us();
+        if (client && rank == dying_rank && marked) {
+            /* its call in flight: submitted, its GPU work (zppd's NCCL
+             * across the nodes, into this process's buffers) not known
+             * to have ended */
+            printf("info: death: rank %d SIGKILLs itself with call %d in flight (%s)\n", rank, i,
+                   rc ? zpp_err_name(rc) : "submitted");
+            fflush(stdout);
+            raise(SIGKILL);
+        }
         if (!rc)
             gpu = death_stream_wait(deadline);
         t_end = cut_now_us();
@@ -1364,14 +1387,21 @@ static int death_child(int rank, void *arg)
                "last successful call, %s\n",
                rank, node, ms, how);
     } else {
-        int code_ok = rc == ZPP_EABORTED, names = rc && strstr(msg, want) != NULL;
+        /* node 0 names the node (and, for a dead client, the rank); node 1,
+         * whose zppd saw the client go, names the rank */
+        const char *need = node == DEATH_NODE ? want_rank : want;
+        int code_ok = rc == ZPP_EABORTED, names = rc && strstr(msg, need) != NULL;
+        if (client && names && node != DEATH_NODE && !strstr(msg, want_rank)) {
+            names = 0;
+            need = want_rank;
+        }
         int soon = ms <= o->death_bound_ms;
         ok = code_ok && names && soon;
         printf("%s death: rank %d (node %d) failed %.0f ms after its last successful call "
                "(bound %d ms): %s%s%s%s%s\n",
                ok ? "PASS" : "FAIL", rank, node, ms, o->death_bound_ms, how,
                code_ok ? "" : "; want ZPP_EABORTED", names ? "" : "; want a message naming ",
-               names ? "" : want, soon ? "" : "; over the bound");
+               names ? "" : need, soon ? "" : "; over the bound");
     }
     /* The device buffers go only once the stream has drained: one that
      * still waits on a killed zppd's event may never; exit takes them. */
@@ -1388,13 +1418,21 @@ static int run_death(struct opts *o)
 {
     snprintf(o->job, sizeof o->job, "cuda-death-%d", (int)getpid());
     unlink(o->marker); /* one left by an earlier run would start the kill too soon */
+    int dying_rank = DEATH_NODE * (o->world / o->nodes);
+    static const char *const what[] = {"node %d's zppd is to be SIGKILLed",
+                                       "node %d's zppd is to be SIGSTOPped, then resumed",
+                                       "node %d's first rank SIGKILLs itself with a call in flight"};
+    char then[96];
+    snprintf(then, sizeof then, what[o->death_how], DEATH_NODE);
     printf("info: death: job %s, %d node(s) x %d rank(s), sockets %s, leader %s; %s appears "
-           "after rank 0's call %d, then node %d's zppd is to be SIGKILLed; bound %d ms\n",
+           "after rank 0's call %d, then %s (-E %s); bound %d ms\n",
            o->job, o->nodes, o->world / o->nodes, o->sock, o->leader, o->marker, DEATH_MARK_CALLS,
-           DEATH_NODE, o->death_bound_ms);
+           then, death_how_name[o->death_how], o->death_bound_ms);
     printf("info: NCCL environment of the test (the daemons have their own):\n");
     cut_print_nccl_env("info:   ");
-    int failed = cut_spawn(o->world, death_child, o, -1, 0);
+    int failed = o->death_how == DEATH_CLIENT_KILLED
+                     ? cut_spawn_dying(o->world, death_child, o, dying_rank)
+                     : cut_spawn(o->world, death_child, o, -1, 0);
     printf("%s death: %d of %d ranks failed (each says why above; one ended by SIGALRM hung)\n",
            failed ? "FAIL" : "PASS", failed, o->world);
     return failed ? 1 : 0;
@@ -1420,7 +1458,8 @@ int main(int argc, char **argv)
 {
     struct opts o = {.world = 2, .nodes = 1, .max_bytes = 1ull << 30};
     int c, per_node = 0;
-    while ((c = getopt(argc, argv, "s:H:w:n:m:LKC:A:G:g:Rl:M:D:T:")) != -1) {
+    const char *death_how = NULL;
+    while ((c = getopt(argc, argv, "s:H:w:n:m:LKC:A:G:g:Rl:M:D:T:E:")) != -1) {
         switch (c) {
         case 's':
             o.sock = optarg;
@@ -1470,6 +1509,9 @@ int main(int argc, char **argv)
         case 'T':
             o.death_bound_ms = atoi(optarg);
             break;
+        case 'E':
+            death_how = optarg;
+            break;
         default:
             fprintf(stderr,
                     "usage: %s -s SOCK [-H HOST_SOCK] [-w W] [-n N] [-m MiB] [-L] [-K] [-C N]\n"
@@ -1477,7 +1519,7 @@ int main(int argc, char **argv)
                     "       %s -s 'PATH-{node}.sock' -A LEADER -n N [-G G | -w W] [-g MAP] "
                     "[-H HOST_SOCK] [-m MiB]\n"
                     "       %s -s 'PATH-{node}.sock' -A LEADER -n N [-G G | -w W] [-g MAP] "
-                    "-D MARKER -T MS\n",
+                    "-D MARKER -T MS [-E zppd|stop|client]\n",
                     argv[0], argv[0], argv[0], argv[0]);
             return 2;
         }
@@ -1508,6 +1550,16 @@ int main(int argc, char **argv)
     if (o.death_bound_ms && !o.marker) {
         fprintf(stderr, "-T goes with -D\n");
         return 2;
+    }
+    if (death_how) {
+        int h = 0, n = (int)(sizeof death_how_name / sizeof death_how_name[0]);
+        while (h < n && strcmp(death_how, death_how_name[h]))
+            h++;
+        if (h == n || !o.marker) {
+            fprintf(stderr, "-E takes zppd, stop or client, and goes with -D\n");
+            return 2;
+        }
+        o.death_how = h;
     }
     if (o.admit_key && !o.admit_key[0]) {
         fprintf(stderr, "-M needs the name of the daemon's memory limit\n");

@@ -419,7 +419,9 @@ static void xs_group(struct zk_xsync *xs, int n, uint8_t *d_flags, uint32_t *dw)
  * before each round; the CTA counters must be back at 0 and no wait may
  * have given up. Then the ways out: with the abort word raised, a member
  * whose partners never launch still ends, and so does one that times out,
- * setting the error word. */
+ * setting the error word; neither reads its members' memory (their
+ * memory may be gone by then: session 22), so neither writes its output,
+ * left poisoned. */
 static void case_xsync(int n, uint64_t bytes, uint64_t off, uint64_t count, int dtype, int rounds)
 {
     size_t es = zk_dtype_size(dtype);
@@ -507,9 +509,16 @@ static void case_xsync(int n, uint64_t bytes, uint64_t off, uint64_t count, int 
         g_fail++;
     }
     if (n >= 2) {
-        /* member 0 alone, the abort word raised: it ends, no error */
+        uint64_t pb = count * 4 > bytes ? count * 4 : bytes;
+        uint8_t *h_po = malloc(pb);
+        ASSERT(h_po);
+        memset(h_po, POISON_B, pb);
+        char why[256];
+        /* member 0 alone, the abort word raised: it ends, no error, no read */
         hw[0] = 1;
         xs[0].gen = ++gen;
+        CK(cudaMemset(d_sm[0], POISON_B, count * 4 + GUARD));
+        CK(cudaDeviceSynchronize());
         CK(zk_sum_ptrs_sync_cuda((const void *const *)d_in, n, count, dtype, ZK_SUM, 1.0f,
                                  d_sm[0], ZK_FP32, &xs[0], st[0]));
         CK(cudaStreamSynchronize(st[0]));
@@ -519,13 +528,17 @@ static void case_xsync(int n, uint64_t bytes, uint64_t off, uint64_t count, int 
                     what);
             g_fail++;
         }
-        /* member 0 alone, a 2 ms timeout: it ends and says so */
+        snprintf(why, sizeof why, "%s: the sum after an abort wrote its output", what);
+        compare(why, h_po, d_sm[0], count * 4, POISON_B);
+        /* member 0 alone, a 2 ms timeout: it ends and says so, no read */
         hw[0] = 0;
         xs[0].gen = ++gen;
         xs[0].timeout_ns = 2000000ull;
         void *dst[1] = {d_cp[0]};
         const void *src[1] = {d_in[1]};
         uint64_t len[1] = {bytes};
+        CK(cudaMemset(d_cp[0], POISON_B, bytes + GUARD));
+        CK(cudaDeviceSynchronize());
         CK(zk_copy_ptrs_cuda(dst, src, len, 1, &xs[0], st[0]));
         CK(cudaStreamSynchronize(st[0]));
         g_checks++;
@@ -534,6 +547,9 @@ static void case_xsync(int n, uint64_t bytes, uint64_t off, uint64_t count, int 
                     what);
             g_fail++;
         }
+        snprintf(why, sizeof why, "%s: the copy after a timeout wrote its output", what);
+        compare(why, h_po, d_cp[0], bytes, POISON_B);
+        free(h_po);
     }
     /* arguments the entry points refuse */
     struct zk_xsync bad = xs[0];
