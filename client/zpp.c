@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +77,12 @@ struct zpp_conn {
      * refusal would come after the number was used, leaving this rank a
      * call behind the others). */
     uint32_t max_pending;
+    /* The process that said Hello as a rank (0: none): only it says
+     * Goodbye, so a child that inherited the socket and closes or exits
+     * never speaks for its parent. */
+    pid_t hello_pid;
+    int said_goodbye;
+    zpp_conn *live_prev, *live_next; /* the at-exit list (joined a job) */
 };
 
 #define REPLY_WAIT_PRE_MS 60000u
@@ -214,11 +221,98 @@ fail : {
 }
 }
 
-/* Closes the socket and frees everything c holds; accepts NULL. */
+/* ---- goodbye ------------------------------------------------------------- */
+
+/* A rank that closes its connection on purpose says Goodbye first
+ * (Hello.says_goodbye): zppd then lets it rejoin between calls, where a
+ * disconnect without one means the process died and aborts the job at once
+ * on every node. zpp_close says it, and so does an at-exit handler for the
+ * connections a process leaves open when it exits normally (a Python
+ * interpreter need not run every finalizer): only a process that is killed,
+ * crashes or calls _exit ends without it. This list of connections that
+ * joined a job is libzpp's one global state. */
+static pthread_mutex_t live_mu = PTHREAD_MUTEX_INITIALIZER;
+static zpp_conn *live_head;
+static pid_t live_pid; /* the process the list belongs to */
+static pthread_once_t live_once = PTHREAD_ONCE_INIT;
+
+/* Best effort and never blocking: one small frame, then the socket closes. */
+static void say_goodbye(zpp_conn *c)
+{
+    if (!c->hello_pid || c->hello_pid != getpid() || c->fd < 0 || c->dead || c->said_goodbye)
+        return;
+    c->said_goodbye = 1;
+    Zpp__Goodbye g = ZPP__GOODBYE__INIT;
+    Zpp__Request req = ZPP__REQUEST__INIT;
+    req.version = ZPP__PROTOCOL_VERSION__PROTOCOL_VERSION;
+    req.req_id = c->next_req_id++;
+    req.body_case = ZPP__REQUEST__BODY_GOODBYE;
+    req.goodbye = &g;
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    if (zpp_request_pack(&req, c->send_max, &buf, &len) == 0) {
+        ssize_t n;
+        do
+            n = send(c->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+        while (n < 0 && errno == EINTR);
+    }
+    free(buf);
+}
+
+static void live_at_exit(void)
+{
+    if (getpid() != live_pid) /* a child's copy of its parent's list */
+        return;
+    pthread_mutex_lock(&live_mu);
+    for (zpp_conn *c = live_head; c; c = c->live_next)
+        say_goodbye(c);
+    pthread_mutex_unlock(&live_mu);
+}
+
+static void live_init(void)
+{
+    atexit(live_at_exit);
+}
+
+static void live_add(zpp_conn *c)
+{
+    pthread_once(&live_once, live_init);
+    pthread_mutex_lock(&live_mu);
+    if (live_pid != getpid()) { /* first use in this process: a forked */
+        live_head = NULL;       /* child drops its parent's entries */
+        live_pid = getpid();
+    }
+    c->live_prev = NULL;
+    c->live_next = live_head;
+    if (live_head)
+        live_head->live_prev = c;
+    live_head = c;
+    pthread_mutex_unlock(&live_mu);
+}
+
+static void live_remove(zpp_conn *c)
+{
+    if (!c->hello_pid || c->hello_pid != getpid())
+        return; /* not on this process's list */
+    pthread_mutex_lock(&live_mu);
+    if (c->live_prev)
+        c->live_prev->live_next = c->live_next;
+    else if (live_head == c)
+        live_head = c->live_next;
+    if (c->live_next)
+        c->live_next->live_prev = c->live_prev;
+    c->live_prev = c->live_next = NULL;
+    pthread_mutex_unlock(&live_mu);
+}
+
+/* Says Goodbye (a rank's connection, from the process that joined), closes
+ * the socket and frees everything c holds; accepts NULL. */
 void zpp_close(zpp_conn *c)
 {
     if (!c)
         return;
+    live_remove(c);
+    say_goodbye(c);
     if (c->ext.free)
         c->ext.free(c->ext.state);
     if (c->fd >= 0)
@@ -663,6 +757,7 @@ int zpp_hello(zpp_conn *c, const zpp_job_desc *job, zpp_hello_info *info)
     h.leader_addr = nz(job->leader_addr);
     h.tenant_label = nz(job->tenant_label);
     h.pid = (uint32_t)getpid();
+    h.says_goodbye = 1; /* zpp_close and the at-exit handler say it */
     if (c->ext.hello_out) {
         int erc = c->ext.hello_out(c->ext.state, &h.ready_events, &h.n_ready_events);
         if (erc < 0)
@@ -697,6 +792,10 @@ int zpp_hello(zpp_conn *c, const zpp_job_desc *job, zpp_hello_info *info)
         set_wait_ms(c, (uint64_t)hr->limits->call_timeout_ms + REPLY_WAIT_MARGIN_MS);
     if (hr->limits)
         c->max_pending = hr->limits->max_pending;
+    if (!c->hello_pid) {
+        c->hello_pid = getpid();
+        live_add(c);
+    }
     if (info) {
         memset(info, 0, sizeof(*info));
         info->session_id = hr->session_id;

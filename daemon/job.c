@@ -381,6 +381,7 @@ void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h)
         reply_hello(s, req_id, NULL, NULL, 0);
         return;
     }
+    s->says_goodbye = h->says_goodbye;
     if (d->stopping) {
         sess_send_error(s, req_id, ZPP_EDRAINING, "zppd is stopping: it takes no new jobs");
         return;
@@ -1368,14 +1369,25 @@ void job_leave(struct session *s, const char *reason)
      * while another node's do not ends the job after rejoin_timeout_ms and
      * tells the others. */
     /* (A rank that leaves while calls are pending aborts the job at once:
-     * its peers would otherwise hang.) */
-    if (j->state == JOB_RUNNING && detach_rank(j, r, s, reason)) {
+     * its peers would otherwise hang.) A client that promised a Goodbye
+     * (Hello.says_goodbye) and closed without one is dead - killed,
+     * crashed, or its connection broken - and will not come back: waiting
+     * rejoin_timeout_ms for it would hold every other rank, on every node,
+     * that long. Abort at once, as for a death inside a call. */
+    int dead = s->says_goodbye && !s->goodbye;
+    if (j->state == JOB_RUNNING && !dead && detach_rank(j, r, s, reason)) {
         if (job_node_idle(j))
             cluster_idle(j); /* tells the others now; may end (free) j */
         return;
     }
-    if (j->state != JOB_ABORTED)
-        job_abort(j, MET_ABORT_DISCONNECT, "rank %u (pid %u) left: %s", r, s->pid, reason);
+    if (j->state != JOB_ABORTED) {
+        if (dead)
+            job_abort(j, MET_ABORT_DISCONNECT,
+                      "rank %u (pid %u) is gone without a goodbye (killed or crashed?): %s", r,
+                      s->pid, reason);
+        else
+            job_abort(j, MET_ABORT_DISCONNECT, "rank %u (pid %u) left: %s", r, s->pid, reason);
+    }
     job_unref(j);
 }
 

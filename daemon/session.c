@@ -305,6 +305,9 @@ void sess_dispatch(struct session *s, const Zpp__Request *req)
     case ZPP__REQUEST__BODY_DRAIN:
         admin_drain(s, req->req_id, req->drain);
         break;
+    case ZPP__REQUEST__BODY_GOODBYE:
+        s->goodbye = 1; /* no reply: the client is closing */
+        break;
     default:
         sess_send_error(s, req->req_id, ZPP_EUNSUPPORTED, "unknown request");
         break;

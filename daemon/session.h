@@ -83,6 +83,8 @@ struct session {
     void *events;    /* cuda: the session's event pools */
     uint32_t nevents;
     uint32_t pending; /* collective calls waiting for a reply */
+    int says_goodbye; /* Hello: the client sends Goodbye before a deliberate close */
+    int goodbye;      /* it did: a disconnect now is a leave, not a death */
 
     struct buffer **bufs; /* sorted by id */
     uint32_t nbufs, cap_bufs;

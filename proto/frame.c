@@ -346,6 +346,7 @@ int zpp_request_validate(const Zpp__Request *req, const char **why)
     case ZPP__REQUEST__BODY_SESSIONS:
     case ZPP__REQUEST__BODY_STORE:
     case ZPP__REQUEST__BODY_METRICS:
+    case ZPP__REQUEST__BODY_GOODBYE:
         return 0;
     case ZPP__REQUEST__BODY_DRAIN:
         CHECK(req->drain != NULL, ZPP_EPROTO, "request.drain: missing");

@@ -6,9 +6,10 @@
  * memory made with zpp_shm_create; cuda backend: device memory), and calls
  * the ZeRO++ collectives. Every function returns 0 or a negative ZPP_E*
  * code; the connection keeps the daemon's message for the last failure
- * (zpp_last_error). Output parameters are untouched on failure. Nothing here
- * is global: several connections may live in one process, each used by one
- * thread at a time.
+ * (zpp_last_error). Output parameters are untouched on failure. Several
+ * connections may live in one process, each used by one thread at a time;
+ * the only global state is the list of connections that joined a job, for
+ * the Goodbye said at exit (zpp_close).
  */
 #ifndef ZPP_H
 #define ZPP_H
@@ -129,7 +130,11 @@ typedef struct {
  * *out is freed with zpp_close. */
 ZPP_EXPORT int zpp_connect(const char *socket_path, zpp_conn **out);
 /* Closes the connection and frees it; accepts NULL. Pending async requests
- * are abandoned. */
+ * are abandoned. A connection that joined a job says Goodbye first (from
+ * the process that said Hello only), so that zppd takes this for a rank
+ * leaving on purpose (it may rejoin) and not for a dead one (the job is
+ * aborted at once). A normal exit says it for connections left open; a
+ * killed or crashed process does not (docs/protocol.md). */
 ZPP_EXPORT void zpp_close(zpp_conn *c);
 /* The daemon's (or library's) message for the last failed call on c. */
 ZPP_EXPORT const char *zpp_last_error(const zpp_conn *c);

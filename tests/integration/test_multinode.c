@@ -69,6 +69,13 @@
  *     or Abort) and its rank's pending call ends with ZPP_EABORTED within a
  *     few heartbeat periods; both daemons stay up and a new job forms
  *     across them.
+ * 18. A rank killed between calls (rejoin_timeout_ms 20000): formed 2 x 2,
+ *     rank 0 on A waits in a barrier the others have not joined. Rank 3
+ *     (on B) exits normally without zpp_close: libzpp's at-exit Goodbye
+ *     makes it a leave, so B keeps its place for a rejoin and A's call
+ *     stays pending. Then rank 2 (on B) is SIGKILLed: no Goodbye, so B
+ *     aborts at once instead of after the rejoin timeout, and A's call
+ *     ends within a few hundred ms naming node 1 and rank 2.
  *
  * Timings are printed ("timing: ...").
  */
@@ -118,6 +125,7 @@ typedef struct {
     int64_t t_done[MAXR];
     char msg[MAXR][MSG_LEN];
     int leave[MAXR]; /* test -> one rank: close and exit */
+    int noclose[MAXR]; /* test -> one rank: exit on leave without zpp_close */
     int go;      /* test -> ranks: submit now (SUBMIT_ON_GO) */
     int release; /* test -> ranks: close and exit */
     rank_spec spec[MAXR];
@@ -202,6 +210,8 @@ static int rank_main(int slot, void *arg)
     deadline = zh_now_ms() + 40000;
     while (!ld(&g_sh->release) && !ld(&g_sh->leave[slot]) && zh_now_ms() < deadline)
         sleep_ms(5);
+    if (ld(&g_sh->noclose[slot]))
+        return 0; /* exit(0): libzpp's at-exit handler says Goodbye */
     zpp_close(c);
     return 0;
 }
@@ -1169,6 +1179,56 @@ static void test_member_stopped(void)
     member_stopped(4000);
 }
 
+/* ---- 18. a rank killed between calls --------------------------------------- */
+
+/* A rank's process killed between calls (the usual case: a training rank
+ * spends most of its time computing) used to count as a rank that left and
+ * may rejoin: every other rank, on every node, waited rejoin_timeout_ms
+ * (30 s by default) before its call failed. libzpp now says Goodbye when it
+ * closes on purpose (zpp_close, or at a normal exit), and a disconnect
+ * without one is a death. */
+static void test_rank_killed_between_calls(void)
+{
+    reset_shared();
+    const char *conf = FAST "rejoin_timeout_ms = 20000\n";
+    zh_daemon a, b;
+    char aa[128], ab[128];
+    start(conf, &a, aa, sizeof aa);
+    start(conf, &b, ab, sizeof ab);
+    const char *job = "mn-killed-between";
+    form_2(&a, &b, job, 4, aa, "gnnn");
+    st(&g_sh->go, 1);
+    ASSERT(wait_flag(&g_sh->submitted[0], 2000));
+
+    /* rank 3 exits without zpp_close: the at-exit Goodbye, a leave */
+    st(&g_sh->noclose[3], 1);
+    st(&g_sh->leave[3], 1);
+    ASSERT_EQ(zh_reap(g_pid[3], 5000), 0);
+    g_pid[3] = 0;
+    sleep_ms(1000); /* several heartbeats: nothing is aborted */
+    ASSERT(!ld(&g_sh->done[0]));
+    wait_state(&a, job, "running", 100);
+    wait_state(&b, job, "running", 100);
+
+    /* rank 2 SIGKILLed: no Goodbye, a death */
+    int64_t t_kill = zh_now_ms();
+    kill(g_pid[2], SIGKILL);
+    ASSERT_EQ(zh_reap(g_pid[2], 5000), 128 + SIGKILL);
+    g_pid[2] = 0;
+    ASSERT(wait_flag(&g_sh->done[0], 5000));
+    int64_t dt = g_sh->t_done[0] - t_kill;
+    printf("timing: rank 2 SIGKILLed between calls -> A's call ended after %lld ms "
+           "(rejoin_timeout_ms 20000)\n",
+           (long long)dt);
+    expect_error(0, ZPP_EABORTED, "node 1", "rank 2", "without a goodbye", NULL);
+    ASSERT_LE(dt, 3000);
+    wait_state(&b, job, "aborted", 1000);
+    ASSERT(zh_daemon_alive(&a) && zh_daemon_alive(&b));
+    release_all(4);
+    stop(&a);
+    stop(&b);
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1192,6 +1252,7 @@ int main(int argc, char **argv)
         {"every node's ranks leave: the job ends well", test_all_nodes_leave},
         {"the last idle node ends the job first", test_last_idle_node_ends_first},
         {"a member stops answering, then resumes", test_member_stopped},
+        {"a rank killed between calls", test_rank_killed_between_calls},
     };
     int n = (int)(sizeof all / sizeof all[0]);
     int only = argc > 1 ? atoi(argv[1]) : 0;

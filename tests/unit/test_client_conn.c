@@ -3,8 +3,10 @@
  * (a forked child speaking the framing of proto/frame.c), so no zppd is
  * needed: connect errors, Hello, replies out of order matched by req_id,
  * zpp_test before the reply, the memfd riding SCM_RIGHTS, the daemon's
- * message as the last error, sequence numbers, admin JSON escaping, and a
- * socket the daemon closes.
+ * message as the last error, sequence numbers, admin JSON escaping, a
+ * socket the daemon closes, and the Goodbye a rank says when it closes on
+ * purpose (zpp_close, a normal exit) but not when it dies (_exit) or from a
+ * forked child that inherited the socket.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -391,6 +393,103 @@ static void test_connect_errors(void)
     ASSERT_EQ(zpp_barrier(NULL, NULL), ZPP_EINVAL);
 }
 
+/* ---- Goodbye ------------------------------------------------------------------ */
+
+/* Hello (which must promise a Goodbye), then: want_goodbye 1: one Goodbye,
+ * then the end of the stream; 0: the end of the stream at once. */
+static void script_goodbye_common(int fd, int want_goodbye)
+{
+    Zpp__Request *req = srv_read(fd, NULL);
+    if (req->body_case != ZPP__REQUEST__BODY_HELLO || !req->hello->says_goodbye)
+        _exit(40);
+    Zpp__HelloReply hr = ZPP__HELLO_REPLY__INIT;
+    hr.backend = (char *)"host";
+    Zpp__Reply rep = ZPP__REPLY__INIT;
+    rep.req_id = req->req_id;
+    rep.body_case = ZPP__REPLY__BODY_HELLO;
+    rep.hello = &hr;
+    srv_send(fd, &rep);
+    zpp_request_free(req);
+    if (want_goodbye) {
+        req = srv_read(fd, NULL);
+        if (req->body_case != ZPP__REQUEST__BODY_GOODBYE)
+            _exit(41);
+        zpp_request_free(req);
+    }
+    char b;
+    ssize_t n;
+    while ((n = read(fd, &b, 1)) < 0 && errno == EINTR)
+        ;
+    if (n != 0) /* a second Goodbye (from a child), or anything else */
+        _exit(42);
+}
+
+static void script_goodbye(int fd)
+{
+    script_goodbye_common(fd, 1);
+}
+
+static void script_no_goodbye(int fd)
+{
+    script_goodbye_common(fd, 0);
+}
+
+static zpp_conn *hello_rank(void)
+{
+    zpp_conn *c = NULL;
+    ASSERT_EQ(zpp_connect(sock_path, &c), 0);
+    zpp_job_desc job = {
+        .job_id = "j1", .rank = 0, .world_size = 2, .local_rank = 0, .node_count = 1};
+    ASSERT_EQ(zpp_hello(c, &job, NULL), 0);
+    return c;
+}
+
+static int wait_child(pid_t p)
+{
+    int st = 0;
+    ASSERT_EQ(waitpid(p, &st, 0), p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void test_goodbye(void)
+{
+    /* zpp_close says it; a forked child closing (and exiting with) the
+     * inherited connection does not */
+    pid_t pid = serve(script_goodbye);
+    zpp_conn *c = hello_rank();
+    pid_t kid = fork();
+    ASSERT_GE(kid, 0);
+    if (kid == 0) {
+        zpp_close(c);
+        exit(0);
+    }
+    ASSERT_EQ(wait_child(kid), 0);
+    zpp_close(c);
+    reap(pid);
+
+    /* a normal exit with the connection open: the at-exit handler says it */
+    pid = serve(script_goodbye);
+    kid = fork();
+    ASSERT_GE(kid, 0);
+    if (kid == 0) {
+        (void)hello_rank();
+        exit(0);
+    }
+    ASSERT_EQ(wait_child(kid), 0);
+    reap(pid);
+
+    /* a process that dies (_exit here; SIGKILL alike) says nothing */
+    pid = serve(script_no_goodbye);
+    kid = fork();
+    ASSERT_GE(kid, 0);
+    if (kid == 0) {
+        (void)hello_rank();
+        _exit(0);
+    }
+    ASSERT_EQ(wait_child(kid), 0);
+    reap(pid);
+}
+
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
@@ -402,6 +501,7 @@ int main(void)
     test_duplicate_replies_are_kept_once();
     test_register_passes_memfd_and_errors_carry_message();
     test_admin_json_escapes_strings();
+    test_goodbye();
     unlink(sock_path);
     return 0;
 }
