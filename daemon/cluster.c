@@ -59,14 +59,21 @@ struct orphan {
  * peer_timeout_ms: a heartbeat from a member that has not yet heard this
  * node go idle (its heartbeat crossed ours, or ours was not sent because
  * one was in flight) is answered ENDED, not UNKNOWN, which would read as
- * "this zppd restarted" and abort the job there. */
+ * "this zppd restarted" and abort the job there. A job that was aborted
+ * here and then freed (its ranks left) is remembered longer,
+ * CL_ABORTED_KEEP_MS, and answered ABORTED with its reason: a member that
+ * was stopped meanwhile (SIGSTOP, a frozen container) and missed the Abort
+ * then learns why, not that this zppd "restarted". */
 #define CL_ENDED 64
+#define CL_ABORTED_KEEP_MS 600000u
 struct cl_ended {
     uint64_t at_ms; /* 0: empty */
     uint32_t uid;
     char label[PEER_MAX_LABEL + 1];
     char job_id[PEER_MAX_JOB_ID + 1];
     uint64_t formation;
+    int aborted;                   /* 0: ended well */
+    char reason[PEER_MAX_TEXT / 2]; /* aborted: the job's abort reason */
 };
 
 struct cl_state {
@@ -477,7 +484,7 @@ void cluster_form(struct job *j)
 
 /* ---- heartbeats and aborts ------------------------------------------------- */
 
-static void ended_note(struct job *j)
+static void ended_note(struct job *j, int aborted)
 {
     struct cl_state *st = cls(j->d);
     if (!st)
@@ -488,6 +495,8 @@ static void ended_note(struct job *j)
     snprintf(e->label, sizeof e->label, "%s", j->label);
     snprintf(e->job_id, sizeof e->job_id, "%s", j->id);
     e->formation = j->cl ? j->cl->formation : 0;
+    e->aborted = aborted;
+    snprintf(e->reason, sizeof e->reason, "%s", aborted ? j->abort_reason : "");
 }
 
 /* Two formation ids name the same formation, or one is not known. */
@@ -496,25 +505,30 @@ static int same_formation(uint64_t a, uint64_t b)
     return !a || !b || a == b;
 }
 
-static int ended_recently(const struct zppd *d, uint32_t uid, const char *label, const char *id,
-                          uint64_t formation)
+/* The newest note of the job (ended well within peer_timeout_ms, or
+ * aborted within CL_ABORTED_KEEP_MS), or NULL. */
+static const struct cl_ended *ended_recently(const struct zppd *d, uint32_t uid,
+                                             const char *label, const char *id,
+                                             uint64_t formation)
 {
     const struct cl_state *st = cls(d);
+    const struct cl_ended *best = NULL;
     uint64_t now = zppd_now_ms();
     for (unsigned i = 0; st && i < CL_ENDED; i++) {
         const struct cl_ended *e = &st->ended[i];
-        if (e->at_ms && now - e->at_ms <= d->cfg.peer_timeout_ms && e->uid == uid &&
-            !strcmp(e->label, label) && !strcmp(e->job_id, id) &&
-            same_formation(e->formation, formation))
-            return 1;
+        uint64_t keep = e->aborted ? CL_ABORTED_KEEP_MS : d->cfg.peer_timeout_ms;
+        if (e->at_ms && now - e->at_ms <= keep && e->uid == uid && !strcmp(e->label, label) &&
+            !strcmp(e->job_id, id) && same_formation(e->formation, formation) &&
+            (!best || e->at_ms >= best->at_ms))
+            best = e;
     }
-    return 0;
+    return best;
 }
 
 /* Ends j here, well: every node was idle. May free j. */
 static void end_idle(struct job *j)
 {
-    ended_note(j);
+    ended_note(j, 0);
     job_end_idle(j);
 }
 
@@ -565,6 +579,10 @@ static void on_hb_reply(void *arg, int code, const char *msg, int state)
         try_end_idle(j);
         return;
     }
+    if (state == ZPP__PEER__JOB_STATE__JOB_STATE_ABORTED && msg && msg[0]) {
+        job_abort(j, MET_ABORT_PEER, "node %u (%s) has aborted the job: %s", n, m->addr, msg);
+        return;
+    }
     if (state == ZPP__PEER__JOB_STATE__JOB_STATE_ABORTED ||
         state == ZPP__PEER__JOB_STATE__JOB_STATE_UNKNOWN) {
         job_abort(j, MET_ABORT_PEER, "node %u (%s) %s", n, m->addr,
@@ -589,11 +607,16 @@ static int on_heartbeat(void *ctx, const Zpp__Peer__HeartbeatRequest *req,
     if (j && j->cl && !same_formation(j->cl->formation, req->formation))
         j = NULL; /* about an earlier formation of this job id, not this one */
     if (!j) {
-        *state = ended_recently(d, uid, label, req->job_id, req->formation)
-                     ? ZPP__PEER__JOB_STATE__JOB_STATE_ENDED
-                     : ZPP__PEER__JOB_STATE__JOB_STATE_UNKNOWN;
+        const struct cl_ended *e = ended_recently(d, uid, label, req->job_id, req->formation);
+        *state = !e            ? ZPP__PEER__JOB_STATE__JOB_STATE_UNKNOWN
+                 : e->aborted ? ZPP__PEER__JOB_STATE__JOB_STATE_ABORTED
+                              : ZPP__PEER__JOB_STATE__JOB_STATE_ENDED;
+        if (e && e->aborted)
+            snprintf(msg, len, "%s", e->reason);
         return 0;
     }
+    if (j->state == JOB_ABORTED && !j->ended_clean)
+        snprintf(msg, len, "%s", j->abort_reason);
     *state = j->state == JOB_ABORTED   ? ZPP__PEER__JOB_STATE__JOB_STATE_ABORTED
              : job_node_idle(j)        ? ZPP__PEER__JOB_STATE__JOB_STATE_IDLE
              : j->state == JOB_RUNNING ? ZPP__PEER__JOB_STATE__JOB_STATE_RUNNING
@@ -801,6 +824,8 @@ void cluster_job_free(struct job *j)
     struct cluster_job *c = j->cl;
     if (!c)
         return;
+    if (c->formed && j->state == JOB_ABORTED && !j->ended_clean)
+        ended_note(j, 1); /* a late member's heartbeat learns why */
     for (uint32_t n = 0; n < c->nodes; n++)
         if (c->m[n].parked)
             peer_join_answer(c->m[n].parked, ZPP_EABORTED, "the job ended on the leader", NULL);

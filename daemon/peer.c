@@ -944,6 +944,8 @@ static void cli_done(struct peer *p, struct cli_call *c, int success)
             code = rcode;
             if (code)
                 snprintf(msg, sizeof(msg), "%s: %s", head, ptext[0] ? ptext : zpp_strerror(code));
+            else if (c->method == M_HEARTBEAT) /* an ABORTED state's reason, bare */
+                snprintf(msg, sizeof(msg), "%s", ptext);
         }
         if (code == 0 && c->method == M_JOIN) {
             if (peer_check_join_reply((Zpp__Peer__JoinReply *)m, c->node_count, why, sizeof(why))) {
