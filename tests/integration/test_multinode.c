@@ -429,6 +429,27 @@ static void stop(zh_daemon *d)
 
 #define FAST "peer_heartbeat_ms = 300\npeer_timeout_ms = 1500\njoin_timeout_ms = 5000\n"
 
+/* Two fresh daemons a and b with config conf (aa, ab: char[128] for their
+ * peer addresses), `job` formed across them (form_2's submit letters), the
+ * 'g' ranks told to go and their barriers submitted, settle_ms later still
+ * pending (the others never submit). */
+static void form_pending(const char *conf, zh_daemon *a, char *aa, zh_daemon *b, char *ab,
+                         const char *job, const char *submit, int settle_ms)
+{
+    reset_shared();
+    start(conf, a, aa, 128);
+    start(conf, b, ab, 128);
+    form_2(a, b, job, (uint32_t)strlen(submit), aa, submit);
+    st(&g_sh->go, 1);
+    for (int r = 0; submit[r]; r++)
+        if (submit[r] == 'g')
+            ASSERT(wait_flag(&g_sh->submitted[r], 2000));
+    sleep_ms(settle_ms);
+    for (int r = 0; submit[r]; r++)
+        if (submit[r] == 'g')
+            ASSERT(!ld(&g_sh->done[r]));
+}
+
 /* ---- 1. formation -------------------------------------------------------- */
 
 static void test_formation_2x2(void)
@@ -584,17 +605,11 @@ static void test_leader_unreachable(void)
 
 static void test_member_killed(void)
 {
-    reset_shared();
     zh_daemon a, b;
     char aa[128], ab[128];
-    start(FAST, &a, aa, sizeof aa);
-    start(FAST, &b, ab, sizeof ab);
     const char *job = "mn-memberkill";
-    form_2(&a, &b, job, 4, aa, "gnnn");
-    st(&g_sh->go, 1);
-    ASSERT(wait_flag(&g_sh->submitted[0], 2000));
-    sleep_ms(600); /* a few heartbeats go by: the call stays pending */
-    ASSERT(!ld(&g_sh->done[0]));
+    /* a few heartbeats go by: the call stays pending */
+    form_pending(FAST, &a, aa, &b, ab, job, "gnnn", 600);
     int64_t t_kill = zh_now_ms();
     zh_daemon_kill(&b);
     ASSERT(wait_flag(&g_sh->done[0], 5000));
@@ -614,18 +629,10 @@ static void test_member_killed(void)
 
 static void test_abort_propagation(void)
 {
-    reset_shared();
     zh_daemon a, b;
     char aa[128], ab[128];
-    start(FAST, &a, aa, sizeof aa);
-    start(FAST, &b, ab, sizeof ab);
     const char *job = "mn-abortprop";
-    form_2(&a, &b, job, 4, aa, "gngn");
-    st(&g_sh->go, 1);
-    ASSERT(wait_flag(&g_sh->submitted[0], 2000));
-    ASSERT(wait_flag(&g_sh->submitted[2], 2000));
-    sleep_ms(300);
-    ASSERT(!ld(&g_sh->done[0]) && !ld(&g_sh->done[2]));
+    form_pending(FAST, &a, aa, &b, ab, job, "gngn", 300);
     int64_t t_kill = zh_now_ms();
     kill(g_pid[3], SIGKILL);
     ASSERT_EQ(zh_reap(g_pid[3], 5000), 128 + SIGKILL);
@@ -774,18 +781,11 @@ static void test_restart(void)
  * and the shutdown well within that. */
 static void test_graceful_stop(void)
 {
-    reset_shared();
     const char *conf = "peer_heartbeat_ms = 300\npeer_timeout_ms = 5000\njoin_timeout_ms = 5000\n";
     zh_daemon a, b;
     char aa[128], ab[128];
-    start(conf, &a, aa, sizeof aa);
-    start(conf, &b, ab, sizeof ab);
     const char *job = "mn-sigterm";
-    form_2(&a, &b, job, 4, aa, "gnnn");
-    st(&g_sh->go, 1);
-    ASSERT(wait_flag(&g_sh->submitted[0], 2000));
-    sleep_ms(300);
-    ASSERT(!ld(&g_sh->done[0]));
+    form_pending(conf, &a, aa, &b, ab, job, "gnnn", 300);
     int64_t t_stop = zh_now_ms();
     stop(&b);
     ASSERT(wait_flag(&g_sh->done[0], 8000));
@@ -1134,18 +1134,11 @@ static void test_last_idle_node_ends_first(void)
  * restarted?)"). */
 static void member_stopped(int stop_ms, int a_left)
 {
-    reset_shared();
     zh_daemon a, b;
     char aa[128], ab[128];
-    start(FAST, &a, aa, sizeof aa);
-    start(FAST, &b, ab, sizeof ab);
     const char *job = "mn-memberstop";
-    form_2(&a, &b, job, 4, aa, "gngn");
-    st(&g_sh->go, 1);
-    ASSERT(wait_flag(&g_sh->submitted[0], 2000));
-    ASSERT(wait_flag(&g_sh->submitted[2], 2000));
-    sleep_ms(600); /* a few heartbeats go by: the calls stay pending */
-    ASSERT(!ld(&g_sh->done[0]) && !ld(&g_sh->done[2]));
+    /* a few heartbeats go by: the calls stay pending */
+    form_pending(FAST, &a, aa, &b, ab, job, "gngn", 600);
     int64_t t_stop = zh_now_ms();
     ASSERT_EQ(kill(b.pid, SIGSTOP), 0);
     ASSERT(wait_flag(&g_sh->done[0], 5000));
@@ -1202,16 +1195,10 @@ static void test_member_stopped(void)
  * without one is a death. */
 static void test_rank_killed_between_calls(void)
 {
-    reset_shared();
-    const char *conf = FAST "rejoin_timeout_ms = 20000\n";
     zh_daemon a, b;
     char aa[128], ab[128];
-    start(conf, &a, aa, sizeof aa);
-    start(conf, &b, ab, sizeof ab);
     const char *job = "mn-killed-between";
-    form_2(&a, &b, job, 4, aa, "gnnn");
-    st(&g_sh->go, 1);
-    ASSERT(wait_flag(&g_sh->submitted[0], 2000));
+    form_pending(FAST "rejoin_timeout_ms = 20000\n", &a, aa, &b, ab, job, "gnnn", 0);
 
     /* rank 3 exits without zpp_close: the at-exit Goodbye, a leave */
     st(&g_sh->noclose[3], 1);

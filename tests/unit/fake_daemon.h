@@ -119,6 +119,16 @@ static inline void srv_send(int fd, const Zpp__Reply *rep)
     srv_send_fds(fd, rep, NULL, 0);
 }
 
+/* Answers request req (a Hello) with hr. */
+static inline void srv_hello_reply(int fd, const Zpp__Request *req, Zpp__HelloReply *hr)
+{
+    Zpp__Reply rep = ZPP__REPLY__INIT;
+    rep.req_id = req->req_id;
+    rep.body_case = ZPP__REPLY__BODY_HELLO;
+    rep.hello = hr;
+    srv_send(fd, &rep);
+}
+
 static inline void srv_coll_reply_fds(int fd, uint64_t req_id, uint64_t seq, const int *fds,
                                       int nfds)
 {

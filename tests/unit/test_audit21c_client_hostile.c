@@ -264,11 +264,7 @@ static void script_hello_huge_seq(int fd)
     Zpp__Request *req = srv_read(fd, NULL);
     Zpp__HelloReply hr = ZPP__HELLO_REPLY__INIT;
     hr.next_seq = UINT64_MAX;
-    Zpp__Reply rep = ZPP__REPLY__INIT;
-    rep.req_id = req->req_id;
-    rep.body_case = ZPP__REPLY__BODY_HELLO;
-    rep.hello = &hr;
-    srv_send(fd, &rep);
+    srv_hello_reply(fd, req, &hr);
     zpp_request_free(req);
 }
 

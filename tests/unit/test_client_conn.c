@@ -404,11 +404,7 @@ static void script_goodbye_common(int fd, int want_goodbye)
         _exit(40);
     Zpp__HelloReply hr = ZPP__HELLO_REPLY__INIT;
     hr.backend = (char *)"host";
-    Zpp__Reply rep = ZPP__REPLY__INIT;
-    rep.req_id = req->req_id;
-    rep.body_case = ZPP__REPLY__BODY_HELLO;
-    rep.hello = &hr;
-    srv_send(fd, &rep);
+    srv_hello_reply(fd, req, &hr);
     zpp_request_free(req);
     if (want_goodbye) {
         req = srv_read(fd, NULL);
@@ -444,50 +440,59 @@ static zpp_conn *hello_rank(void)
     return c;
 }
 
-static int wait_child(pid_t p)
+/* The clients of test_goodbye, each run in a child process. */
+static zpp_conn *g_inherited; /* said Hello in the parent */
+
+static void close_inherited_then_exit(void)
 {
+    zpp_close(g_inherited);
+    exit(0);
+}
+
+static void hello_then_exit(void)
+{
+    (void)hello_rank();
+    exit(0);
+}
+
+static void hello_then_die(void)
+{
+    (void)hello_rank();
+    _exit(0);
+}
+
+/* Forks a client that runs fn (which ends the process) against a fake
+ * daemon running script, after the parent said Hello itself when
+ * parent_joins (then closes that connection once the child is gone); both
+ * must end well. */
+static void goodbye_case(void (*script)(int fd), void (*fn)(void), int parent_joins)
+{
+    pid_t pid = serve(script);
+    if (parent_joins)
+        g_inherited = hello_rank();
+    pid_t kid = fork();
+    ASSERT_GE(kid, 0);
+    if (kid == 0)
+        fn();
     int st = 0;
-    ASSERT_EQ(waitpid(p, &st, 0), p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    ASSERT_EQ(waitpid(kid, &st, 0), kid);
+    ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    if (g_inherited) { /* the parent's own Goodbye */
+        zpp_close(g_inherited);
+        g_inherited = NULL;
+    }
+    reap(pid);
 }
 
 static void test_goodbye(void)
 {
     /* zpp_close says it; a forked child closing (and exiting with) the
-     * inherited connection does not */
-    pid_t pid = serve(script_goodbye);
-    zpp_conn *c = hello_rank();
-    pid_t kid = fork();
-    ASSERT_GE(kid, 0);
-    if (kid == 0) {
-        zpp_close(c);
-        exit(0);
-    }
-    ASSERT_EQ(wait_child(kid), 0);
-    zpp_close(c);
-    reap(pid);
-
+     * inherited connection does not: the script wants exactly one */
+    goodbye_case(script_goodbye, close_inherited_then_exit, 1);
     /* a normal exit with the connection open: the at-exit handler says it */
-    pid = serve(script_goodbye);
-    kid = fork();
-    ASSERT_GE(kid, 0);
-    if (kid == 0) {
-        (void)hello_rank();
-        exit(0);
-    }
-    ASSERT_EQ(wait_child(kid), 0);
-    reap(pid);
-
+    goodbye_case(script_goodbye, hello_then_exit, 0);
     /* a process that dies (_exit here; SIGKILL alike) says nothing */
-    pid = serve(script_no_goodbye);
-    kid = fork();
-    ASSERT_GE(kid, 0);
-    if (kid == 0) {
-        (void)hello_rank();
-        _exit(0);
-    }
-    ASSERT_EQ(wait_child(kid), 0);
-    reap(pid);
+    goodbye_case(script_no_goodbye, hello_then_die, 0);
 }
 
 int main(void)
