@@ -269,6 +269,10 @@ static void do_check(struct session *s, uint64_t req_id)
 
 void sess_dispatch(struct session *s, const Zpp__Request *req)
 {
+    /* A Goodbye says the stream ends next: one followed by more requests
+     * counts for nothing, so a client cannot say it early and then die
+     * unnoticed (job_leave would take that death for a leave). */
+    s->goodbye = req->body_case == ZPP__REQUEST__BODY_GOODBYE;
     switch (req->body_case) {
     case ZPP__REQUEST__BODY_HELLO:
         /* this daemon takes no stream-flag array (a reserved field) */
@@ -305,8 +309,7 @@ void sess_dispatch(struct session *s, const Zpp__Request *req)
     case ZPP__REQUEST__BODY_DRAIN:
         admin_drain(s, req->req_id, req->drain);
         break;
-    case ZPP__REQUEST__BODY_GOODBYE:
-        s->goodbye = 1; /* no reply: the client is closing */
+    case ZPP__REQUEST__BODY_GOODBYE: /* no reply: the client is closing */
         break;
     default:
         sess_send_error(s, req->req_id, ZPP_EUNSUPPORTED, "unknown request");

@@ -17,6 +17,10 @@
  *    and rank 1 formed a new one that waited for rank 0).
  * 4. The same, but a new connection takes rank 0's place before rank 1
  *    joins: the job forms with it and an exact all-gather runs.
+ * 5. A Goodbye counts only as the last request (rejoin_timeout_ms 20000):
+ *    rank 1 sends a Goodbye, then a StatusQuery, then dies (_exit): rank
+ *    0's next call fails within a few seconds naming rank 1 "without a
+ *    goodbye", not after the rejoin timeout.
  */
 #include <signal.h>
 #include <string.h>
@@ -212,6 +216,50 @@ static int back_forming_rank(int rank, void *arg)
     return 0;
 }
 
+/* Scenario 5: a Goodbye followed by more requests, then a death. */
+static int early_goodbye_rank(int rank, void *arg)
+{
+    (void)arg;
+    zpp_conn *c;
+    zpp_result res;
+    if (zh_connect_join(&g_d, g_job, (uint32_t)rank, 2, 1, &c) != 0)
+        return 1;
+    ASSERT_EQ(zpp_barrier(c, &res), 0);
+    if (rank == 1) { /* by hand on libzpp's socket: Goodbye, then a query */
+        int fd = zpp_fd(c);
+        Zpp__Goodbye g = ZPP__GOODBYE__INIT;
+        Zpp__Request req = ZPP__REQUEST__INIT;
+        req.version = ZPP__PROTOCOL_VERSION__PROTOCOL_VERSION;
+        req.req_id = 1000;
+        req.body_case = ZPP__REQUEST__BODY_GOODBYE;
+        req.goodbye = &g;
+        ASSERT_EQ(zh_raw_request(fd, &req, NULL, 0), 0);
+        Zpp__StatusQuery q = ZPP__STATUS_QUERY__INIT;
+        req.req_id = 1001;
+        req.body_case = ZPP__REQUEST__BODY_STATUS;
+        req.status = &q;
+        ASSERT_EQ(zh_raw_request(fd, &req, NULL, 0), 0);
+        Zpp__Reply *rep = NULL;
+        ASSERT_EQ(zh_raw_reply(fd, 3000, &rep), 0);
+        ASSERT_EQ(rep->req_id, 1001);
+        zpp_reply_free(rep);
+        _exit(0); /* dies: no at-exit Goodbye */
+    }
+    sleep_ms(100);
+    int64_t t0 = zh_now_ms();
+    int rc = zpp_barrier(c, &res);
+    int64_t dt = zh_now_ms() - t0;
+    if (rc != ZPP_EABORTED || !strstr(zpp_last_error(c), "rank 1") ||
+        !strstr(zpp_last_error(c), "without a goodbye") || dt > 3000) {
+        fprintf(stderr, "rank 0: got %s (%s) after %lld ms\n", zpp_err_name(rc),
+                zpp_last_error(c), (long long)dt);
+        return 2;
+    }
+    printf("rank 0: '%s' after %lld ms\n", zpp_last_error(c), (long long)dt);
+    zpp_close(c);
+    return 0;
+}
+
 int main(void)
 {
     int codes[2];
@@ -241,6 +289,13 @@ int main(void)
     ASSERT_EQ(codes[0], 0);
     ASSERT_EQ(codes[1], 0);
     ASSERT(zh_daemon_log_contains(&g_d, "rank rejoined"));
+    ASSERT_EQ(zh_daemon_stop(&g_d), 0);
+
+    ASSERT_EQ(zh_daemon_start("rejoin_timeout_ms = 20000\n", &g_d), 0);
+    g_job = "rejoin-5";
+    zh_run_ranks(2, early_goodbye_rank, NULL, 20000, codes);
+    ASSERT_EQ(codes[0], 0);
+    ASSERT_EQ(codes[1], 0);
     ASSERT_EQ(zh_daemon_stop(&g_d), 0);
     printf("1 passed, 0 failed\n");
     return 0;
