@@ -656,7 +656,7 @@ static struct {
     int hier;
     int ag_hier; /* ZPP_AG_HIER: the plain all-gather the same way */
     int early;   /* ZPP_QWZ_EARLY: the own part dequantized beside the gather */
-    uint64_t peer_max; /* ZPPD_PEER_GATHER_MAX (0: no limit): gather_peer_mode */
+    uint64_t peer_max; /* ZPPD_PEER_GATHER_MAX (0: no limit): gather_peers_ok */
 } gather_env;
 static pthread_once_t gather_env_once = PTHREAD_ONCE_INIT;
 
@@ -673,9 +673,9 @@ static void gather_env_read(void)
     gather_env.peer_max = be_env_uint("ZPPD_PEER_GATHER_MAX", 2, 1024);
 }
 
-/* The peer mode of a gather of `members` ranks over `comm` that the fenced
- * one-kernel paths did not take (be_ops.peer_gather / peer_qwz decline
- * calls over ZPPD_XSYNC_MAX_KIB), or 0 for NCCL. Such a gather reads its
+/* Whether a gather of `members` ranks that the fenced one-kernel paths did
+ * not take (be_ops.peer_gather / peer_qwz decline calls over
+ * ZPPD_XSYNC_MAX_KIB) may read its peers, else NCCL. Such a gather reads its
  * peers one after the other, a copy or a dequantize per member on each
  * GPU's stream: with two members that is the one peer link at full speed
  * (qwZ 1.46-1.55x NCCL's all-gather on 2 H200s), with more the links take
@@ -687,12 +687,10 @@ static void gather_env_read(void)
  * of at most 2 members read their peers; ZPPD_PEER_GATHER_MAX moves the
  * limit (0: none). The reduce-scatter's one-kernel sum reads every member at
  * once and keeps peer access (0.98-1.01x NCCL on 4 H200s). */
-static int gather_peer_mode(struct coll_exec *x, int comm, int members)
+static int gather_peers_ok(int members)
 {
     pthread_once(&gather_env_once, gather_env_read);
-    if (gather_env.peer_max && (uint64_t)members > gather_env.peer_max)
-        return 0;
-    return peer_mode(x, comm);
+    return !gather_env.peer_max || (uint64_t)members <= gather_env.peer_max;
 }
 
 static void qwz_plan(struct coll_exec *x, uint64_t W, struct qwz_plan *q)
@@ -745,7 +743,7 @@ static int run_qwz_hier(struct coll_exec *x, const struct qwz_plan *q)
     uint64_t poisoned = 0;
     uint64_t cbf = zk_chunk_bytes(q->ps, a->bits, a->block);
     uint64_t last = q->shard - (q->P - 1) * q->ps;
-    int pm = gather_peer_mode(x, BE_COMM_INTRA, G);
+    int pm = gather_peers_ok(G) ? peer_mode(x, BE_COMM_INTRA) : 0;
     int lanes = coll_lanes(x);
     void **S = calloc((size_t)ns, sizeof *S), **E = calloc((size_t)ns, sizeof *E);
     void **F = calloc((size_t)ns, sizeof *F), **snd = calloc((size_t)ns, sizeof *snd);
@@ -874,7 +872,7 @@ static int run_qwz(struct coll_exec *x, void **send, void **recv)
     /* One piece over peer access: no NCCL gather, each rank reads the
      * others' codes from their staging (copies, or the dequantize kernel
      * itself), fenced before and after. */
-    int pm = q.P == 1 ? gather_peer_mode(x, BE_COMM_GLOBAL, (int)W) : 0;
+    int pm = q.P == 1 && gather_peers_ok((int)W) ? peer_mode(x, BE_COMM_GLOBAL) : 0;
     int lanes = coll_lanes(x) && (q.P > 1 || early);
     int ns = x->topo.nslots;
     void **sp = calloc((size_t)ns, sizeof *sp), **rp = calloc((size_t)ns, sizeof *rp);
@@ -990,7 +988,7 @@ static int run_allgather_hier(struct coll_exec *x)
     size_t esize = zk_dtype_size(x->args.dtype);
     uint64_t shard = (x->args.count + (uint64_t)x->topo.world - 1) / (uint64_t)x->topo.world;
     size_t part = (size_t)(shard * esize);
-    int pm = gather_peer_mode(x, BE_COMM_INTRA, G);
+    int pm = gather_peers_ok(G) ? peer_mode(x, BE_COMM_INTRA) : 0;
     void **E = calloc((size_t)ns, sizeof *E), **F = calloc((size_t)ns, sizeof *F);
     void **snd = calloc((size_t)ns, sizeof *snd);
     if (!E || !F || !snd) {
@@ -1062,8 +1060,8 @@ static int run_gather(struct coll_exec *x, void **send, void **recv, int comm, u
             gathered = 1;
         }
     }
-    if (pm && !gathered)
-        pm = gather_peer_mode(x, comm, members);
+    if (!gathered && !gather_peers_ok(members))
+        pm = 0; /* NCCL, below */
     if (pm) { /* copy from the peers' memory (their store slices or inputs) */
         COLL_CHECK(x, ops->peer_fence(&x->call, comm));
         for (int s = 0; s < x->topo.nslots; s++)
