@@ -72,8 +72,8 @@ struct cl_ended {
     char label[PEER_MAX_LABEL + 1];
     char job_id[PEER_MAX_JOB_ID + 1];
     uint64_t formation;
-    int aborted;                   /* 0: ended well */
-    char reason[PEER_MAX_TEXT / 2]; /* aborted: the job's abort reason */
+    int aborted;                                        /* 0: ended well */
+    char reason[sizeof((struct job *)0)->abort_reason]; /* aborted: why */
 };
 
 struct cl_state {
@@ -507,9 +507,8 @@ static int same_formation(uint64_t a, uint64_t b)
 
 /* The newest note of the job (ended well within peer_timeout_ms, or
  * aborted within CL_ABORTED_KEEP_MS), or NULL. */
-static const struct cl_ended *ended_recently(const struct zppd *d, uint32_t uid,
-                                             const char *label, const char *id,
-                                             uint64_t formation)
+static const struct cl_ended *ended_recently(const struct zppd *d, uint32_t uid, const char *label,
+                                             const char *id, uint64_t formation)
 {
     const struct cl_state *st = cls(d);
     const struct cl_ended *best = NULL;
@@ -608,7 +607,7 @@ static int on_heartbeat(void *ctx, const Zpp__Peer__HeartbeatRequest *req,
         j = NULL; /* about an earlier formation of this job id, not this one */
     if (!j) {
         const struct cl_ended *e = ended_recently(d, uid, label, req->job_id, req->formation);
-        *state = !e            ? ZPP__PEER__JOB_STATE__JOB_STATE_UNKNOWN
+        *state = !e           ? ZPP__PEER__JOB_STATE__JOB_STATE_UNKNOWN
                  : e->aborted ? ZPP__PEER__JOB_STATE__JOB_STATE_ABORTED
                               : ZPP__PEER__JOB_STATE__JOB_STATE_ENDED;
         if (e && e->aborted)

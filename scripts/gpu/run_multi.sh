@@ -213,22 +213,6 @@ for lay in $layouts; do
   stop "${PIDS[@]}"; PIDS=()
 done
 
-# Failures across the daemons (FAILURE=0 skips them; FAILURES lists which,
-# default "zppd stop client"), each on the 2x1 layout with a fresh pair of
-# daemons with peer_timeout_ms=5000 (heartbeats every 1000 ms, the
-# default). zpp-cuda-test -D runs all-gathers; once rank 0 has made 20
-# calls it creates the marker, and then, by HOW (zpp-cuda-test -E):
-#   zppd    node 1's zppd is SIGKILLed;
-#   stop    node 1's zppd is SIGSTOPped (its sockets stay open: heartbeats
-#           time out instead of failing) and resumed (SIGCONT) once the
-#           peer timeout and 3 s have passed;
-#   client  node 1's rank SIGKILLs itself with its next call in flight.
-# Node 0's rank must fail with ZPP_EABORTED naming node 1 within the bound.
-# Then the daemons still up must hold no job and no deferred release within
-# 15 s, and a new job across both must run (zpp-cuda-test -m 1): after
-# `zppd`, with node 1's zppd started again with the same arguments; after
-# `stop` and `client`, on the same two daemons. The output goes to
-# test-2x1.log. Returns 0 when every check passed; the daemons are stopped.
 # clean NAME SOCK: the daemon holds no job and no deferred release within
 # 15 s (0), or says what it holds (1)
 clean() {
@@ -250,6 +234,22 @@ clean() {
   return 1
 }
 
+# Failures across the daemons (FAILURE=0 skips them; FAILURES lists which,
+# default "zppd stop client"), each on the 2x1 layout with a fresh pair of
+# daemons with peer_timeout_ms=5000 (heartbeats every 1000 ms, the
+# default). zpp-cuda-test -D runs all-gathers; once rank 0 has made 20
+# calls it creates the marker, and then, by HOW (zpp-cuda-test -E):
+#   zppd    node 1's zppd is SIGKILLed;
+#   stop    node 1's zppd is SIGSTOPped (its sockets stay open: heartbeats
+#           time out instead of failing) and resumed (SIGCONT) once the
+#           peer timeout and 3 s have passed;
+#   client  node 1's rank SIGKILLs itself with its next call in flight.
+# Node 0's rank must fail with ZPP_EABORTED naming node 1 within the bound.
+# Then the daemons still up must hold no job and no deferred release within
+# 15 s, and a new job across both must run (zpp-cuda-test -m 1): after
+# `zppd`, with node 1's zppd started again with the same arguments; after
+# `stop` and `client`, on the same two daemons. The output goes to
+# test-2x1.log. Returns 0 when every check passed; the daemons are stopped.
 failure_step() {
   local how=$1 fpto=5000 mark="$T/death.marker" flog="$OUT/test-2x1.log" sock="$T/z-{node}.sock"
   [ -s "$flog" ] || echo "$DEVICE" > "$flog" # (no 2x1 layout ran before it)

@@ -1218,7 +1218,7 @@ static int run_admit(struct opts *o)
 
 /* ---- -D: a member daemon killed ----------------------------------------- */
 
-#define DEATH_NODE 1           /* the node that fails (its zppd or a client, -E) */
+#define DEATH_NODE 1 /* the node that fails (its zppd or a client, -E) */
 enum { DEATH_ZPPD_KILLED, DEATH_ZPPD_STOPPED, DEATH_CLIENT_KILLED };
 static const char *const death_how_name[] = {"zppd", "stop", "client"};
 #define DEATH_COUNT (1u << 19) /* bf16 elements gathered per call: 1 MiB */
@@ -1383,25 +1383,24 @@ static int death_child(int rank, void *arg)
                rank, node, o->death_bound_ms + DEATH_GRACE_MS, DEATH_MARK_CALLS, DEATH_NODE, i - 1);
     } else if (killed) {
         ok = 1; /* any failure: it ended, and did not hang */
-        printf("PASS death: rank %d (node %d, its zppd killed) did not hang: %.0f ms after its "
+        printf("PASS death: rank %d (node %d, its zppd %s) did not hang: %.0f ms after its "
                "last successful call, %s\n",
-               rank, node, ms, how);
+               rank, node, o->death_how == DEATH_ZPPD_STOPPED ? "stopped" : "killed", ms, how);
     } else {
-        /* node 0 names the node (and, for a dead client, the rank); node 1,
-         * whose zppd saw the client go, names the rank */
-        const char *need = node == DEATH_NODE ? want_rank : want;
-        int code_ok = rc == ZPP_EABORTED, names = rc && strstr(msg, need) != NULL;
-        if (client && names && node != DEATH_NODE && !strstr(msg, want_rank)) {
-            names = 0;
-            need = want_rank;
-        }
+        /* node 0 names the node, and for a dead client the rank too; node
+         * 1, whose zppd saw the client go, names the rank */
+        const char *need[2] = {node == DEATH_NODE ? want_rank : want, client ? want_rank : ""};
+        const char *missing = !rc || !strstr(msg, need[0]) ? need[0]
+                              : !strstr(msg, need[1])      ? need[1]
+                                                           : NULL;
+        int code_ok = rc == ZPP_EABORTED, names = !missing;
         int soon = ms <= o->death_bound_ms;
         ok = code_ok && names && soon;
         printf("%s death: rank %d (node %d) failed %.0f ms after its last successful call "
                "(bound %d ms): %s%s%s%s%s\n",
                ok ? "PASS" : "FAIL", rank, node, ms, o->death_bound_ms, how,
                code_ok ? "" : "; want ZPP_EABORTED", names ? "" : "; want a message naming ",
-               names ? "" : need, soon ? "" : "; over the bound");
+               names ? "" : missing, soon ? "" : "; over the bound");
     }
     /* The device buffers go only once the stream has drained: one that
      * still waits on a killed zppd's event may never; exit takes them. */
@@ -1419,9 +1418,9 @@ static int run_death(struct opts *o)
     snprintf(o->job, sizeof o->job, "cuda-death-%d", (int)getpid());
     unlink(o->marker); /* one left by an earlier run would start the kill too soon */
     int dying_rank = DEATH_NODE * (o->world / o->nodes);
-    static const char *const what[] = {"node %d's zppd is to be SIGKILLed",
-                                       "node %d's zppd is to be SIGSTOPped, then resumed",
-                                       "node %d's first rank SIGKILLs itself with a call in flight"};
+    static const char *const what[] = {
+        "node %d's zppd is to be SIGKILLed", "node %d's zppd is to be SIGSTOPped, then resumed",
+        "node %d's first rank SIGKILLs itself with a call in flight"};
     char then[96];
     snprintf(then, sizeof then, what[o->death_how], DEATH_NODE);
     printf("info: death: job %s, %d node(s) x %d rank(s), sockets %s, leader %s; %s appears "

@@ -251,8 +251,8 @@ static int early_goodbye_rank(int rank, void *arg)
     int64_t dt = zh_now_ms() - t0;
     if (rc != ZPP_EABORTED || !strstr(zpp_last_error(c), "rank 1") ||
         !strstr(zpp_last_error(c), "without a goodbye") || dt > 3000) {
-        fprintf(stderr, "rank 0: got %s (%s) after %lld ms\n", zpp_err_name(rc),
-                zpp_last_error(c), (long long)dt);
+        fprintf(stderr, "rank 0: got %s (%s) after %lld ms\n", zpp_err_name(rc), zpp_last_error(c),
+                (long long)dt);
         return 2;
     }
     printf("rank 0: '%s' after %lld ms\n", zpp_last_error(c), (long long)dt);
