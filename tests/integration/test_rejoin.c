@@ -122,6 +122,24 @@ static int rejoin_rank(int rank, void *arg)
     return 0;
 }
 
+/* `who`'s next call (a barrier) on c must fail with ZPP_EABORTED, its
+ * message holding both needles, within max_ms. 0, or 2 after saying why. */
+static int barrier_aborts(zpp_conn *c, const char *who, const char *a, const char *b,
+                          int64_t max_ms)
+{
+    zpp_result res;
+    int64_t t0 = zh_now_ms();
+    int rc = zpp_barrier(c, &res);
+    int64_t dt = zh_now_ms() - t0;
+    const char *m = zpp_last_error(c);
+    if (rc != ZPP_EABORTED || !strstr(m, a) || !strstr(m, b) || dt > max_ms) {
+        fprintf(stderr, "%s: got %s (%s) after %lld ms\n", who, zpp_err_name(rc), m, (long long)dt);
+        return 2;
+    }
+    printf("%s: '%s' after %lld ms\n", who, m, (long long)dt);
+    return 0;
+}
+
 static int never_back_rank(int rank, void *arg)
 {
     (void)arg;
@@ -135,19 +153,8 @@ static int never_back_rank(int rank, void *arg)
         return 0;
     }
     sleep_ms(100);
-    int64_t t0 = zh_now_ms();
-    int rc = zpp_barrier(c, &res);
-    int64_t dt = zh_now_ms() - t0;
-    if (rc != ZPP_EABORTED || !strstr(zpp_last_error(c), "rank 1") ||
-        !strstr(zpp_last_error(c), "rejoin")) {
-        fprintf(stderr, "rank 0: got %s (%s)\n", zpp_err_name(rc), zpp_last_error(c));
+    if (barrier_aborts(c, "rank 0", "rank 1", "rejoin", 3000))
         return 2;
-    }
-    if (dt > 3000) {
-        fprintf(stderr, "rank 0: the error came after %lld ms\n", (long long)dt);
-        return 3;
-    }
-    printf("rank 0: '%s' after %lld ms\n", zpp_last_error(c), (long long)dt);
     zpp_close(c);
     return 0;
 }
@@ -157,7 +164,6 @@ static int left_forming_rank(int rank, void *arg)
 {
     (void)arg;
     zpp_conn *c;
-    zpp_result res;
     if (rank == 0) {
         if (zh_connect_join(&g_d, g_job, 0, 2, 1, &c) != 0)
             return 1;
@@ -167,19 +173,8 @@ static int left_forming_rank(int rank, void *arg)
     sleep_ms(300);
     if (zh_connect_join(&g_d, g_job, 1, 2, 1, &c) != 0)
         return 1;
-    int64_t t0 = zh_now_ms();
-    int rc = zpp_barrier(c, &res);
-    int64_t dt = zh_now_ms() - t0;
-    if (rc != ZPP_EABORTED || !strstr(zpp_last_error(c), "rank 0 left before every rank") ||
-        !strstr(zpp_last_error(c), "rejoin_timeout_ms")) {
-        fprintf(stderr, "rank 1: got %s (%s)\n", zpp_err_name(rc), zpp_last_error(c));
+    if (barrier_aborts(c, "rank 1", "rank 0 left before every rank", "rejoin_timeout_ms", 4000))
         return 2;
-    }
-    if (dt > 4000) {
-        fprintf(stderr, "rank 1: the error came after %lld ms\n", (long long)dt);
-        return 3;
-    }
-    printf("rank 1: '%s' after %lld ms\n", zpp_last_error(c), (long long)dt);
     zpp_close(c);
     return 0;
 }
@@ -246,16 +241,8 @@ static int early_goodbye_rank(int rank, void *arg)
         _exit(0); /* dies: no at-exit Goodbye */
     }
     sleep_ms(100);
-    int64_t t0 = zh_now_ms();
-    int rc = zpp_barrier(c, &res);
-    int64_t dt = zh_now_ms() - t0;
-    if (rc != ZPP_EABORTED || !strstr(zpp_last_error(c), "rank 1") ||
-        !strstr(zpp_last_error(c), "without a goodbye") || dt > 3000) {
-        fprintf(stderr, "rank 0: got %s (%s) after %lld ms\n", zpp_err_name(rc), zpp_last_error(c),
-                (long long)dt);
+    if (barrier_aborts(c, "rank 0", "rank 1", "without a goodbye", 3000))
         return 2;
-    }
-    printf("rank 0: '%s' after %lld ms\n", zpp_last_error(c), (long long)dt);
     zpp_close(c);
     return 0;
 }
