@@ -351,4 +351,22 @@ static inline int be_member_slot(const struct be_topo *t, int comm, int s, int i
     return first + i - t->rank0;
 }
 
+/* Slot s's own index among the members of its group in comm (BE_COMM_GLOBAL
+ * or BE_COMM_INTRA). */
+static inline int be_member_index(const struct be_topo *t, int comm, int s)
+{
+    return comm == BE_COMM_GLOBAL ? be_rank(t, s) : be_rank(t, s) % t->local;
+}
+
+/* The j-th member (j = 0 .. members - 1) that slot s reads in a gather by
+ * peer access: its own part first, then the next members round the group.
+ * Every GPU reading its members in the same order has all of them read
+ * member 0 at once, then member 1, ...: one GPU's links serve every reader
+ * while the others' stand idle. Round from each reader's own index, step j
+ * is a permutation: every GPU serves one reader at a time. */
+static inline int be_gather_member(const struct be_topo *t, int comm, int s, int j, int members)
+{
+    return (be_member_index(t, comm, s) + j) % members;
+}
+
 #endif

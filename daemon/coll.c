@@ -790,8 +790,9 @@ static int run_qwz_hier(struct coll_exec *x, const struct qwz_plan *q)
             COLL_CHECK(x, ops->allgather(c, BE_COMM_INTRA, snd, rcv, (size_t)(N * cb)));
         }
         for (int s = 0; s < ns; s++)
-            for (int i = 0; i < G; i++)
-                for (int n = 0; n < N; n++) {
+            for (int j = 0; j < G; j++)
+                for (int n = 0, i = be_gather_member(&x->topo, BE_COMM_INTRA, s, j, G); n < N;
+                     n++) {
                     uint64_t m = (uint64_t)n * (uint64_t)G + (uint64_t)i;
                     uint64_t lo = m * q->shard + p * q->ps, cnt = be_clamp(a->count, lo, len);
                     const uint8_t *src =
@@ -915,13 +916,13 @@ static int run_qwz(struct coll_exec *x, void **send, void **recv)
         if (pm) { /* every rank's codes are in its staging: read them there */
             COLL_CHECK(x, ops->peer_fence(c, BE_COMM_GLOBAL));
             for (int s = 0; s < ns && pm == BE_PEER_COPY; s++)
-                for (uint64_t m = 0; m < W; m++)
-                    if (m != (uint64_t)be_rank(&x->topo, s))
-                        COLL_CHECK(
-                            x, ops->copy(c, s, (uint8_t *)rp[s] + m * cb,
-                                         (uint8_t *)rp[peer_slot(x, BE_COMM_GLOBAL, s, (int)m)] +
-                                             m * cb,
-                                         (size_t)cb));
+                for (int j = 1; j < (int)W; j++) { /* the peers, round from this rank */
+                    int m = be_gather_member(&x->topo, BE_COMM_GLOBAL, s, j, (int)W);
+                    COLL_CHECK(x, ops->copy(c, s, (uint8_t *)rp[s] + (uint64_t)m * cb,
+                                            (uint8_t *)rp[peer_slot(x, BE_COMM_GLOBAL, s, m)] +
+                                                (uint64_t)m * cb,
+                                            (size_t)cb));
+                }
         } else {
             COLL_CHECK(x, ops->allgather(c, BE_COMM_GLOBAL, sp, rp, (size_t)cb));
         }
@@ -931,7 +932,9 @@ static int run_qwz(struct coll_exec *x, void **send, void **recv)
                 COLL_CHECK(x, coll_lane_use(x, s, 1));
             }
             uint64_t r = (uint64_t)be_rank(&x->topo, s);
-            for (uint64_t m = 0; m < W; m++) {
+            for (uint64_t j = 0; j < W; j++) {
+                uint64_t m =
+                    (uint64_t)be_gather_member(&x->topo, BE_COMM_GLOBAL, s, (int)j, (int)W);
                 uint64_t lo = m * q.shard + p * q.ps;
                 uint64_t n = be_clamp(a->count, lo, len);
                 /* BE_PEER_LOAD: straight from member m's staging */
@@ -1009,8 +1012,8 @@ static int run_allgather_hier(struct coll_exec *x)
         COLL_CHECK(x, ops->allgather(c, BE_COMM_INTRA, E, F, (size_t)N * part));
     }
     for (int s = 0; s < ns; s++)
-        for (int i = 0; i < G; i++)
-            for (int n = 0; n < N; n++) {
+        for (int j = 0; j < G; j++)
+            for (int n = 0, i = be_gather_member(&x->topo, BE_COMM_INTRA, s, j, G); n < N; n++) {
                 uint64_t lo = ((uint64_t)n * (uint64_t)G + (uint64_t)i) * shard;
                 uint64_t cnt = be_clamp(x->args.count, lo, shard);
                 const uint8_t *src =
@@ -1065,9 +1068,11 @@ static int run_gather(struct coll_exec *x, void **send, void **recv, int comm, u
     if (pm) { /* copy from the peers' memory (their store slices or inputs) */
         COLL_CHECK(x, ops->peer_fence(&x->call, comm));
         for (int s = 0; s < x->topo.nslots; s++)
-            for (int i = 0; i < members; i++)
+            for (int j = 0; j < members; j++) {
+                int i = be_gather_member(&x->topo, comm, s, j, members);
                 COLL_CHECK(x, ops->copy(&x->call, s, (uint8_t *)recv[s] + (size_t)(i * per * esize),
                                         send[peer_slot(x, comm, s, i)], (size_t)(per * esize)));
+            }
         pm = 0;
         COLL_CHECK(x, ops->peer_fence(&x->call, comm));
     } else if (!gathered) {

@@ -207,12 +207,46 @@ static int run_config(const char *const *env)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/* The order in which a gather by peer access reads its members
+ * (be_gather_member): each slot its own part first, every member once, and
+ * at every step no two readers on one member. */
+static void test_gather_order(void)
+{
+    for (int local = 1; local <= 8; local++)
+        for (int nodes = 1; nodes <= 3; nodes++)
+            for (int comm = BE_COMM_GLOBAL; comm <= BE_COMM_INTRA; comm++) {
+                int members = comm == BE_COMM_GLOBAL ? nodes * local : local;
+                for (int node = 0; node < nodes; node++) {
+                    struct be_topo t = {.world = nodes * local,
+                                        .nodes = nodes,
+                                        .local = local,
+                                        .nslots = members,
+                                        .rank0 = comm == BE_COMM_GLOBAL ? 0 : node * local};
+                    for (int s = 0; s < members; s++) { /* every member once, its own first */
+                        unsigned read = 0;
+                        ASSERT_EQ(be_gather_member(&t, comm, s, 0, members),
+                                  be_member_index(&t, comm, s));
+                        for (int j = 0; j < members; j++)
+                            read |= 1u << be_gather_member(&t, comm, s, j, members);
+                        ASSERT_EQ(read, (1u << members) - 1);
+                    }
+                    for (int j = 0; j < members; j++) { /* one reader per member and step */
+                        unsigned readers = 0;
+                        for (int s = 0; s < members; s++)
+                            readers |= 1u << be_gather_member(&t, comm, s, j, members);
+                        ASSERT_EQ(readers, (1u << members) - 1);
+                    }
+                }
+            }
+}
+
 int main(void)
 {
+    test_gather_order();
     static const char *const configs[][9] = {
         {NULL},
-        {"ZPPD_PEER", "load", NULL},
-        {"ZPPD_PEER", "copy", "ZPP_QWZ_PIECE_KIB", "1", NULL},
+        {"ZPPD_PEER", "load", "ZPPD_PEER_GATHER_MAX", "0", NULL},
+        {"ZPPD_PEER", "copy", "ZPP_QWZ_PIECE_KIB", "1", "ZPPD_PEER_GATHER_MAX", "0", NULL},
         {"ZPP_QWZ_HIER", "0", "ZPP_AG_HIER", "0", "ZPP_QWZ_PIECE_KIB", "1", NULL},
         {"ZPPD_PEER", "load", "ZPP_QWZ_PIECE_KIB", "1", NULL},
     };
