@@ -670,23 +670,22 @@ static void gather_env_read(void)
     gather_env.hier = be_env_switch("ZPP_QWZ_HIER", 1);
     gather_env.ag_hier = be_env_switch("ZPP_AG_HIER", 1);
     gather_env.early = be_env_switch("ZPP_QWZ_EARLY", 1);
-    gather_env.peer_max = be_env_uint("ZPPD_PEER_GATHER_MAX", 2, 1024);
+    gather_env.peer_max = be_env_uint("ZPPD_PEER_GATHER_MAX", 0, 1024);
 }
 
 /* Whether a gather of `members` ranks that the fenced one-kernel paths did
  * not take (be_ops.peer_gather / peer_qwz decline calls over
  * ZPPD_XSYNC_MAX_KIB) may read its peers, else NCCL. Such a gather reads its
  * peers one after the other, a copy or a dequantize per member on each
- * GPU's stream: with two members that is the one peer link at full speed
- * (qwZ 1.46-1.55x NCCL's all-gather on 2 H200s), with more the links take
- * turns where NCCL's ring drives them all at once. 1 node x 4 H200s,
- * ZPPD_PEER=load against off (bench/results/x4-2026-11-28-s23/, calls 4-5):
- * the plain all-gather 0.55x NCCL against 0.95-0.98x, qwZ 0.91x against
- * 1.25-1.37x at 256 MiB - 1 GiB, while the fenced small calls kept +19-27
- * us over NCCL (147-367 us without peer access). So by default only gathers
- * of at most 2 members read their peers; ZPPD_PEER_GATHER_MAX moves the
- * limit (0: none). The reduce-scatter's one-kernel sum reads every member at
- * once and keeps peer access (0.98-1.01x NCCL on 4 H200s). */
+ * GPU's stream, each reader starting at its own index (be_gather_member), so
+ * that at every step each GPU serves one reader. 1 node x 4 H200s
+ * (bench/results/x4-2026-11-28-s24/, call 1), against NCCL's all-gather:
+ * the plain all-gather 1.02-1.05x and qwZ 1.52-1.66x at 256 MiB - 1 GiB,
+ * where the same gathers through NCCL in the daemon gave 0.95-0.99x and
+ * 1.29-1.38x (and every reader starting at member 0, session 23: 0.55x and
+ * 0.91x). So no limit by default; ZPPD_PEER_GATHER_MAX=N sends gathers of
+ * more than N members through NCCL, for machines whose links between GPUs
+ * serve one peer pair at a time less well than NCCL's ring. */
 static int gather_peers_ok(int members)
 {
     pthread_once(&gather_env_once, gather_env_read);

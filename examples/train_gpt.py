@@ -10,7 +10,8 @@ Launched by torchrun, one process per rank (RANK, WORLD_SIZE, LOCAL_RANK):
 
 Ranks: node = rank // G, local = rank % G (G = WORLD_SIZE / nodes); the GPU
 is local % (visible GPUs), so the 2 x 2-on-2-GPUs layout puts one rank of
-each node on each GPU. With --nodes > 1, NCCL_HOSTID is set to
+each node on each GPU; with --gpu-map rank it is rank % (visible GPUs): on
+four GPUs every rank has its own, node 0 on GPUs 0-1 and node 1 on 2-3. With --nodes > 1, NCCL_HOSTID is set to
 "zpp-node<node>" (--nccl-hostid) before torch.distributed starts, so that
 NCCL (torch-sharded, fsdp2, hsdp) sees the simulated nodes as hosts.
 
@@ -473,6 +474,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mode", choices=MODES, default=None, help="required but with --account")
     ap.add_argument("--nodes", type=int, default=1)
+    ap.add_argument("--gpu-map", choices=("local", "rank"), default="local",
+                    help="a rank's GPU: local index (default) or rank, modulo the visible GPUs")
     ap.add_argument("--socket", default=os.environ.get("ZPP_SOCKET"),
                     help="zppd socket of this rank's node; {node} is replaced by the node index")
     ap.add_argument("--leader", default=None, help="peer address of node 0's zppd (host:port)")
@@ -566,7 +569,7 @@ def main() -> int:
             torch.backends.cuda.enable_mem_efficient_sdp(False)
             torch.backends.cuda.enable_math_sdp(True)
     if args.device == "cuda":
-        device = torch.device("cuda", local % torch.cuda.device_count())
+        device = torch.device("cuda", (rank if args.gpu_map == "rank" else local) % torch.cuda.device_count())
         torch.cuda.set_device(device)
     else:
         device = torch.device("cpu")

@@ -40,7 +40,9 @@
 #   MPS=1             run daemons and torchrun under a private MPS control
 #                     daemon (CUDA_MPS_PIPE_DIRECTORY=/tmp/zpp-mps,
 #                     CUDA_MPS_LOG_DIRECTORY=/tmp/zpp-mps-log), quit at the end
-#   TRAIN_ARGS        extra train_gpt.py arguments for every run
+#   TRAIN_ARGS        extra train_gpt.py arguments for every run ("--gpu-map
+#                     rank" on nvidia-h200-x4: one GPU per rank, node 0 on
+#                     GPUs 0-1 and node 1 on GPUs 2-3)
 #   PROFILE=1         train_gpt.py --profile for every run (per step: forward,
 #                     backward, optimizer, time waited for zppd; PROFILE=0: off)
 #   EST_MS_<mode>     step-time guess (ms at 1K tokens; mode with _ for -),
@@ -424,7 +426,10 @@ done
   echo "scripts/plot_train.py. Losses: mean over the 4 ranks (each its own batch); eval: the held-out"
   echo "batches, equal on every rank. Peak alloc: torch's max_memory_allocated per rank (max over"
   echo "ranks; not the daemons' memory). GPU column: nvidia-smi peak memory.used per GPU above idle"
-  echo "(MiB; each GPU carries 2 ranks, and in zppd modes both daemons' share)."
+  case " ${TRAIN_ARGS:-} " in
+    *" --gpu-map rank "*) echo "(MiB; each GPU carries the rank of its index, and in zppd modes its node's daemon's share)." ;;
+    *) echo "(MiB; each GPU carries 2 ranks, and in zppd modes both daemons' share)." ;;
+  esac
   echo
 } >> "$S"
 pairs=()

@@ -245,10 +245,10 @@ int main(void)
     test_gather_order();
     static const char *const configs[][9] = {
         {NULL},
-        {"ZPPD_PEER", "load", "ZPPD_PEER_GATHER_MAX", "0", NULL},
-        {"ZPPD_PEER", "copy", "ZPP_QWZ_PIECE_KIB", "1", "ZPPD_PEER_GATHER_MAX", "0", NULL},
+        {"ZPPD_PEER", "load", NULL},
+        {"ZPPD_PEER", "copy", "ZPP_QWZ_PIECE_KIB", "1", NULL},
         {"ZPP_QWZ_HIER", "0", "ZPP_AG_HIER", "0", "ZPP_QWZ_PIECE_KIB", "1", NULL},
-        {"ZPPD_PEER", "load", "ZPP_QWZ_PIECE_KIB", "1", NULL},
+        {"ZPPD_PEER", "load", "ZPP_QWZ_PIECE_KIB", "1", "ZPPD_PEER_GATHER_MAX", "2", NULL},
     };
     for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
         int rc = run_config(configs[i]);
