@@ -42,7 +42,7 @@
  *   its 95 % interval (bench/stats.h). Across daemons every timed window
  *   follows one untimed call of its kind: a communicator that sat idle
  *   while the others ran starts slower, and the daemon's sits idle
- *   longest. -D runs the same pairs for the
+ *   longest (-W N: N untimed calls instead). -D runs the same pairs for the
  *   wire's half all-gather and the in-process qwZ, interleaved with qwZ's,
  *   and prints each one's median and its windows' median times.
  * Throughput: `iters` calls back to back on one stream (zppd: the
@@ -88,6 +88,7 @@ struct bopts {
     const char *gpu_map;   /* -g: GPU ordinal per rank, or NULL */
     const char *hostid;    /* NCCL_HOSTID prefix across daemons ("" none) */
     int world, nodes, quick, multi, max_iters, rounds, pairs, diag;
+    int warm; /* -W: untimed calls before every window across daemons */
     uint64_t max_bytes;
     int idpipe[2];
     struct cut_meet *meet; /* the ranks' last meeting, before they leave */
@@ -464,7 +465,7 @@ struct goal_row {
     double qwz_rounds_x, qwzp_lo, qwzp_hi, qwzp_cov, qwzp_min, qwzp_max;
 };
 
-static void print_goals(const struct goal_row *g, int n, int rounds)
+static void print_goals(const struct goal_row *g, int n, int rounds, int warm)
 {
     if (n == 0) {
         printf("\ngoals: no size of 256 MiB or more was measured (-m)\n");
@@ -472,10 +473,10 @@ static void print_goals(const struct goal_row *g, int n, int rounds)
     }
     printf("\ngoals (issue 11, 256 MiB - 1 GiB; speedup against NCCL bf16 of the same tensor in "
            "this run; inter/M goals ~0.5, 0, ~0.25)\n");
-    printf("(%d rounds, each kind measured once per round in turn, after one untimed call; a "
+    printf("(%d rounds, each kind measured once per round in turn, after %d untimed call(s); a "
            "speedup is the median of "
            "the rounds' own ratios, each zppd time over the NCCL time of its round",
-           rounds);
+           rounds, warm);
     if (g[0].npairs > 0)
         printf("; qwZ's is the median of %d more pairs, below", g[0].npairs);
     printf(")\n");
@@ -493,11 +494,11 @@ static void print_goals(const struct goal_row *g, int n, int rounds)
     }
     if (g[0].npairs > 0) {
         printf("\nqwZ's goal pairs: %d per size, each (NCCL AG, qwZ, qwZ, NCCL AG), every window after "
-               "one untimed call of its kind, speedup = the "
+               "%d untimed call(s) of its kind, speedup = the "
                "two NCCL times over the two qwZ times; the median, the sign test's interval for "
                "it (95 %%: the median lies in it with at least the coverage shown), the range; "
                "and the rounds' median for comparison\n",
-               g[0].npairs);
+               g[0].npairs, warm);
         printf("%-10s %10s %20s %10s %18s %12s\n", "bytes", "median", "95% interval", "coverage",
                "min - max", "rounds' x");
         for (int i = 0; i < n; i++) {
@@ -687,7 +688,7 @@ static int bench_child(int rank, void *arg)
         if (bytes > o->max_bytes)
             continue;
         int iters = iters_for(o, bytes);
-        int warm = o->multi && bytes >= (64u << 20) ? 1 : 3;
+        int warm = o->multi && bytes >= (64u << 20) ? o->warm : 3;
         int pipe = !o->multi || bytes < (256u << 20);
         char key[32];
         snprintf(key, sizeof key, "b%llu", (unsigned long long)bytes);
@@ -719,7 +720,7 @@ static int bench_child(int rank, void *arg)
                  * multi-2026-11-24-h200x2-s21/), and back-to-back calls
                  * in training keep it busy */
                 tr[k][r] = throughput(&c, k, count, key, iters_r,
-                                      r == 0 ? warm : o->multi ? 1 : 0);
+                                      r == 0 ? warm : o->multi ? o->warm : 0);
                 if (r == 0) {
                     frac[k] = g_last_res.logical_bytes ? (double)g_last_res.bytes_inter /
                                                              (double)g_last_res.logical_bytes
@@ -754,7 +755,7 @@ static int bench_child(int rank, void *arg)
                 const int abba[4] = {B_NCCL_AG, PK[j], PK[j], B_NCCL_AG};
                 double ms[4];
                 for (int i = 0; i < 4; i++) {
-                    ms[i] = pos[j][i][p] = throughput(&c, abba[i], count, key, iters_r, 1);
+                    ms[i] = pos[j][i][p] = throughput(&c, abba[i], count, key, iters_r, o->warm);
                     if (ms[i] < 0) {
                         fprintf(stderr, "rank %d: goal pair %d, %s at %llu bytes failed: %s\n",
                                 rank, p, BNAME[abba[i]], (unsigned long long)bytes,
@@ -841,7 +842,7 @@ static int bench_child(int rank, void *arg)
         }
     }
     if (rank == 0 && o->multi)
-        print_goals(goals, ngoals, o->rounds);
+        print_goals(goals, ngoals, o->rounds, o->warm);
     /* Leave the job only when every rank's GPU work is done (see
      * cut_meet: across daemons the first rank to leave aborts the job). */
     cuStreamSynchronize(c.st);
@@ -860,7 +861,8 @@ static void usage(const char *argv0)
     fprintf(stderr,
             "usage: %s -s SOCK [-w W] [-n N] [-m MAX_MIB] [-q]\n"
             "       %s -s 'PATH-{node}.sock' -A LEADER_HOST:PORT -n N [-G G | -w W] [-g MAP]\n"
-            "          [-I HOSTID_PREFIX] [-m MAX_MIB] [-i MAX_ITERS] [-R ROUNDS] [-P PAIRS] [-D] [-q]\n",
+            "          [-I HOSTID_PREFIX] [-m MAX_MIB] [-i MAX_ITERS] [-R ROUNDS] [-P PAIRS] [-D] [-W WARM]\n"
+            "          [-q]\n",
             argv0, argv0);
 }
 
@@ -868,9 +870,9 @@ int main(int argc, char **argv)
 {
     struct bopts o = {
         .world = 2, .nodes = 1, .max_bytes = 1ull << 30, .hostid = "zpp-node", .rounds = 7,
-        .pairs = 25};
+        .pairs = 25, .warm = 1};
     int ch, per_node = 0;
-    while ((ch = getopt(argc, argv, "s:w:n:m:qA:L:G:g:I:i:R:P:D")) != -1) {
+    while ((ch = getopt(argc, argv, "s:w:n:m:qA:L:G:g:I:i:R:P:DW:")) != -1) {
         switch (ch) {
         case 's':
             o.sock = optarg;
@@ -912,6 +914,13 @@ int main(int argc, char **argv)
             break;
         case 'D':
             o.diag = 1;
+            break;
+        case 'W':
+            o.warm = atoi(optarg);
+            if (o.warm < 1 || o.warm > 16) {
+                fprintf(stderr, "-W: untimed calls per window must be in 1..16\n");
+                return 2;
+            }
             break;
         case 'P':
             o.pairs = atoi(optarg);
