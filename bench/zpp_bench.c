@@ -493,8 +493,8 @@ static void print_goals(const struct goal_row *g, int n, int rounds, int warm)
         printf("%-10llu %22s %22s %22s\n", (unsigned long long)g[i].bytes, a, b, c);
     }
     if (g[0].npairs > 0) {
-        printf("\nqwZ's goal pairs: %d per size, each (NCCL AG, qwZ, qwZ, NCCL AG), every window after "
-               "%d untimed call(s) of its kind, speedup = the "
+        printf("\nqwZ's goal pairs: %d per size, each (NCCL AG, qwZ, qwZ, NCCL AG), every window "
+               "after %d untimed call(s) of its kind, speedup = the "
                "two NCCL times over the two qwZ times; the median, the sign test's interval for "
                "it (95 %%: the median lies in it with at least the coverage shown), the range; "
                "and the rounds' median for comparison\n",
@@ -720,7 +720,9 @@ static int bench_child(int rank, void *arg)
                  * multi-2026-11-24-h200x2-s21/), and back-to-back calls
                  * in training keep it busy */
                 tr[k][r] = throughput(&c, k, count, key, iters_r,
-                                      r == 0 ? warm : o->multi ? o->warm : 0);
+                                      r == 0     ? warm
+                                      : o->multi ? o->warm
+                                                 : 0);
                 if (r == 0) {
                     frac[k] = g_last_res.logical_bytes ? (double)g_last_res.bytes_inter /
                                                              (double)g_last_res.logical_bytes
@@ -861,16 +863,21 @@ static void usage(const char *argv0)
     fprintf(stderr,
             "usage: %s -s SOCK [-w W] [-n N] [-m MAX_MIB] [-q]\n"
             "       %s -s 'PATH-{node}.sock' -A LEADER_HOST:PORT -n N [-G G | -w W] [-g MAP]\n"
-            "          [-I HOSTID_PREFIX] [-m MAX_MIB] [-i MAX_ITERS] [-R ROUNDS] [-P PAIRS] [-D] [-W WARM]\n"
+            "          [-I HOSTID_PREFIX] [-m MAX_MIB] [-i MAX_ITERS] [-R ROUNDS] [-P PAIRS] [-D] "
+            "[-W WARM]\n"
             "          [-q]\n",
             argv0, argv0);
 }
 
 int main(int argc, char **argv)
 {
-    struct bopts o = {
-        .world = 2, .nodes = 1, .max_bytes = 1ull << 30, .hostid = "zpp-node", .rounds = 7,
-        .pairs = 25, .warm = 1};
+    struct bopts o = {.world = 2,
+                      .nodes = 1,
+                      .max_bytes = 1ull << 30,
+                      .hostid = "zpp-node",
+                      .rounds = 7,
+                      .pairs = 25,
+                      .warm = 1};
     int ch, per_node = 0;
     while ((ch = getopt(argc, argv, "s:w:n:m:qA:L:G:g:I:i:R:P:DW:")) != -1) {
         switch (ch) {

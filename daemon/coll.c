@@ -682,7 +682,7 @@ static void gather_env_read(void)
  * (bench/results/x4-2026-11-28-s24/, call 1), against NCCL's all-gather:
  * the plain all-gather 1.02-1.05x and qwZ 1.52-1.66x at 256 MiB - 1 GiB,
  * where the same gathers through NCCL in the daemon gave 0.95-0.99x and
- * 1.29-1.38x (and every reader starting at member 0, session 23: 0.55x and
+ * 0.94-1.38x (and every reader starting at member 0, session 23: 0.55x and
  * 0.91x). So no limit by default; ZPPD_PEER_GATHER_MAX=N sends gathers of
  * more than N members through NCCL, for machines whose links between GPUs
  * serve one peer pair at a time less well than NCCL's ring. */
@@ -789,9 +789,9 @@ static int run_qwz_hier(struct coll_exec *x, const struct qwz_plan *q)
             COLL_CHECK(x, ops->allgather(c, BE_COMM_INTRA, snd, rcv, (size_t)(N * cb)));
         }
         for (int s = 0; s < ns; s++)
-            for (int j = 0; j < G; j++)
-                for (int n = 0, i = be_gather_member(&x->topo, BE_COMM_INTRA, s, j, G); n < N;
-                     n++) {
+            for (int j = 0; j < G; j++) {
+                int i = be_gather_member(&x->topo, BE_COMM_INTRA, s, j, G);
+                for (int n = 0; n < N; n++) {
                     uint64_t m = (uint64_t)n * (uint64_t)G + (uint64_t)i;
                     uint64_t lo = m * q->shard + p * q->ps, cnt = be_clamp(a->count, lo, len);
                     const uint8_t *src =
@@ -804,6 +804,7 @@ static int run_qwz_hier(struct coll_exec *x, const struct qwz_plan *q)
                                                       (uint8_t *)x->slots[s].out + lo * esize,
                                                       a->dtype));
                 }
+            }
     }
     if (lanes)
         for (int s = 0; s < ns; s++) {
@@ -1011,8 +1012,9 @@ static int run_allgather_hier(struct coll_exec *x)
         COLL_CHECK(x, ops->allgather(c, BE_COMM_INTRA, E, F, (size_t)N * part));
     }
     for (int s = 0; s < ns; s++)
-        for (int j = 0; j < G; j++)
-            for (int n = 0, i = be_gather_member(&x->topo, BE_COMM_INTRA, s, j, G); n < N; n++) {
+        for (int j = 0; j < G; j++) {
+            int i = be_gather_member(&x->topo, BE_COMM_INTRA, s, j, G);
+            for (int n = 0; n < N; n++) {
                 uint64_t lo = ((uint64_t)n * (uint64_t)G + (uint64_t)i) * shard;
                 uint64_t cnt = be_clamp(x->args.count, lo, shard);
                 const uint8_t *src =
@@ -1022,6 +1024,7 @@ static int run_allgather_hier(struct coll_exec *x)
                     COLL_CHECK(x, ops->copy(c, s, (uint8_t *)x->slots[s].out + lo * esize, src,
                                             (size_t)(cnt * esize)));
             }
+        }
     if (pm) /* no rank reuses E while a peer still copies from it */
         COLL_CHECK(x, ops->peer_fence(c, BE_COMM_INTRA));
     pm = 0;
