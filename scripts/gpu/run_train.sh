@@ -219,7 +219,10 @@ cleanup() {
   [ ${#DPIDS[@]} -gt 0 ] && stop_daemons "$T"
   if [ $mps_on = 1 ]; then mps_stop; mps_on=0; log "MPS quit"; fi
   if [ "${MPS:-0}" = 1 ] && [ ! -d "$RUNS/mps-log" ]; then
-    mkdir -p "$RUNS/mps-log"; cp /tmp/zpp-mps-log/*.log "$RUNS/mps-log/" 2>/dev/null
+    mkdir -p "$RUNS/mps-log"
+    for f in /tmp/zpp-mps-log/*.log; do  # each kept log names its device first
+      [ -f "$f" ] && { echo "# $DEVICE_LINE; MPS log of this call"; cat "$f"; } > "$RUNS/mps-log/${f##*/}"
+    done
   fi
 }
 trap cleanup EXIT
