@@ -578,16 +578,14 @@ static void on_hb_reply(void *arg, int code, const char *msg, int state)
         try_end_idle(j);
         return;
     }
-    if (state == ZPP__PEER__JOB_STATE__JOB_STATE_ABORTED && msg && msg[0]) {
-        job_abort(j, MET_ABORT_PEER, "node %u (%s) has aborted the job: %s", n, m->addr, msg);
-        return;
-    }
     if (state == ZPP__PEER__JOB_STATE__JOB_STATE_ABORTED ||
         state == ZPP__PEER__JOB_STATE__JOB_STATE_UNKNOWN) {
-        job_abort(j, MET_ABORT_PEER, "node %u (%s) %s", n, m->addr,
+        int why = state == ZPP__PEER__JOB_STATE__JOB_STATE_ABORTED && msg && msg[0];
+        job_abort(j, MET_ABORT_PEER, "node %u (%s) %s%s%s", n, m->addr,
                   state == ZPP__PEER__JOB_STATE__JOB_STATE_ABORTED
                       ? "has aborted the job"
-                      : "no longer knows the job (its zppd restarted?)");
+                      : "no longer knows the job (its zppd restarted?)",
+                  why ? ": " : "", why ? msg : "");
         return;
     }
     m->last_ok_ms = zppd_now_ms();

@@ -1250,6 +1250,12 @@ static int death_stream_wait(double deadline_us)
     }
 }
 
+/* The rank that SIGKILLs itself with -E client: node DEATH_NODE's first. */
+static int death_dying_rank(const struct opts *o)
+{
+    return DEATH_NODE * (o->world / o->nodes);
+}
+
 /* -D, rank `rank` of job o->job across the daemons: plain all-gathers of
  * DEATH_COUNT bf16 elements until one fails, each followed by a wait for
  * its GPU work (the output of the first DEATH_CHECKED compared with the
@@ -1258,19 +1264,21 @@ static int death_stream_wait(double deadline_us)
  * one whose GPU work took over DEATH_STALL_MS does not count: NCCL's
  * kernels of a job that lost a node wait until its zppd aborts the
  * communicators. Verdicts (one PASS or FAIL line per rank):
- *   - a rank on node DEATH_NODE (its zppd killed): any failure, a call's
- *     error or a GPU wait given up at the deadline, is expected; a hang
- *     ends in SIGALRM, which the parent counts as a failure;
+ *   - a rank on node DEATH_NODE whose zppd was killed or stopped: any
+ *     failure, a call's error or a GPU wait given up at the deadline, is
+ *     expected; a hang ends in SIGALRM, which the parent counts as a
+ *     failure;
  *   - any other rank: the failing call ends with ZPP_EABORTED, its message
- *     names node DEATH_NODE, and it comes at most o->death_bound_ms after
- *     the rank's last successful call;
+ *     names node DEATH_NODE (with -E client also the dead rank; node
+ *     DEATH_NODE's other ranks name the dead rank), and it comes at most
+ *     o->death_bound_ms after the rank's last successful call;
  *   - every rank: no call fails before the marker, and one fails within
  *     o->death_bound_ms + DEATH_GRACE_MS of call DEATH_MARK_CALLS. */
 static int death_child(int rank, void *arg)
 {
     const struct opts *o = arg;
     int W = o->world, G = W / o->nodes, node = rank / G;
-    int client = o->death_how == DEATH_CLIENT_KILLED, dying_rank = DEATH_NODE * G;
+    int client = o->death_how == DEATH_CLIENT_KILLED, dying_rank = death_dying_rank(o);
     /* a rank of the node whose zppd fails: any failure will do */
     int killed = node == DEATH_NODE && !client;
     uint64_t shard = (DEATH_COUNT + (uint64_t)W - 1) / (uint64_t)W;
@@ -1417,7 +1425,6 @@ static int run_death(struct opts *o)
 {
     snprintf(o->job, sizeof o->job, "cuda-death-%d", (int)getpid());
     unlink(o->marker); /* one left by an earlier run would start the kill too soon */
-    int dying_rank = DEATH_NODE * (o->world / o->nodes);
     static const char *const what[] = {
         "node %d's zppd is to be SIGKILLed", "node %d's zppd is to be SIGSTOPped, then resumed",
         "node %d's first rank SIGKILLs itself with a call in flight"};
@@ -1430,7 +1437,7 @@ static int run_death(struct opts *o)
     printf("info: NCCL environment of the test (the daemons have their own):\n");
     cut_print_nccl_env("info:   ");
     int failed = o->death_how == DEATH_CLIENT_KILLED
-                     ? cut_spawn_dying(o->world, death_child, o, dying_rank)
+                     ? cut_spawn_dying(o->world, death_child, o, death_dying_rank(o))
                      : cut_spawn(o->world, death_child, o, -1, 0);
     printf("%s death: %d of %d ranks failed (each says why above; one ended by SIGALRM hung)\n",
            failed ? "FAIL" : "PASS", failed, o->world);

@@ -140,14 +140,24 @@ static int barrier_aborts(zpp_conn *c, const char *who, const char *a, const cha
     return 0;
 }
 
-static int never_back_rank(int rank, void *arg)
+/* Rank `rank` of the job joined, past a first barrier with the other;
+ * NULL if the join failed. */
+static zpp_conn *joined(int rank)
 {
-    (void)arg;
     zpp_conn *c;
     zpp_result res;
     if (zh_connect_join(&g_d, g_job, (uint32_t)rank, 2, 1, &c) != 0)
-        return 1;
+        return NULL;
     ASSERT_EQ(zpp_barrier(c, &res), 0);
+    return c;
+}
+
+static int never_back_rank(int rank, void *arg)
+{
+    (void)arg;
+    zpp_conn *c = joined(rank);
+    if (!c)
+        return 1;
     if (rank == 1) {
         zpp_close(c);
         return 0;
@@ -215,11 +225,9 @@ static int back_forming_rank(int rank, void *arg)
 static int early_goodbye_rank(int rank, void *arg)
 {
     (void)arg;
-    zpp_conn *c;
-    zpp_result res;
-    if (zh_connect_join(&g_d, g_job, (uint32_t)rank, 2, 1, &c) != 0)
+    zpp_conn *c = joined(rank);
+    if (!c)
         return 1;
-    ASSERT_EQ(zpp_barrier(c, &res), 0);
     if (rank == 1) { /* by hand on libzpp's socket: Goodbye, then a query */
         int fd = zpp_fd(c);
         Zpp__Goodbye g = ZPP__GOODBYE__INIT;
