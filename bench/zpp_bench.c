@@ -6,6 +6,8 @@
  *   zpp-bench -s SOCK [-w 2] [-n 1] [-m MAX_MIB] [-q]                 one daemon
  *   zpp-bench -s '/tmp/z-{node}.sock' -A LEADER -n N -G G [-g MAP]
  *             [-I HOSTID_PREFIX] [-m MAX_MIB] [-i MAX_ITERS] [-R ROUNDS] N daemons
+ *   -b QWZ_BLOCK (both modes): qwZ's block, 256 by default; a larger block
+ *   carries fewer scale bytes (0.5 + 2 / block of the tensor's bytes)
  *
  * One daemon: W = -w ranks, one per GPU, all on the daemon of SOCK.
  * Jobs across daemons (-A given and N > 1): W = N x G ranks (-G, or -w / -n);
@@ -23,7 +25,7 @@
  * For each tensor size (bf16 bytes of the full tensor, 4 KiB .. 1 GiB):
  *   NCCL bf16 all-gather and reduce-scatter (ncclAllGather /
  *   ncclReduceScatter on a communicator of the client processes);
- *   zppd qwZ (int8, block 256), plain all-gather, hpZ gather (of a key kept
+ *   zppd qwZ (int8, block 256 or -b), plain all-gather, hpZ gather (of a key kept
  *   by a qwZ), plain reduce-scatter, qgZ (default choice, and forced int4);
  *   across daemons also the wire: in-process NCCL moving the bytes qwZ and
  *   qgZ move (an all-gather of half the bytes, an all-to-all of a quarter),
@@ -78,7 +80,9 @@
 #include "zpp_cuda.h"
 #include "zpp_kernels_cuda.h"
 
-#define QWZ_BLOCK 256 /* qwZ's block, zppd's and in-process (DESIGN.md's default) */
+/* qwZ's block, zppd's and in-process: DESIGN.md's default, or -b. Set
+ * before the rank processes are forked, read by them. */
+static uint32_t qwz_block = 256;
 #define LAT_SAMPLES 2000
 #define LAT_WARMUP 200
 
@@ -229,16 +233,16 @@ static double pipelined(struct ctx *c, int k, uint64_t count, const char *key, i
  * same chunks and arithmetic as zppd's qwZ, so the same output bytes. */
 static int inproc_qwz(struct ctx *c, uint64_t shard)
 {
-    uint64_t cb = zk_chunk_bytes(shard, 8, QWZ_BLOCK);
+    uint64_t cb = zk_chunk_bytes(shard, 8, qwz_block);
     uint8_t *q = (uint8_t *)c->codes;
     cudaStream_t st = (cudaStream_t)c->st;
-    int rc = zk_quantize_cuda((const void *)c->in, ZK_BF16, shard, shard, 8, QWZ_BLOCK,
+    int rc = zk_quantize_cuda((const void *)c->in, ZK_BF16, shard, shard, 8, qwz_block,
                               q + (uint64_t)c->rank * cb, NULL, st);
     if (rc)
         return rc;
     rc = ncclAllGather(q + (uint64_t)c->rank * cb, q, cb, ncclUint8, c->comm, st);
     for (int m = 0; !rc && m < c->W; m++)
-        rc = zk_dequantize_cuda(q + (uint64_t)m * cb, shard, shard, 8, QWZ_BLOCK,
+        rc = zk_dequantize_cuda(q + (uint64_t)m * cb, shard, shard, 8, qwz_block,
                                 (uint8_t *)c->out + (uint64_t)m * shard * 2, ZK_BF16, st);
     return rc;
 }
@@ -287,7 +291,7 @@ static int submit(struct ctx *c, int k, uint64_t count, const char *key, uint64_
     call.output = (zpp_bufref){c->zout, c->oout};
     call.bits = k == B_QGZ_Q || k == B_QGZ ? 4 : 8;
     if (k == B_QWZ)
-        call.block = QWZ_BLOCK;
+        call.block = qwz_block;
     if (k == B_QGZ_Q)
         call.flags = ZPP_FLAG_FORCE_QUANT;
     if (k == B_HPZ)
@@ -301,7 +305,7 @@ static int keep_key(struct ctx *c, uint64_t count, const char *key)
     zpp_coll_init(&call, ZPP_OP_QWZ_ALLGATHER, ZPP_BF16, count);
     call.input = (zpp_bufref){c->zin, c->oin};
     call.output = (zpp_bufref){c->zout, c->oout};
-    call.block = QWZ_BLOCK;
+    call.block = qwz_block;
     call.hpz_key = key;
     uint64_t id;
     int rc = zpp_collective_async(c->zc, &call, c->st, &id);
@@ -387,7 +391,7 @@ static int latency(struct ctx *c, int k, uint64_t count, struct lat_fig *f)
  * differ. */
 static int check_inproc(struct ctx *c, uint64_t max_shard)
 {
-    static const uint64_t shards[] = {0, 3 * QWZ_BLOCK + 40};
+    const uint64_t shards[] = {0, 3 * (uint64_t)qwz_block + 40};
     for (size_t t = 0; t < sizeof shards / sizeof shards[0]; t++) {
         uint64_t shard = shards[t] ? shards[t] : (1u << 19) / (uint64_t)c->W;
         uint64_t count = shard * (uint64_t)c->W, bytes = count * 2;
@@ -597,7 +601,7 @@ static int bench_child(int rank, void *arg)
     c.in = vin.ptr;
     c.out = vout.ptr;
     uint64_t max_shard = o->max_bytes / 2 / (uint64_t)o->world + 1024;
-    if (cuMemAlloc(&c.codes, (size_t)(zk_chunk_bytes(max_shard, 8, QWZ_BLOCK) *
+    if (cuMemAlloc(&c.codes, (size_t)(zk_chunk_bytes(max_shard, 8, qwz_block) *
                                       (uint64_t)o->world)) != CUDA_SUCCESS) {
         fprintf(stderr, "rank %d: no GPU memory for the in-process qwZ's codes\n", rank);
         return 1;
@@ -865,7 +869,7 @@ static void usage(const char *argv0)
             "       %s -s 'PATH-{node}.sock' -A LEADER_HOST:PORT -n N [-G G | -w W] [-g MAP]\n"
             "          [-I HOSTID_PREFIX] [-m MAX_MIB] [-i MAX_ITERS] [-R ROUNDS] [-P PAIRS] [-D] "
             "[-W WARM]\n"
-            "          [-q]\n",
+            "          [-b QWZ_BLOCK] [-q]\n",
             argv0, argv0);
 }
 
@@ -879,7 +883,7 @@ int main(int argc, char **argv)
                       .pairs = 25,
                       .warm = 1};
     int ch, per_node = 0;
-    while ((ch = getopt(argc, argv, "s:w:n:m:qA:L:G:g:I:i:R:P:DW:")) != -1) {
+    while ((ch = getopt(argc, argv, "s:w:n:m:qA:L:G:g:I:i:R:P:DW:b:")) != -1) {
         switch (ch) {
         case 's':
             o.sock = optarg;
@@ -929,6 +933,15 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
+        case 'b': {
+            long b = atol(optarg);
+            if (b < 32 || b > 8192 || b % 32) {
+                fprintf(stderr, "-b: qwZ's block must be a multiple of 32 in 32..8192\n");
+                return 2;
+            }
+            qwz_block = (uint32_t)b;
+            break;
+        }
         case 'P':
             o.pairs = atoi(optarg);
             if (o.pairs < 0 || o.pairs > MAX_PAIRS) {
@@ -977,6 +990,7 @@ int main(int argc, char **argv)
                "to %llu MiB\n",
                o.world, o.nodes, G, (unsigned long long)(o.max_bytes >> 20));
     }
+    printf("qwZ: int8, block %u (zppd's and the in-process qwZ's)\n", qwz_block);
     printf("NCCL environment of the bench (same for the baseline and, through the script, the "
            "daemons):\n");
     cut_print_nccl_env("  ");
