@@ -351,11 +351,15 @@ static inline int be_member_slot(const struct be_topo *t, int comm, int s, int i
     return first + i - t->rank0;
 }
 
-/* Slot s's own index among the members of its group in comm (BE_COMM_GLOBAL
- * or BE_COMM_INTRA). */
-static inline int be_member_index(const struct be_topo *t, int comm, int s)
+/* The size of a communicator of kind comm, and rank r's index in its own
+ * (GLOBAL: r; INTRA: its local index; INTER: its node). */
+static inline int be_comm_size(const struct be_topo *t, int comm)
 {
-    return comm == BE_COMM_GLOBAL ? be_rank(t, s) : be_rank(t, s) % t->local;
+    return comm == BE_COMM_GLOBAL ? t->world : comm == BE_COMM_INTRA ? t->local : t->nodes;
+}
+static inline int be_comm_index(const struct be_topo *t, int comm, int r)
+{
+    return comm == BE_COMM_GLOBAL ? r : comm == BE_COMM_INTRA ? r % t->local : r / t->local;
 }
 
 /* The j-th member (j = 0 .. members - 1) that slot s reads in a gather by
@@ -366,7 +370,7 @@ static inline int be_member_index(const struct be_topo *t, int comm, int s)
  * is a permutation: every GPU serves one reader at a time. */
 static inline int be_gather_member(const struct be_topo *t, int comm, int s, int j, int members)
 {
-    return (be_member_index(t, comm, s) + j) % members;
+    return (be_comm_index(t, comm, be_rank(t, s)) + j) % members;
 }
 
 #endif

@@ -283,10 +283,6 @@ static int rt_check(struct be_call *c, int e, const char *what)
 
 /* ---- job open / close ------------------------------------------------- */
 
-static int comm_size_of(const struct be_topo *t, int k)
-{
-    return k == BE_COMM_GLOBAL ? t->world : k == BE_COMM_INTRA ? t->local : t->nodes;
-}
 static int comm_group_of(const struct be_topo *t, int k, int r)
 {
     return k == BE_COMM_GLOBAL ? 0 : k == BE_COMM_INTRA ? r / t->local : r % t->local;
@@ -315,10 +311,6 @@ static int peer_linked(const struct cu_job *j, int comm)
     return 1;
 }
 
-static int comm_index_of(const struct be_topo *t, int k, int r)
-{
-    return k == BE_COMM_GLOBAL ? r : k == BE_COMM_INTRA ? r % t->local : r / t->local;
-}
 static int comm_ngroups(const struct be_topo *t, int k)
 {
     return k == BE_COMM_GLOBAL ? 1 : k == BE_COMM_INTRA ? t->nodes : t->local;
@@ -937,7 +929,7 @@ void cu_job_close(void *backend, void *job, int abort)
 static int comm_group_start(struct cu_job *j, int k, int g, int *none, char *why, size_t why_len)
 {
     const struct be_topo *t = &j->t;
-    int n = comm_size_of(t, k), hosted = 0;
+    int n = be_comm_size(t, k), hosted = 0;
     ncclUniqueId id;
     ncclResult_t r = ncclSuccess;
     *none = 0;
@@ -972,7 +964,7 @@ static int comm_group_start(struct cu_job *j, int k, int g, int *none, char *why
         /* experiment switch: a blocking ncclGroupEnd holds the loop again */
         cfg.blocking = be_env_switch("ZPP_NCCL_BLOCKING", 0);
         cu_use(j->b, sl->device);
-        sl->crank[k] = comm_index_of(t, k, rk);
+        sl->crank[k] = be_comm_index(t, k, rk);
         sl->csize[k] = n;
         r = ncclCommInitRankConfig(&sl->comm[k], n, id, sl->crank[k], &cfg);
         if (r != ncclSuccess && r != ncclInProgress) {

@@ -207,17 +207,6 @@ static void host_job_close(void *backend, void *job, int abort)
 
 /* ---- communicators -------------------------------------------------- */
 
-static int comm_size(const struct be_topo *t, int comm)
-{
-    return comm == BE_COMM_GLOBAL ? t->world : comm == BE_COMM_INTRA ? t->local : t->nodes;
-}
-
-/* The index of rank r in its communicator of kind comm. */
-static int comm_index(const struct be_topo *t, int comm, int r)
-{
-    return comm == BE_COMM_GLOBAL ? r : comm == BE_COMM_INTRA ? r % t->local : r / t->local;
-}
-
 /* The rank of member j of the communicator of kind comm that rank r is in. */
 static int comm_member(const struct be_topo *t, int comm, int r, int j)
 {
@@ -236,7 +225,7 @@ static int comm_slots(struct be_call *c, int comm, int s, int *slots)
     if (comm != BE_COMM_GLOBAL && comm != BE_COMM_INTRA && comm != BE_COMM_INTER)
         return host_fail(c, ZPP_EINVAL, "unknown communicator");
     int r = be_rank(t, s);
-    int n = comm_size(t, comm);
+    int n = be_comm_size(t, comm);
     for (int j = 0; j < n; j++) {
         int q = comm_member(t, comm, r, j) - t->rank0;
         if (q < 0 || q >= t->nslots)
@@ -276,11 +265,11 @@ static int each_slot_members(struct be_call *c, int comm, slot_fn fn, void *arg)
     if (!slots)
         return host_fail(c, ZPP_ENOMEM, "out of memory");
     int rc = 0;
-    int n = comm_size(&c->topo, comm);
+    int n = be_comm_size(&c->topo, comm);
     for (int s = 0; s < c->topo.nslots && !rc; s++) {
         rc = comm_slots(c, comm, s, slots);
         if (!rc)
-            rc = fn(c, s, comm_index(&c->topo, comm, be_rank(&c->topo, s)), slots, n, arg);
+            rc = fn(c, s, be_comm_index(&c->topo, comm, be_rank(&c->topo, s)), slots, n, arg);
     }
     free(slots);
     return rc;
@@ -468,7 +457,7 @@ static int host_reduce_scatter(struct be_call *c, int comm, void *const *send, v
     size_t esize = zk_dtype_size(dtype);
     if (!esize || !zk_dtype_size(out_dtype))
         return host_fail(c, ZPP_EINVAL, "bad dtype");
-    int n = comm_size(&c->topo, comm);
+    int n = be_comm_size(&c->topo, comm);
     if (shard == 0 || shard > SIZE_MAX / esize / (size_t)n)
         return host_fail(c, ZPP_EINVAL, "bad shard size");
     struct host_rs a = {.send = send,
@@ -572,7 +561,7 @@ static int host_peer_gather(struct be_call *c, int comm, void *const *send, void
     if (host_peer_ok(c, comm) != BE_PEER_LOAD)
         return BE_DECLINED;
     const struct be_topo *t = &c->topo;
-    int members = comm_size(t, comm);
+    int members = be_comm_size(t, comm);
     for (int s = 0; s < t->nslots; s++)
         for (int i = 0; i < members; i++) {
             int rc = host_copy(c, s, (uint8_t *)recv[s] + (size_t)i * bytes,
@@ -613,7 +602,7 @@ static int host_peer_qwz(struct be_call *c, int comm, void *const *in, void *con
         return ZPP_EINVAL;
     }
     const struct be_topo *t = &c->topo;
-    int members = comm_size(t, comm);
+    int members = be_comm_size(t, comm);
     for (int s = 0; s < t->nslots; s++)
         for (int i = 0; i < members; i++) {
             uint64_t lo = (uint64_t)i * shard;
