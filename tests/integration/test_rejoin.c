@@ -255,42 +255,37 @@ static int early_goodbye_rank(int rank, void *arg)
     return 0;
 }
 
-int main(void)
+/* Runs job `job` with two ranks of fn on the running daemon; both must
+ * end well. */
+static void run_job(const char *job, zh_rank_fn fn)
 {
     int codes[2];
-    ASSERT_EQ(zh_daemon_start("rejoin_timeout_ms = 5000\n", &g_d), 0);
-    g_job = "rejoin-1";
-    zh_run_ranks(2, rejoin_rank, NULL, 20000, codes);
+    g_job = job;
+    zh_run_ranks(2, fn, NULL, 20000, codes);
     ASSERT_EQ(codes[0], 0);
     ASSERT_EQ(codes[1], 0);
+}
+
+int main(void)
+{
+    ASSERT_EQ(zh_daemon_start("rejoin_timeout_ms = 5000\n", &g_d), 0);
+    run_job("rejoin-1", rejoin_rank);
     ASSERT(zh_daemon_log_contains(&g_d, "rank rejoined"));
     ASSERT_EQ(zh_daemon_stop(&g_d), 0);
 
     ASSERT_EQ(zh_daemon_start("rejoin_timeout_ms = 500\n", &g_d), 0);
-    g_job = "rejoin-2";
-    zh_run_ranks(2, never_back_rank, NULL, 20000, codes);
-    ASSERT_EQ(codes[0], 0);
-    ASSERT_EQ(codes[1], 0);
+    run_job("rejoin-2", never_back_rank);
     ASSERT_EQ(zh_daemon_stop(&g_d), 0);
 
     ASSERT_EQ(zh_daemon_start("rejoin_timeout_ms = 700\n", &g_d), 0);
-    g_job = "rejoin-3";
-    zh_run_ranks(2, left_forming_rank, NULL, 20000, codes);
-    ASSERT_EQ(codes[0], 0);
-    ASSERT_EQ(codes[1], 0);
+    run_job("rejoin-3", left_forming_rank);
     ASSERT(zh_daemon_log_contains(&g_d, "it may rejoin\" job=rejoin-3 state=forming"));
-    g_job = "rejoin-4";
-    zh_run_ranks(2, back_forming_rank, NULL, 20000, codes);
-    ASSERT_EQ(codes[0], 0);
-    ASSERT_EQ(codes[1], 0);
+    run_job("rejoin-4", back_forming_rank);
     ASSERT(zh_daemon_log_contains(&g_d, "rank rejoined"));
     ASSERT_EQ(zh_daemon_stop(&g_d), 0);
 
     ASSERT_EQ(zh_daemon_start("rejoin_timeout_ms = 20000\n", &g_d), 0);
-    g_job = "rejoin-5";
-    zh_run_ranks(2, early_goodbye_rank, NULL, 20000, codes);
-    ASSERT_EQ(codes[0], 0);
-    ASSERT_EQ(codes[1], 0);
+    run_job("rejoin-5", early_goodbye_rank);
     ASSERT_EQ(zh_daemon_stop(&g_d), 0);
     printf("1 passed, 0 failed\n");
     return 0;
