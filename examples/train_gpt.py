@@ -11,7 +11,8 @@ Launched by torchrun, one process per rank (RANK, WORLD_SIZE, LOCAL_RANK):
 Ranks: node = rank // G, local = rank % G (G = WORLD_SIZE / nodes); the GPU
 is local % (visible GPUs), so the 2 x 2-on-2-GPUs layout puts one rank of
 each node on each GPU; with --gpu-map rank it is rank % (visible GPUs): on
-four GPUs every rank has its own, node 0 on GPUs 0-1 and node 1 on 2-3. With --nodes > 1, NCCL_HOSTID is set to
+four GPUs every rank has its own, node 0 on GPUs 0-1 and node 1 on 2-3.
+With --nodes > 1, NCCL_HOSTID is set to
 "zpp-node<node>" (--nccl-hostid) before torch.distributed starts, so that
 NCCL (torch-sharded, fsdp2, hsdp) sees the simulated nodes as hosts.
 
