@@ -46,7 +46,10 @@
  *   while the others ran starts slower, and the daemon's sits idle
  *   longest (-W N: N untimed calls instead). -D runs the same pairs for the
  *   wire's half all-gather and the in-process qwZ, interleaved with qwZ's,
- *   and prints each one's median and its windows' median times.
+ *   and prints each one's median and its windows' median times. -S N
+ *   runs N pairs of the daemon's work against the same work without it,
+ *   (in-process qwZ, qwZ, qwZ, in-process qwZ) and (NCCL AG, zppd AG,
+ *   zppd AG, NCCL AG): the daemon's own cost, with no other kind between.
  * Throughput: `iters` calls back to back on one stream (zppd: the
  * stream-ordered async API: zpp_collective_async + zpp_wait_stream), timed
  * with CUDA events around the loop; time per call = elapsed / iters.
@@ -92,6 +95,7 @@ struct bopts {
     const char *gpu_map;   /* -g: GPU ordinal per rank, or NULL */
     const char *hostid;    /* NCCL_HOSTID prefix across daemons ("" none) */
     int world, nodes, quick, multi, max_iters, rounds, pairs, diag;
+    int share; /* -S: pairs of the daemon's work against the same work in-process */
     int warm; /* -W: untimed calls before every window across daemons */
     uint64_t max_bytes;
     int idpipe[2];
@@ -752,13 +756,27 @@ static int bench_child(int rank, void *arg)
         int npairs = o->multi && bytes >= GOAL_MIN ? o->pairs : 0;
         /* -D: the same pairs for the wire's half all-gather and the
          * in-process qwZ, interleaved with qwZ's (pair p of each kind in
-         * turn), to tell the daemon's share of a shortfall from the wire's */
-        static const int PK[3] = {B_QWZ, B_WIRE_AG, B_INPROC_QWZ};
-        int npk = o->diag ? 3 : 1;
-        double pr[3][MAX_PAIRS], pos[3][4][MAX_PAIRS];
-        for (int p = 0; p < npairs; p++)
-            for (int j = 0; j < npk; j++) {
-                const int abba[4] = {B_NCCL_AG, PK[j], PK[j], B_NCCL_AG};
+         * turn), to tell the daemon's share of a shortfall from the wire's.
+         * -S N: N pairs that put the daemon's work next to the same work
+         * without it, (in-process qwZ, zppd qwZ, zppd qwZ, in-process qwZ)
+         * and (NCCL AG, zppd AG, zppd AG, NCCL AG): the daemon's own cost,
+         * drift cancelled, without NCCL's bf16 time in between. */
+        static const struct {
+            int base, kind;
+        } PK[5] = {{B_NCCL_AG, B_QWZ},
+                   {B_NCCL_AG, B_WIRE_AG},
+                   {B_NCCL_AG, B_INPROC_QWZ},
+                   {B_INPROC_QWZ, B_QWZ},
+                   {B_NCCL_AG, B_AG}};
+        int nshare = o->multi && bytes >= GOAL_MIN ? o->share : 0;
+        int np[5] = {npairs, o->diag ? npairs : 0, o->diag ? npairs : 0, nshare, nshare};
+        int most = npairs > nshare ? npairs : nshare;
+        double pr[5][MAX_PAIRS], pos[5][4][MAX_PAIRS];
+        for (int p = 0; p < most; p++)
+            for (int j = 0; j < 5; j++) {
+                if (p >= np[j])
+                    continue;
+                const int abba[4] = {PK[j].base, PK[j].kind, PK[j].kind, PK[j].base};
                 double ms[4];
                 for (int i = 0; i < 4; i++) {
                     ms[i] = pos[j][i][p] = throughput(&c, abba[i], count, key, iters_r, o->warm);
@@ -771,16 +789,18 @@ static int bench_child(int rank, void *arg)
                 }
                 pr[j][p] = (ms[0] + ms[3]) / (ms[1] + ms[2]);
             }
-        if (rank == 0 && o->diag && npairs > 0)
-            for (int j = 0; j < npk; j++) {
-                double med, lo, hi;
-                zb_median_ci(pr[j], npairs, 0.95, &med, &lo, &hi);
-                printf("pairs %-10llu %-22s %.3fx (95%%: %.3f - %.3fx)  window medians ms: "
-                       "NCCL %.3f, %s %.3f, %.3f, NCCL %.3f\n",
-                       (unsigned long long)bytes, BNAME[PK[j]], med, lo, hi,
-                       zb_median(pos[j][0], npairs), BNAME[PK[j]], zb_median(pos[j][1], npairs),
-                       zb_median(pos[j][2], npairs), zb_median(pos[j][3], npairs));
-            }
+        for (int j = 0; j < 5 && rank == 0; j++) {
+            double med, lo, hi;
+            if (np[j] == 0 || (j == 0 && !o->diag))
+                continue;
+            zb_median_ci(pr[j], np[j], 0.95, &med, &lo, &hi);
+            printf("%s %-10llu %-22s %.3fx %s (95%%: %.3f - %.3fx)  window medians ms: "
+                   "%s %.3f, %s %.3f, %.3f, %s %.3f\n",
+                   j < 3 ? "pairs" : "share", (unsigned long long)bytes, BNAME[PK[j].kind], med,
+                   j < 3 ? "" : "of its base", lo, hi, BNAME[PK[j].base],
+                   zb_median(pos[j][0], np[j]), BNAME[PK[j].kind], zb_median(pos[j][1], np[j]),
+                   zb_median(pos[j][2], np[j]), BNAME[PK[j].base], zb_median(pos[j][3], np[j]));
+        }
         drop_key(&c, key);
         if (rank == 0) {
             for (int k = 0; k < B_N; k++) {
@@ -868,8 +888,8 @@ static void usage(const char *argv0)
             "usage: %s -s SOCK [-w W] [-n N] [-m MAX_MIB] [-q]\n"
             "       %s -s 'PATH-{node}.sock' -A LEADER_HOST:PORT -n N [-G G | -w W] [-g MAP]\n"
             "          [-I HOSTID_PREFIX] [-m MAX_MIB] [-i MAX_ITERS] [-R ROUNDS] [-P PAIRS] [-D] "
-            "[-W WARM]\n"
-            "          [-b QWZ_BLOCK] [-q]\n",
+            "[-S PAIRS]\n"
+            "          [-W WARM] [-b QWZ_BLOCK] [-q]\n",
             argv0, argv0);
 }
 
@@ -883,7 +903,7 @@ int main(int argc, char **argv)
                       .pairs = 25,
                       .warm = 1};
     int ch, per_node = 0;
-    while ((ch = getopt(argc, argv, "s:w:n:m:qA:L:G:g:I:i:R:P:DW:b:")) != -1) {
+    while ((ch = getopt(argc, argv, "s:w:n:m:qA:L:G:g:I:i:R:P:DS:W:b:")) != -1) {
         switch (ch) {
         case 's':
             o.sock = optarg;
@@ -925,6 +945,13 @@ int main(int argc, char **argv)
             break;
         case 'D':
             o.diag = 1;
+            break;
+        case 'S':
+            o.share = atoi(optarg);
+            if (o.share < 0 || o.share > MAX_PAIRS) {
+                fprintf(stderr, "-S: pairs must be in 0..%d\n", MAX_PAIRS);
+                return 2;
+            }
             break;
         case 'W':
             o.warm = atoi(optarg);
