@@ -325,26 +325,43 @@ static int drop_key(struct ctx *c, const char *key)
 }
 
 /* ms per call over iters back-to-back calls, after `warm` calls. */
+/* The last window of throughput() split at its first call (GPU time from
+ * the window's start to the end of call 1, and per call after it) and the
+ * host time the first call took to submit and return: -S's split of a
+ * daemon's cost into a window's start and each call's. */
+static double g_first_ms, g_rest_ms, g_first_host_ms;
+
 static double throughput(struct ctx *c, int k, uint64_t count, const char *key, int iters,
                          int warm)
 {
-    CUevent a, b;
-    float ms = 0;
+    CUevent a, b, e1;
+    float ms = 0, first = 0;
     for (int i = 0; i < warm; i++)
         if (one(c, k, count, key))
             return -1;
     cuEventCreate(&a, CU_EVENT_DEFAULT);
     cuEventCreate(&b, CU_EVENT_DEFAULT);
+    cuEventCreate(&e1, CU_EVENT_DEFAULT);
     cuStreamSynchronize(c->st);
     cuEventRecord(a, c->st);
-    for (int i = 0; i < iters; i++)
+    for (int i = 0; i < iters; i++) {
+        double t0 = cut_now_us();
         if (one(c, k, count, key))
             return -1;
+        if (i == 0) {
+            g_first_host_ms = (cut_now_us() - t0) / 1000;
+            cuEventRecord(e1, c->st);
+        }
+    }
     cuEventRecord(b, c->st);
     cuEventSynchronize(b);
     cuEventElapsedTime(&ms, a, b);
+    cuEventElapsedTime(&first, a, e1);
+    g_first_ms = first;
+    g_rest_ms = iters > 1 ? (ms - first) / (iters - 1) : 0;
     cuEventDestroy(a);
     cuEventDestroy(b);
+    cuEventDestroy(e1);
     return ms / iters;
 }
 
@@ -771,7 +788,7 @@ static int bench_child(int rank, void *arg)
         int nshare = o->multi && bytes >= GOAL_MIN ? o->share : 0;
         int np[5] = {npairs, o->diag ? npairs : 0, o->diag ? npairs : 0, nshare, nshare};
         int most = npairs > nshare ? npairs : nshare;
-        double pr[5][MAX_PAIRS], pos[5][4][MAX_PAIRS];
+        double pr[5][MAX_PAIRS], pos[5][4][MAX_PAIRS], spl[5][4][3][MAX_PAIRS];
         for (int p = 0; p < most; p++)
             for (int j = 0; j < 5; j++) {
                 if (p >= np[j])
@@ -780,6 +797,9 @@ static int bench_child(int rank, void *arg)
                 double ms[4];
                 for (int i = 0; i < 4; i++) {
                     ms[i] = pos[j][i][p] = throughput(&c, abba[i], count, key, iters_r, o->warm);
+                    spl[j][i][0][p] = g_first_ms;
+                    spl[j][i][1][p] = g_rest_ms;
+                    spl[j][i][2][p] = g_first_host_ms;
                     if (ms[i] < 0) {
                         fprintf(stderr, "rank %d: goal pair %d, %s at %llu bytes failed: %s\n",
                                 rank, p, BNAME[abba[i]], (unsigned long long)bytes,
@@ -800,6 +820,24 @@ static int bench_child(int rank, void *arg)
                    j < 3 ? "" : "of its base", lo, hi, BNAME[PK[j].base],
                    zb_median(pos[j][0], np[j]), BNAME[PK[j].kind], zb_median(pos[j][1], np[j]),
                    zb_median(pos[j][2], np[j]), BNAME[PK[j].base], zb_median(pos[j][3], np[j]));
+            if (j < 3)
+                continue;
+            /* the windows split: base's two windows, then the kind's */
+            double f[2][3];
+            for (int w = 0; w < 2; w++)
+                for (int m = 0; m < 3; m++) {
+                    double v[2 * MAX_PAIRS];
+                    int n = np[j] < ZB_MAX_SAMPLES / 2 ? np[j] : ZB_MAX_SAMPLES / 2;
+                    for (int p = 0; p < n; p++) {
+                        v[2 * p] = spl[j][w ? 1 : 0][m][p];
+                        v[2 * p + 1] = spl[j][w ? 2 : 3][m][p];
+                    }
+                    f[w][m] = zb_median(v, 2 * n);
+                }
+            printf("share %-10llu %-22s split, medians: call 1 %.3f ms (host %.3f ms), each "
+                   "later call %.3f ms; %s: call 1 %.3f ms (host %.3f ms), each later %.3f ms\n",
+                   (unsigned long long)bytes, BNAME[PK[j].kind], f[1][0], f[1][2], f[1][1],
+                   BNAME[PK[j].base], f[0][0], f[0][2], f[0][1]);
         }
         drop_key(&c, key);
         if (rank == 0) {
