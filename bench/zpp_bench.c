@@ -49,7 +49,10 @@
  *   and prints each one's median and its windows' median times. -S N
  *   runs N pairs of the daemon's work against the same work without it,
  *   (in-process qwZ, qwZ, qwZ, in-process qwZ) and (NCCL AG, zppd AG,
- *   zppd AG, NCCL AG): the daemon's own cost, with no other kind between.
+ *   zppd AG, NCCL AG): the daemon's own cost, with no other kind between;
+ *   and qwZ's pairs again with the daemon's windows 4 deep (pipelined, as
+ *   a prefetching loop submits), which take the hop from one call's done
+ *   event to the next call's start off the GPU's path.
  * Throughput: `iters` calls back to back on one stream (zppd: the
  * stream-ordered async API: zpp_collective_async + zpp_wait_stream), timed
  * with CUDA events around the loop; time per call = elapsed / iters.
@@ -229,6 +232,16 @@ static double pipelined(struct ctx *c, int k, uint64_t count, const char *key, i
     cuEventDestroy(a);
     cuEventDestroy(b);
     return ms / iters;
+}
+
+/* pipelined() after `warm` untimed calls of kind k, as throughput() does. */
+static double warm_then_pipelined(struct ctx *c, int k, uint64_t count, const char *key, int iters,
+                                  int warm)
+{
+    for (int i = 0; i < warm; i++)
+        if (one(c, k, count, key))
+            return -1;
+    return pipelined(c, k, count, key, iters, PIPE_DEPTH);
 }
 
 /* qwZ in the client process, as a user of kernels/ would write it: this
@@ -777,26 +790,29 @@ static int bench_child(int rank, void *arg)
          * -S N: N pairs that put the daemon's work next to the same work
          * without it, (in-process qwZ, zppd qwZ, zppd qwZ, in-process qwZ)
          * and (NCCL AG, zppd AG, zppd AG, NCCL AG): the daemon's own cost,
-         * drift cancelled, without NCCL's bf16 time in between. */
+         * drift cancelled, without NCCL's bf16 time in between; the last
+         * kind the same qwZ pairs with the daemon's windows PIPE_DEPTH deep. */
+        enum { NPK = 6 };
         static const struct {
-            int base, kind;
-        } PK[5] = {{B_NCCL_AG, B_QWZ},
-                   {B_NCCL_AG, B_WIRE_AG},
-                   {B_NCCL_AG, B_INPROC_QWZ},
-                   {B_INPROC_QWZ, B_QWZ},
-                   {B_NCCL_AG, B_AG}};
+            int base, kind, pipe; /* pipe: the kind's windows PIPE_DEPTH deep */
+        } PK[NPK] = {{B_NCCL_AG, B_QWZ, 0},        {B_NCCL_AG, B_WIRE_AG, 0},
+                     {B_NCCL_AG, B_INPROC_QWZ, 0}, {B_INPROC_QWZ, B_QWZ, 0},
+                     {B_NCCL_AG, B_AG, 0},         {B_INPROC_QWZ, B_QWZ, 1}};
         int nshare = o->multi && bytes >= GOAL_MIN ? o->share : 0;
-        int np[5] = {npairs, o->diag ? npairs : 0, o->diag ? npairs : 0, nshare, nshare};
+        int np[NPK] = {npairs, o->diag ? npairs : 0, o->diag ? npairs : 0, nshare, nshare, nshare};
         int most = npairs > nshare ? npairs : nshare;
-        double pr[5][MAX_PAIRS], pos[5][4][MAX_PAIRS], spl[5][4][3][MAX_PAIRS];
+        double pr[NPK][MAX_PAIRS], pos[NPK][4][MAX_PAIRS], spl[NPK][4][3][MAX_PAIRS];
         for (int p = 0; p < most; p++)
-            for (int j = 0; j < 5; j++) {
+            for (int j = 0; j < NPK; j++) {
                 if (p >= np[j])
                     continue;
                 const int abba[4] = {PK[j].base, PK[j].kind, PK[j].kind, PK[j].base};
                 double ms[4];
                 for (int i = 0; i < 4; i++) {
-                    ms[i] = pos[j][i][p] = throughput(&c, abba[i], count, key, iters_r, o->warm);
+                    int deep = PK[j].pipe && (i == 1 || i == 2);
+                    ms[i] = pos[j][i][p] =
+                        deep ? warm_then_pipelined(&c, abba[i], count, key, iters_r, o->warm)
+                             : throughput(&c, abba[i], count, key, iters_r, o->warm);
                     spl[j][i][0][p] = g_first_ms;
                     spl[j][i][1][p] = g_rest_ms;
                     spl[j][i][2][p] = g_first_host_ms;
@@ -809,18 +825,19 @@ static int bench_child(int rank, void *arg)
                 }
                 pr[j][p] = (ms[0] + ms[3]) / (ms[1] + ms[2]);
             }
-        for (int j = 0; j < 5 && rank == 0; j++) {
+        for (int j = 0; j < NPK && rank == 0; j++) {
             double med, lo, hi;
             if (np[j] == 0 || (j == 0 && !o->diag))
                 continue;
             zb_median_ci(pr[j], np[j], 0.95, &med, &lo, &hi);
             printf("%s %-10llu %-22s %.3fx %s (95%%: %.3f - %.3fx)  window medians ms: "
                    "%s %.3f, %s %.3f, %.3f, %s %.3f\n",
-                   j < 3 ? "pairs" : "share", (unsigned long long)bytes, BNAME[PK[j].kind], med,
+                   j < 3 ? "pairs" : "share", (unsigned long long)bytes,
+                   PK[j].pipe ? "zppd_qwz_int8_4_deep" : BNAME[PK[j].kind], med,
                    j < 3 ? "" : "of its base", lo, hi, BNAME[PK[j].base],
                    zb_median(pos[j][0], np[j]), BNAME[PK[j].kind], zb_median(pos[j][1], np[j]),
                    zb_median(pos[j][2], np[j]), BNAME[PK[j].base], zb_median(pos[j][3], np[j]));
-            if (j < 3)
+            if (j < 3 || PK[j].pipe)
                 continue;
             /* the windows split: base's two windows, then the kind's */
             double f[2][3];
