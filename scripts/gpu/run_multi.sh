@@ -43,6 +43,7 @@
 #                       loop thread waits inside NCCL while communicators
 #                       connect, and misses heartbeats meanwhile)
 #   BENCH_ARGS          extra zpp-bench arguments (e.g. "-i 5")
+#   BENCH_TIMEOUT       seconds zpp-bench may run per layout (default 330)
 #   ZPPD_OPTS           extra arguments of every cuda zppd of the run
 #                       (e.g. "-o default_stages=1": qgZ's pipeline stages)
 #   FAILURE=0           skip the failure steps
@@ -200,7 +201,7 @@ for lay in $layouts; do
 
   log "bench $lay up to $max MiB"
   # shellcheck disable=SC2086
-  timeout 330 "$B/zpp-bench" -s "$sock" -A 127.0.0.1:7399 -n 2 -G "$G" -m "$max" \
+  timeout "${BENCH_TIMEOUT:-330}" "$B/zpp-bench" -s "$sock" -A 127.0.0.1:7399 -n 2 -G "$G" -m "$max" \
     ${BENCH_ARGS:-} > "$OUT/bench-$lay.log" 2>&1; r=$?
   log "bench $lay exit $r"; [ $r = 0 ] || rc=1
   sed -n '/^goals/,$p' "$OUT/bench-$lay.log" | tee -a "$S"
