@@ -337,13 +337,13 @@ static int drop_key(struct ctx *c, const char *key)
     return zpp_collective(c->zc, &call, NULL);
 }
 
-/* ms per call over iters back-to-back calls, after `warm` calls. */
 /* The last window of throughput() split at its first call (GPU time from
  * the window's start to the end of call 1, and per call after it) and the
  * host time the first call took to submit and return: -S's split of a
  * daemon's cost into a window's start and each call's. */
 static double g_first_ms, g_rest_ms, g_first_host_ms;
 
+/* ms per call over iters back-to-back calls, after `warm` calls. */
 static double throughput(struct ctx *c, int k, uint64_t count, const char *key, int iters,
                          int warm)
 {
@@ -830,11 +830,11 @@ static int bench_child(int rank, void *arg)
             if (np[j] == 0 || (j == 0 && !o->diag))
                 continue;
             zb_median_ci(pr[j], np[j], 0.95, &med, &lo, &hi);
-            printf("%s %-10llu %-22s %.3fx %s (95%%: %.3f - %.3fx)  window medians ms: "
+            printf("%s %-10llu %-22s %.3fx%s (95%%: %.3f - %.3fx)  window medians ms: "
                    "%s %.3f, %s %.3f, %.3f, %s %.3f\n",
                    j < 3 ? "pairs" : "share", (unsigned long long)bytes,
                    PK[j].pipe ? "zppd_qwz_int8_4_deep" : BNAME[PK[j].kind], med,
-                   j < 3 ? "" : "of its base", lo, hi, BNAME[PK[j].base],
+                   j < 3 ? "" : " of its base", lo, hi, BNAME[PK[j].base],
                    zb_median(pos[j][0], np[j]), BNAME[PK[j].kind], zb_median(pos[j][1], np[j]),
                    zb_median(pos[j][2], np[j]), BNAME[PK[j].base], zb_median(pos[j][3], np[j]));
             if (j < 3 || PK[j].pipe)
