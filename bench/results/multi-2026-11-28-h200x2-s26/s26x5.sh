@@ -1,6 +1,6 @@
 #!/bin/bash
 # session 26, call 5 (nvidia-h200-x2): again, issue 11's 2x1 goal run at block 2048 with 30 goal pairs per size (-P 30,
-# 25 before) and 6 direct pairs of the daemon's work against the same work in-process (-S 4) at every goal size:
+# 25 before) and 4 direct pairs of the daemon's work against the same work in-process (-S 4) at every goal size:
 # 256 MiB - 1 GiB, -W 4, fresh daemons under MPS.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 R=$OUT/r; mkdir -p $R
