@@ -169,7 +169,26 @@ def wrap(rank: int, job: Job, conn, cfg: dict):
         step_prefetch=cfg.get("step_prefetch", True),
         max_grad_norm=cfg.get("clip"), weight_decay=cfg.get("wd", 0.0),
         no_decay=(lambda name, p: p.dim() < 2) if cfg.get("no_decay") else None,
+        block=cfg.get("block", 256), block_w=cfg.get("block_w"), block_g=cfg.get("block_g"),
     )  # fmt: skip
+
+
+def record_blocks(zp, seen: dict) -> None:
+    """Wraps zp.comm's all-gather and reduce-scatter to note the block of
+    every quantized call (qwZ / qgZ) in seen."""
+    ag, rs = zp.comm.allgather, zp.comm.reduce_scatter
+
+    def allgather(*a, **kw):
+        if kw.get("qwz"):
+            seen.setdefault("qwz", set()).add(kw["block"])
+        return ag(*a, **kw)
+
+    def reduce_scatter(*a, **kw):
+        if kw.get("qgz"):
+            seen.setdefault("qgz", set()).add(kw["block"])
+        return rs(*a, **kw)
+
+    zp.comm.allgather, zp.comm.reduce_scatter = allgather, reduce_scatter
 
 
 def body_train(rank: int, job: Job, cfg: dict):
@@ -179,6 +198,9 @@ def body_train(rank: int, job: Job, cfg: dict):
     out = {"loss": [], "eval": [], "hpz_plain": None, "mem": []}
     with job.connect(rank) as c:
         zp = wrap(rank, job, c, cfg)
+        if cfg.get("record_blocks"):
+            out["blocks"] = {}
+            record_blocks(zp, out["blocks"])
         out["hpz_plain"] = zp.hpz_plain
         out["units"] = [u.name for u in zp.units]
         out["slot_size"] = list(zp.slot_size)
@@ -458,6 +480,26 @@ def test_grouped_units_hpz_exact_and_profiled(daemon, job, qwz):
     assert p["waits"].get("reduce-tail", 0) > 0 and p["calls"]["reduces"] > 0
     assert set(p["host_ms"]) <= {"gather", "gather-miss", "hpz", "hpz-miss", "reduce", "reduce-tail", "floats",
                                  "invalidate", "inflight-cap"}, p["host_ms"]  # fmt: skip
+
+
+def test_block_w_and_block_g_reach_their_calls(daemon, job):
+    """block_w is qwZ's block (weights), block_g qgZ's (gradients), each
+    block unless given; training with a coarser weight block still learns."""
+    res = train(daemon, job, steps=6, block=96, block_w=2048, record_blocks=True)
+    for r in res:
+        assert r["blocks"] == {"qwz": {2048}, "qgz": {96}}, r["blocks"]
+        assert r["loss"][-1] < r["loss"][0] - 0.2, r["loss"]
+    res = train(daemon, job + "-g", steps=1, block=128, block_g=64, record_blocks=True)
+    assert all(r["blocks"] == {"qwz": {128}, "qgz": {64}} for r in res)
+
+
+def test_bad_block_refused():
+    """A block that is not a multiple of 32 (or under 32) is refused
+    before anything connects, naming the argument."""
+    model, _ = make_model(0)
+    for name, b in (("block", 100), ("block_w", 16), ("block_g", 48)):
+        with pytest.raises(ValueError, match=f"^{name} must"):
+            zpp.torch.ZeroPP(model, rank=0, world_size=1, comm=_NoComm(), device="cpu", **{name: b})
 
 
 def test_units_spec_errors():

@@ -586,6 +586,8 @@ class ZeroPP(nn.Module):
         bits_w: int = 8,
         bits_g: int = 4,
         block: int = 256,
+        block_w: Optional[int] = None,
+        block_g: Optional[int] = None,
         qgz_stages: int = 0,
         dtype: torch.dtype = torch.bfloat16,
         device: Union[str, torch.device, None] = None,
@@ -624,6 +626,12 @@ class ZeroPP(nn.Module):
             self.device = torch.device("cuda", torch.cuda.current_device())
         self.dtype = dtype
         self.bits_w, self.bits_g, self.block, self.qgz_stages = bits_w, bits_g, block, qgz_stages
+        # qwZ's block (weights) and qgZ's (gradients), each block unless given
+        self.block_w = block if block_w is None else block_w
+        self.block_g = block if block_g is None else block_g
+        for name, b in (("block", block), ("block_w", self.block_w), ("block_g", self.block_g)):
+            if b < 32 or b % 32:
+                raise ValueError(f"{name} must be a multiple of 32, at least 32 (got {b})")
         self.prefetch = int(prefetch)  # units gathered ahead (True: 1)
         self.step_prefetch = bool(step_prefetch)  # step() starts the next forward's first gathers
         self.lr, self.betas, self.eps, self.weight_decay = lr, betas, eps, weight_decay
@@ -960,7 +968,7 @@ class ZeroPP(nn.Module):
             src = self.gstage[slot][: u.shard]
             src.copy_(u.master)
             h = self.comm.allgather(src, out, u.numel, qwz=self.qwz, bits=self.bits_w,
-                                    block=self.block, key=key, async_op=async_op)  # fmt: skip
+                                    block=self.block_w, key=key, async_op=async_op)  # fmt: skip
             if key is not None:
                 u.keyed_tag = tag
         u.pending = h
@@ -1181,7 +1189,7 @@ class ZeroPP(nn.Module):
         src = self.gslots[u.gslot][: u.numel]  # type: ignore[index]
         red = self.rstage[u.gslot][: u.shard]  # type: ignore[index]
         h = self.comm.reduce_scatter(src, red, u.numel, qgz=self.qgz, bits=self.bits_g,
-                                     block=self.block, stages=self.qgz_stages, async_op=True)  # fmt: skip
+                                     block=self.block_g, stages=self.qgz_stages, async_op=True)  # fmt: skip
         self._reducing.append((u, h))
         u.got = set()
         u.bwd_active = False
@@ -1422,7 +1430,8 @@ class ZeroPP(nn.Module):
                 "dtype": str(self.dtype).replace("torch.", ""),
                 "step": self.step_count,
                 "collectives": {"qwz": self.qwz, "hpz": self.hpz, "qgz": self.qgz,
-                                "bits_w": self.bits_w, "bits_g": self.bits_g, "block": self.block},  # fmt: skip
+                                "bits_w": self.bits_w, "bits_g": self.bits_g, "block": self.block,
+                                "block_w": self.block_w, "block_g": self.block_g},  # fmt: skip
                 "files": [f"rank-{r:05d}.pt" for r in range(self.world)],
                 "units": [{"name": u.name, "numel": u.numel, "shard": u.shard,
                            "params": [{"name": n, "shape": list(s), "offset": o}
