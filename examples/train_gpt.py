@@ -347,6 +347,7 @@ def zpp_kwargs(args: argparse.Namespace, mode: str, model: GPT) -> dict:
     """ZeroPP's keyword arguments for a mode (but the connection's)."""
     qwz, hpz, qgz = ZPP_FLAGS.get(mode, (False, False, False))
     return dict(qwz=qwz, hpz=hpz, qgz=qgz, bits_w=args.bits_w, bits_g=args.bits_g,
+                block_w=args.block_w, block_g=args.block_g,
                 dtype=DTYPES[args.dtype], units=unit_groups(model, args.blocks_per_unit), slots=args.slots,
                 small_slots=args.small_slots, grad_slots=args.grad_slots, prefetch=args.prefetch,
                 step_prefetch=not args.no_step_prefetch, lr=args.lr, betas=(0.9, 0.95), weight_decay=args.wd, no_decay=no_decay,
@@ -499,6 +500,9 @@ def main() -> int:
     ap.add_argument("--dtype", choices=list(DTYPES), default="bf16")
     ap.add_argument("--bits-w", type=int, default=8)
     ap.add_argument("--bits-g", type=int, default=4)
+    ap.add_argument("--block-w", type=int, default=256,
+                    help="qwZ's quantization block (weights; docs/pytorch.md on choosing it)")
+    ap.add_argument("--block-g", type=int, default=256, help="qgZ's quantization block (gradients)")
     # Defaults: the fastest setting measured on 2 H200s that stays below
     # HSDP's memory (bench/results/train-2026-11-22-h200x2-b: 40.5 ms/step,
     # 995 MiB peak per rank).
