@@ -337,45 +337,56 @@ static int drop_key(struct ctx *c, const char *key)
     return zpp_collective(c->zc, &call, NULL);
 }
 
-/* The last window of throughput() split at its first call (GPU time from
- * the window's start to the end of call 1, and per call after it) and the
- * host time the first call took to submit and return: -S's split of a
- * daemon's cost into a window's start and each call's. */
-static double g_first_ms, g_rest_ms, g_first_host_ms;
+/* A window split at its first call: GPU time from the window's start to
+ * the end of call 1, per call after it, and the host time call 1 took to
+ * submit and return (-S: a daemon's cost paid once per window or by each
+ * call). */
+struct split {
+    double first_ms, rest_ms, first_host_ms;
+};
 
-/* ms per call over iters back-to-back calls, after `warm` calls. */
-static double throughput(struct ctx *c, int k, uint64_t count, const char *key, int iters,
-                         int warm)
+/* ms per call over iters back-to-back calls, after `warm` calls; with sp,
+ * also the window's split (one more event and two clock reads). */
+static double throughput_split(struct ctx *c, int k, uint64_t count, const char *key, int iters,
+                               int warm, struct split *sp)
 {
-    CUevent a, b, e1;
+    CUevent a, b, e1 = NULL;
     float ms = 0, first = 0;
     for (int i = 0; i < warm; i++)
         if (one(c, k, count, key))
             return -1;
     cuEventCreate(&a, CU_EVENT_DEFAULT);
     cuEventCreate(&b, CU_EVENT_DEFAULT);
-    cuEventCreate(&e1, CU_EVENT_DEFAULT);
+    if (sp)
+        cuEventCreate(&e1, CU_EVENT_DEFAULT);
     cuStreamSynchronize(c->st);
     cuEventRecord(a, c->st);
     for (int i = 0; i < iters; i++) {
-        double t0 = cut_now_us();
+        double t0 = sp && i == 0 ? cut_now_us() : 0;
         if (one(c, k, count, key))
             return -1;
-        if (i == 0) {
-            g_first_host_ms = (cut_now_us() - t0) / 1000;
+        if (sp && i == 0) {
+            sp->first_host_ms = (cut_now_us() - t0) / 1000;
             cuEventRecord(e1, c->st);
         }
     }
     cuEventRecord(b, c->st);
     cuEventSynchronize(b);
     cuEventElapsedTime(&ms, a, b);
-    cuEventElapsedTime(&first, a, e1);
-    g_first_ms = first;
-    g_rest_ms = iters > 1 ? (ms - first) / (iters - 1) : 0;
+    if (sp) {
+        cuEventElapsedTime(&first, a, e1);
+        sp->first_ms = first;
+        sp->rest_ms = iters > 1 ? (ms - first) / (iters - 1) : 0;
+        cuEventDestroy(e1);
+    }
     cuEventDestroy(a);
     cuEventDestroy(b);
-    cuEventDestroy(e1);
     return ms / iters;
+}
+
+static double throughput(struct ctx *c, int k, uint64_t count, const char *key, int iters, int warm)
+{
+    return throughput_split(c, k, count, key, iters, warm, NULL);
 }
 
 /* One small call's figures, in us: p50/p90 of the wall time of one
@@ -568,6 +579,33 @@ static void print_goals(const struct goal_row *g, int n, int rounds, int warm)
     for (int i = 0; i < n; i++)
         printf("%-10llu %17.2fx %17.2fx %21.0f%%\n", (unsigned long long)g[i].bytes,
                g[i].inproc_x, g[i].qwz_rounds_x, 100 * g[i].inproc_share);
+}
+
+/* -S's split of one pair kind's n pairs (sp[window][pair], windows base,
+ * kind, kind, base): the medians over the base's windows and over the
+ * kind's. */
+static void print_split(uint64_t bytes, const char *kind, const char *base,
+                        struct split (*sp)[MAX_PAIRS], int n)
+{
+    double f[2][3]; /* [base, kind][first, host, rest] */
+    if (n > ZB_MAX_SAMPLES / 2)
+        n = ZB_MAX_SAMPLES / 2;
+    for (int w = 0; w < 2; w++) {
+        double v[3][ZB_MAX_SAMPLES];
+        for (int p = 0; p < n; p++)
+            for (int h = 0; h < 2; h++) { /* windows 0 and 3, or 1 and 2 */
+                const struct split *x = &sp[w ? 1 + h : 3 * h][p];
+                v[0][2 * p + h] = x->first_ms;
+                v[1][2 * p + h] = x->first_host_ms;
+                v[2][2 * p + h] = x->rest_ms;
+            }
+        for (int m = 0; m < 3; m++)
+            f[w][m] = zb_median(v[m], 2 * n);
+    }
+    printf("share %-10llu %-22s split, medians: call 1 %.3f ms (host %.3f ms), each later call "
+           "%.3f ms; %s: call 1 %.3f ms (host %.3f ms), each later %.3f ms\n",
+           (unsigned long long)bytes, kind, f[1][0], f[1][1], f[1][2], base, f[0][0], f[0][1],
+           f[0][2]);
 }
 
 static int bench_child(int rank, void *arg)
@@ -794,14 +832,17 @@ static int bench_child(int rank, void *arg)
          * kind the same qwZ pairs with the daemon's windows PIPE_DEPTH deep. */
         enum { NPK = 6 };
         static const struct {
-            int base, kind, pipe; /* pipe: the kind's windows PIPE_DEPTH deep */
-        } PK[NPK] = {{B_NCCL_AG, B_QWZ, 0},        {B_NCCL_AG, B_WIRE_AG, 0},
-                     {B_NCCL_AG, B_INPROC_QWZ, 0}, {B_INPROC_QWZ, B_QWZ, 0},
-                     {B_NCCL_AG, B_AG, 0},         {B_INPROC_QWZ, B_QWZ, 1}};
+            int base, kind;
+            int share; /* -S's (else -P's goal pairs, or -D's) */
+            int pipe;  /* the kind's windows PIPE_DEPTH deep */
+        } PK[NPK] = {{B_NCCL_AG, B_QWZ, 0, 0},        {B_NCCL_AG, B_WIRE_AG, 0, 0},
+                     {B_NCCL_AG, B_INPROC_QWZ, 0, 0}, {B_INPROC_QWZ, B_QWZ, 1, 0},
+                     {B_NCCL_AG, B_AG, 1, 0},         {B_INPROC_QWZ, B_QWZ, 1, 1}};
         int nshare = o->multi && bytes >= GOAL_MIN ? o->share : 0;
         int np[NPK] = {npairs, o->diag ? npairs : 0, o->diag ? npairs : 0, nshare, nshare, nshare};
         int most = npairs > nshare ? npairs : nshare;
-        double pr[NPK][MAX_PAIRS], pos[NPK][4][MAX_PAIRS], spl[NPK][4][3][MAX_PAIRS];
+        double pr[NPK][MAX_PAIRS], pos[NPK][4][MAX_PAIRS];
+        struct split spl[NPK][4][MAX_PAIRS]; /* -S's windows not 4 deep */
         for (int p = 0; p < most; p++)
             for (int j = 0; j < NPK; j++) {
                 if (p >= np[j])
@@ -810,12 +851,10 @@ static int bench_child(int rank, void *arg)
                 double ms[4];
                 for (int i = 0; i < 4; i++) {
                     int deep = PK[j].pipe && (i == 1 || i == 2);
+                    struct split *sp = PK[j].share && !PK[j].pipe ? &spl[j][i][p] : NULL;
                     ms[i] = pos[j][i][p] =
                         deep ? warm_then_pipelined(&c, abba[i], count, key, iters_r, o->warm)
-                             : throughput(&c, abba[i], count, key, iters_r, o->warm);
-                    spl[j][i][0][p] = g_first_ms;
-                    spl[j][i][1][p] = g_rest_ms;
-                    spl[j][i][2][p] = g_first_host_ms;
+                             : throughput_split(&c, abba[i], count, key, iters_r, o->warm, sp);
                     if (ms[i] < 0) {
                         fprintf(stderr, "rank %d: goal pair %d, %s at %llu bytes failed: %s\n",
                                 rank, p, BNAME[abba[i]], (unsigned long long)bytes,
@@ -825,6 +864,7 @@ static int bench_child(int rank, void *arg)
                 }
                 pr[j][p] = (ms[0] + ms[3]) / (ms[1] + ms[2]);
             }
+        /* the goal pairs (entry 0) print in the goal summary; here with -D */
         for (int j = 0; j < NPK && rank == 0; j++) {
             double med, lo, hi;
             if (np[j] == 0 || (j == 0 && !o->diag))
@@ -832,29 +872,13 @@ static int bench_child(int rank, void *arg)
             zb_median_ci(pr[j], np[j], 0.95, &med, &lo, &hi);
             printf("%s %-10llu %-22s %.3fx%s (95%%: %.3f - %.3fx)  window medians ms: "
                    "%s %.3f, %s %.3f, %.3f, %s %.3f\n",
-                   j < 3 ? "pairs" : "share", (unsigned long long)bytes,
+                   PK[j].share ? "share" : "pairs", (unsigned long long)bytes,
                    PK[j].pipe ? "zppd_qwz_int8_4_deep" : BNAME[PK[j].kind], med,
-                   j < 3 ? "" : " of its base", lo, hi, BNAME[PK[j].base],
+                   PK[j].share ? " of its base" : "", lo, hi, BNAME[PK[j].base],
                    zb_median(pos[j][0], np[j]), BNAME[PK[j].kind], zb_median(pos[j][1], np[j]),
                    zb_median(pos[j][2], np[j]), BNAME[PK[j].base], zb_median(pos[j][3], np[j]));
-            if (j < 3 || PK[j].pipe)
-                continue;
-            /* the windows split: base's two windows, then the kind's */
-            double f[2][3];
-            for (int w = 0; w < 2; w++)
-                for (int m = 0; m < 3; m++) {
-                    double v[2 * MAX_PAIRS];
-                    int n = np[j] < ZB_MAX_SAMPLES / 2 ? np[j] : ZB_MAX_SAMPLES / 2;
-                    for (int p = 0; p < n; p++) {
-                        v[2 * p] = spl[j][w ? 1 : 0][m][p];
-                        v[2 * p + 1] = spl[j][w ? 2 : 3][m][p];
-                    }
-                    f[w][m] = zb_median(v, 2 * n);
-                }
-            printf("share %-10llu %-22s split, medians: call 1 %.3f ms (host %.3f ms), each "
-                   "later call %.3f ms; %s: call 1 %.3f ms (host %.3f ms), each later %.3f ms\n",
-                   (unsigned long long)bytes, BNAME[PK[j].kind], f[1][0], f[1][2], f[1][1],
-                   BNAME[PK[j].base], f[0][0], f[0][2], f[0][1]);
+            if (PK[j].share && !PK[j].pipe)
+                print_split(bytes, BNAME[PK[j].kind], BNAME[PK[j].base], spl[j], np[j]);
         }
         drop_key(&c, key);
         if (rank == 0) {
