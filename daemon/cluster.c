@@ -580,11 +580,10 @@ static void on_hb_reply(void *arg, int code, const char *msg, int state)
     }
     if (state == ZPP__PEER__JOB_STATE__JOB_STATE_ABORTED ||
         state == ZPP__PEER__JOB_STATE__JOB_STATE_UNKNOWN) {
-        int why = state == ZPP__PEER__JOB_STATE__JOB_STATE_ABORTED && msg && msg[0];
+        int aborted = state == ZPP__PEER__JOB_STATE__JOB_STATE_ABORTED;
+        int why = aborted && msg && msg[0]; /* the peer's reason, sanitized in peer.c */
         job_abort(j, MET_ABORT_PEER, "node %u (%s) %s%s%s", n, m->addr,
-                  state == ZPP__PEER__JOB_STATE__JOB_STATE_ABORTED
-                      ? "has aborted the job"
-                      : "no longer knows the job (its zppd restarted?)",
+                  aborted ? "has aborted the job" : "no longer knows the job (its zppd restarted?)",
                   why ? ": " : "", why ? msg : "");
         return;
     }
