@@ -47,6 +47,7 @@ test: deps
 	$(CTEST) --test-dir $(BUILD) --output-on-failure -j$(JOBS) || rc=1; \
 	echo "== ctest $(ASAN_BUILD) (ASan+UBSan)"; \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
 	    $(CTEST) --test-dir $(ASAN_BUILD) --output-on-failure -j$(JOBS) || rc=1; \
 	if [ $$rc -ne 0 ]; then echo "make test: FAILED"; else echo "make test: all passed"; fi; \
 	exit $$rc
