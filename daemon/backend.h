@@ -14,8 +14,9 @@
  * (the host backend hosts all W ranks; the cuda backend its node's G).
  *
  * Threads: the host backend runs a whole call on one worker thread; the
- * cuda backend enqueues on streams from the loop thread. Either way, a
- * be_call is used by one thread at a time.
+ * cuda backend enqueues on streams from the loop thread, and reads a
+ * publish's bytes back (to_host) on a worker thread after that. Either way,
+ * a be_call is used by one thread at a time.
  */
 #ifndef ZPPD_BACKEND_H
 #define ZPPD_BACKEND_H
@@ -177,7 +178,8 @@ struct be_ops {
      * the slot's stream). Used to verify the content key of a shared hpZ
      * replica before it is published (coll.c, docs/hpz-sharing.md): the
      * cost is one device-to-host copy of the tensor plus a CPU SHA-256
-     * pass, on the loop thread. NULL on the host backend, whose memory is
+     * pass, on a worker thread (coll_verify), while no other work of the
+     * call's job is enqueued. NULL on the host backend, whose memory is
      * host memory; a device backend without it refuses to publish. */
     int (*to_host)(struct be_call *c, int s, void *dst, const void *src, size_t bytes);
     /* What each GPU holds, for zppctl status and the metrics: fills up to
@@ -299,6 +301,14 @@ int be_host_fatal(char *why, size_t why_len);
  * reports a device error for every formed job, as a cuda backend does when
  * NCCL fails (tests/integration/test_multinode.c). */
 #define BE_HOST_POLL_FAIL_ENV "ZPPD_TEST_POLL_FAIL_FILE"
+/* Test hook: ZPPD_TEST_HOST_ENQUEUE=1 makes zppd run the host backend as
+ * a device backend runs (be_host_enqueue_ops: enqueue_only, coll_run on
+ * the loop thread, a publish's bytes read back through to_host on a worker
+ * thread), so that the CPU tests cover that path of job.c and coll.c. Its
+ * to_host waits for the file ZPPD_TEST_TO_HOST_GATE names, where set. */
+extern const struct be_ops be_host_enqueue_ops;
+#define BE_HOST_ENQUEUE_ENV "ZPPD_TEST_HOST_ENQUEUE"
+#define BE_HOST_TO_HOST_GATE_ENV "ZPPD_TEST_TO_HOST_GATE"
 
 /* The cuda backend (backend_cuda.c; only in builds with CUDA and NCCL).
  * be_cuda_open finds the GPUs; returns NULL with a message if none, and in

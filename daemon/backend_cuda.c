@@ -138,9 +138,8 @@ int cu_rt_sticky(cudaError_t r)
 
 void cu_mark_fatal(struct cu_backend *b, const char *what, cudaError_t r)
 {
-    if (b->fatal)
+    if (atomic_exchange(&b->fatal_claimed, 1))
         return;
-    b->fatal = 1;
     int mps = 0;
     for (int i = 0; i < b->ndev; i++)
         mps |= b->devs[i].mps > 0;
@@ -151,6 +150,7 @@ void cu_mark_fatal(struct cu_backend *b, const char *what, cudaError_t r)
              mps ? "; under MPS this may be another process's fault on the GPU, or a process "
                    "killed while its kernels ran"
                  : "");
+    atomic_store(&b->fatal, 1);
 }
 
 /* Asks each GPU's context, once per CU_HEALTH_MS, whether it still works.

@@ -13,6 +13,7 @@
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -139,7 +140,11 @@ struct cu_backend {
     int ndev;
     struct cu_dev *devs;
     int allow_legacy;
-    int fatal; /* a sticky CUDA error was seen: the process must exit */
+    /* A sticky CUDA error was seen: the process must exit. Raised by the
+     * loop thread or by a worker reading a publish back (cu_to_host), after
+     * fatal_why is written; fatal_claimed picks the one writer. */
+    _Atomic int fatal;
+    atomic_int fatal_claimed;
     uint64_t health_ms; /* when cu_health last asked each GPU's context */
     char fatal_why[384];
     struct cu_grave *graves;      /* deferred releases, reaped by be_cuda_tick */

@@ -1267,11 +1267,13 @@ int cu_to_host(struct be_call *c, int s, void *dst, const void *src, size_t byte
     int rc = slot_use(c, s, &sl);
     if (rc || !bytes)
         return rc;
-    /* The loop thread waits here (an hpZ publish's hash): a bounded wait
-     * for the work queued before the copy, polled, then the copy, which
-     * into pageable memory would itself wait for that work without a bound.
-     * A stream stalled behind a stuck client or a dead node's NCCL gather
-     * used to stop the whole daemon here for good (an audit). */
+    /* A worker thread waits here (an hpZ publish's hash, coll_verify),
+     * while the loop serves everyone else: a bounded wait for the work
+     * queued before the copy, polled, then the copy, which into pageable
+     * memory would itself wait for that work without a bound. A stream
+     * stalled behind a stuck client or a dead node's NCCL gather would
+     * otherwise hold the call, and its job, for good (an audit; the loop
+     * itself, when the hash still ran there). */
     cudaEvent_t ev;
     if ((rc = rt_check(c, cudaEventCreateWithFlags(&ev, cudaEventDisableTiming),
                        "cudaEventCreate (to host)")))

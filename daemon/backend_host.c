@@ -615,29 +615,42 @@ static int host_peer_qwz(struct be_call *c, int comm, void *const *in, void *con
     return 0;
 }
 
+/* The enqueue test variant's to_host (be_host_enqueue_ops): a copy, after
+ * the file BE_HOST_TO_HOST_GATE_ENV names exists (polled, at most 60 s),
+ * so that a test holds a publish's key check while other calls run. */
+static int host_to_host(struct be_call *c, int s, void *dst, const void *src, size_t bytes)
+{
+    (void)s;
+    const char *gate = getenv(BE_HOST_TO_HOST_GATE_ENV);
+    for (int i = 0; gate && *gate && access(gate, F_OK) != 0; i++) {
+        if (i == 6000)
+            return host_fail(c, ZPP_ETIMEDOUT, "to_host gate file never appeared (test hook)");
+        struct timespec nap = {0, 10 * 1000 * 1000};
+        nanosleep(&nap, NULL);
+    }
+    memcpy(dst, src, bytes);
+    return 0;
+}
+
+#define HOST_OPS_COMMON                                                                            \
+    .check = host_check, .scratch = host_scratch, .quantize = host_quantize,                       \
+    .dequantize = host_dequantize, .reorder_quantize = host_reorder_quantize,                      \
+    .reduce_requant = host_reduce_requant, .reduce_out = host_reduce_out, .copy = host_copy,       \
+    .zero = host_zero, .allgather = host_allgather, .alltoall = host_alltoall,                     \
+    .reduce_scatter = host_reduce_scatter, .store_alloc = host_store_alloc,                        \
+    .store_free = host_store_free, .job_open = host_job_open, .job_close = host_job_close,         \
+    .job_poll = host_job_poll, .job_open_ids = host_job_open_ids, .peer_ok = host_peer_ok,         \
+    .peer_fence = host_peer_fence, .peer_gather = host_peer_gather, .peer_qwz = host_peer_qwz,     \
+    .buf_shared = host_buf_shared
+
+const struct be_ops be_host_enqueue_ops = {
+    .name = "host",
+    HOST_OPS_COMMON,
+    .enqueue_only = 1,
+    .to_host = host_to_host,
+};
+
 const struct be_ops be_host_ops = {
     .name = "host",
-    .check = host_check,
-    .scratch = host_scratch,
-    .quantize = host_quantize,
-    .dequantize = host_dequantize,
-    .reorder_quantize = host_reorder_quantize,
-    .reduce_requant = host_reduce_requant,
-    .reduce_out = host_reduce_out,
-    .copy = host_copy,
-    .zero = host_zero,
-    .allgather = host_allgather,
-    .alltoall = host_alltoall,
-    .reduce_scatter = host_reduce_scatter,
-    .store_alloc = host_store_alloc,
-    .store_free = host_store_free,
-    .job_open = host_job_open,
-    .job_close = host_job_close,
-    .job_poll = host_job_poll,
-    .job_open_ids = host_job_open_ids,
-    .peer_ok = host_peer_ok,
-    .peer_fence = host_peer_fence,
-    .peer_gather = host_peer_gather,
-    .peer_qwz = host_peer_qwz,
-    .buf_shared = host_buf_shared,
+    HOST_OPS_COMMON,
 };

@@ -439,6 +439,7 @@ int coll_prepare(struct coll_exec *x)
     x->store_ref = NULL;
     x->store_kind = COLL_STORE_NONE;
     x->ran = 0;
+    x->verify_pending = 0;
     x->status = 0;
     x->msg[0] = '\0';
     memset(&x->result, 0, sizeof x->result);
@@ -610,14 +611,29 @@ exit:
 }
 
 /* After an all-gather: keeps the slices (hpz_key, or a new replica) and
- * checks a publish's content key. */
+ * checks a publish's content key, now or, with verify_later, in
+ * coll_verify. */
 static int store_after_gather(struct coll_exec *x)
 {
     int rc = 0;
     if (x->store_kind == COLL_STORE_PRIVATE || x->store_kind == COLL_STORE_PUBLISH)
         rc = keep_slices(x, x->store_ref);
-    if (!rc && (x->store_kind == COLL_STORE_PUBLISH || x->store_kind == COLL_STORE_DEDUP))
+    if (!rc && (x->store_kind == COLL_STORE_PUBLISH || x->store_kind == COLL_STORE_DEDUP)) {
+        if (x->verify_later)
+            x->verify_pending = 1;
+        else
+            rc = verify_content(x);
+    }
+    return rc;
+}
+
+int coll_verify(struct coll_exec *x)
+{
+    int rc = 0;
+    if (x->verify_pending && x->status == 0)
         rc = verify_content(x);
+    x->verify_pending = 0;
+    x->status = rc;
     return rc;
 }
 
@@ -1152,7 +1168,15 @@ exit:
 
 void coll_finish(struct coll_exec *x)
 {
-    int ok = x->ran && x->status == 0, rc;
+    int rc;
+    if (x->verify_pending && x->status == 0) {
+        /* never published or attached unchecked */
+        x->status = ZPP_EABORTED;
+        snprintf(x->msg, sizeof x->msg, "content key %.71s was not checked: nothing published",
+                 x->args.content_key);
+    }
+    x->verify_pending = 0;
+    int ok = x->ran && x->status == 0 && !x->discard;
     if (x->store_ref && x->store) {
         switch (x->store_kind) {
         case COLL_STORE_PRIVATE:

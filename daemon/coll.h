@@ -10,6 +10,11 @@
  *                 drops keys for an invalidate); no data is touched.
  *   coll_run      worker thread (host backend) or loop thread (cuda): the
  *                 algorithm, through the backend table (backend.h).
+ *   coll_verify   a worker thread, after coll_run on the loop thread (cuda):
+ *                 a shared replica's content key checked against the
+ *                 gathered bytes (a device-to-host copy and a SHA-256 of
+ *                 the tensor: seconds for a large one, which the loop must
+ *                 not spend while it serves every other client).
  *   coll_finish   loop thread: commits or rolls back store effects, frees
  *                 scratch, fills the result.
  * Semantics of count (the full tensor's element count, any value >= 1):
@@ -104,6 +109,15 @@ struct coll_exec {
     /* Added for shared hpZ replicas: what store_ref is (enum coll_store in
      * coll.c), set by coll_prepare. */
     int store_kind;
+    /* Set by the caller before coll_run: a content key is checked later, by
+     * coll_verify, rather than inside coll_run. coll_run then sets
+     * verify_pending when there is one to check. */
+    int verify_later;
+    int verify_pending;
+    /* Set by the caller before coll_finish: what the call stored is rolled
+     * back whatever its status (its job was aborted while it ran, and its
+     * ranks are told so). */
+    int discard;
 };
 
 /* Loop thread, when a rank submits: the bytes its input and output buffers
@@ -119,6 +133,13 @@ int coll_prepare(struct coll_exec *x);
 /* Runs the algorithm. Returns 0 or a ZPP_E* code with x->msg; also sets
  * x->status. */
 int coll_run(struct coll_exec *x);
+
+/* Any one thread, after a coll_run that left x->verify_pending (and before
+ * coll_finish): checks the content key against the gathered bytes, which
+ * it reads after the work coll_run enqueued (be_ops.to_host). Touches only
+ * x, its pinned or reserved store entry and the backend's to_host. Returns
+ * 0 or a ZPP_E* code with x->msg; also sets x->status. */
+int coll_verify(struct coll_exec *x);
 
 /* Loop thread: commits (status 0) or rolls back store effects and frees
  * scratch. Safe after a failed prepare. */

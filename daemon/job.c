@@ -1010,6 +1010,10 @@ static void work_cb(uv_work_t *w)
  * it, and move the job on. */
 static void call_complete(struct job *j, struct call *c)
 {
+    /* A job aborted while the call ran: its ranks get ZPP_EABORTED
+     * (reply_done), so nothing the call stored is kept either; a publish
+     * they were told failed leaves no replica. */
+    c->x.discard = j->state == JOB_ABORTED;
     coll_finish(&c->x);
     reply_done(j, c);
     c->running = 0;
@@ -1035,8 +1039,42 @@ static void after_work_cb(uv_work_t *w, int status)
     zppd_maybe_exit(d);
 }
 
+static void call_enqueued(struct job *j, struct call *c, int rc);
+
+/* A worker thread: the content key of a publish (or of a publish whose
+ * replica is already there), checked against the bytes the call gathered. */
+static void verify_work_cb(uv_work_t *w)
+{
+    struct call *c = w->data;
+    coll_verify(&c->x);
+}
+
+static void verify_after_cb(uv_work_t *w, int status)
+{
+    struct call *c = w->data;
+    struct job *j = c->job;
+    struct zppd *d = j->d;
+    struct coll_exec *x = &c->x;
+    if (status == UV_ECANCELED) {
+        x->verify_pending = 0;
+        x->status = ZPP_EABORTED;
+        snprintf(x->msg, sizeof x->msg, "cancelled before the content key was checked");
+    }
+    call_enqueued(j, c, x->status);
+    d->inflight--;
+    job_pump(j);
+    job_unref(j);
+    zppd_maybe_exit(d);
+}
+
 /* Device backends: orders slot streams after the clients' events, enqueues
- * the algorithm, and records the daemon's events; no CPU waits. */
+ * the algorithm, and records the daemon's events; no CPU waits on the loop.
+ * A publish's content key is checked on a worker thread (the bytes copied
+ * back and hashed: seconds for a large tensor, during which the loop keeps
+ * serving every other job); its done events are recorded only after that,
+ * since a dedup reads the client's own output. The job's next call waits
+ * for it, as calls run one at a time (job_pump): c stays running, and holds
+ * the job (and so its backend state, job_abort) until it ends. */
 static void call_enqueue(struct job *j, struct call *c)
 {
     struct zppd *d = j->d;
@@ -1047,10 +1085,30 @@ static void call_enqueue(struct job *j, struct call *c)
         if (sub->event_slot)
             rc = d->be->call_wait(&x->call, (int)s, sub->s->events, (int)sub->event_slot - 1);
     }
+    x->verify_later = 1;
     if (!rc)
         rc = coll_run(x);
     else
         snprintf(x->msg, sizeof x->msg, "cannot wait on the client's event: %s", x->call.err);
+    if (!rc && x->verify_pending) {
+        c->work.data = c;
+        j->refs++;
+        d->inflight++;
+        if (uv_queue_work(d->loop, &c->work, verify_work_cb, verify_after_cb) == 0)
+            return;
+        j->refs--;
+        d->inflight--;
+        rc = coll_verify(x); /* no worker: here, as before */
+    }
+    call_enqueued(j, c, rc);
+}
+
+/* The end of call_enqueue, once the call's work is enqueued (and a publish's
+ * key checked): records every rank's done event and completes the call. */
+static void call_enqueued(struct job *j, struct call *c, int rc)
+{
+    struct zppd *d = j->d;
+    struct coll_exec *x = &c->x;
     /* Every rank's done event is recorded, after a failure too: what the
      * call enqueued before it failed may still read or write the client's
      * buffers, and the client's stream waits on the done event, failed
@@ -1165,11 +1223,12 @@ static void call_start(struct job *j, struct call *c)
     }
 }
 
-/* Whether c may start: a call whose run waits on the loop thread for the
- * gathered bytes (an hpZ publish's or dedup's hash, cu_to_host) starts only
- * once every rank's ready event has completed, so that wait covers the
+/* Whether c may start: a call whose key check waits for the gathered bytes
+ * (an hpZ publish's or dedup's hash, cu_to_host on a worker thread) starts
+ * only once every rank's ready event has completed, so that wait covers the
  * daemon's own work alone, never a client's stalled stream (an audit: a
- * stuck or killed client stopped the whole daemon there). */
+ * stuck or killed client stopped the whole daemon there, when the check
+ * still ran on the loop thread). */
 static int ranks_ready(struct job *j, struct call *c)
 {
     const struct be_ops *be = j->d->be;

@@ -258,7 +258,7 @@ static int backend_fatal(struct zppd *d, char *why, size_t why_len)
     if (d->be == &be_cuda_ops)
         return be_cuda_fatal(d->be_state, why, why_len);
 #endif
-    if (d->be == &be_host_ops)
+    if (d->be == &be_host_ops || d->be == &be_host_enqueue_ops)
         return be_host_fatal(why, why_len);
     return 0;
 }
@@ -421,6 +421,11 @@ static int pick_backend(struct zppd *d)
         ZLOG_I("main", "no usable GPU: using the host backend", "why=\"%s\"", why);
     }
     d->be = &be_host_ops;
+    if (be_env_switch(BE_HOST_ENQUEUE_ENV, 0)) {
+        d->be = &be_host_enqueue_ops;
+        ZLOG_W("main", "the host backend runs as a device backend does (test switch)", "%s=1",
+               BE_HOST_ENQUEUE_ENV);
+    }
     d->be_state = NULL;
     d->backend_name = "host";
     if (d->cfg.fault_inject[0]) {
