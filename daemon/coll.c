@@ -575,7 +575,11 @@ static int verify_content(struct coll_exec *x)
         struct sha256_ctx h;
         uint8_t digest[SHA256_DIGEST_LEN];
         char hex[SHA256_HEX_LEN + 1];
-        sha256_init(&h);
+        if (sha256_init(&h) != 0) {
+            snprintf(x->msg, sizeof x->msg, "out of memory hashing the replica");
+            rc = ZPP_ENOMEM;
+            goto exit;
+        }
         for (int s = s0; s < s0 + G; s++) {
             uint64_t lo = (uint64_t)(be_rank(&x->topo, s) % G) * slice;
             uint64_t n = be_clamp(count, lo, slice);
@@ -583,10 +587,16 @@ static int verify_content(struct coll_exec *x)
                                      ? (const uint8_t *)hpz_entry_buf(e, s)
                                      : (const uint8_t *)x->slots[s].out + lo * esize;
             rc = hash_bytes(x, &h, s, src, (size_t)(n * esize), stage);
-            if (rc)
+            if (rc) {
+                sha256_abort(&h);
                 goto exit;
+            }
         }
-        sha256_final(&h, digest);
+        if (sha256_final(&h, digest) != 0) {
+            snprintf(x->msg, sizeof x->msg, "libcrypto failed hashing the replica");
+            rc = ZPP_ENOMEM;
+            goto exit;
+        }
         sha256_hex(digest, hex);
         if (strcmp(hex, want) != 0) {
             if (x->store_kind == COLL_STORE_DEDUP) {

@@ -35,6 +35,7 @@ pkgs=(
     protobuf-c-compiler
     libsystemd-dev
     libgrpc-dev
+    libssl-dev
     # tests: promtool and a Prometheus server (metrics.prometheus), curl
     prometheus
     curl

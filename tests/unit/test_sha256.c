@@ -1,9 +1,13 @@
 /*
  * test_sha256.c — SHA-256 against the FIPS 180-2 / NIST CAVS examples
  * (empty, "abc", the 448- and 896-bit messages, one million 'a'), lengths
- * around the padding boundary (55, 56, 63, 64, 119, 120 bytes), and
- * incremental updates split at every point giving the one-shot digest.
+ * around the padding boundary (55, 56, 63, 64, 119, 120 bytes), incremental
+ * updates split at every point giving the one-shot digest, 8 MiB fed in the
+ * daemon's way (4 MiB pieces) against Python's hashlib, an aborted context,
+ * and hashes on four threads at once.
  */
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sha256.h"
@@ -13,7 +17,7 @@ static void check(const void *data, size_t len, const char *want)
 {
     uint8_t d[SHA256_DIGEST_LEN];
     char hex[SHA256_HEX_LEN + 1];
-    sha256(data, len, d);
+    ASSERT_EQ(sha256(data, len, d), 0);
     sha256_hex(d, hex);
     ASSERT_STR_EQ(hex, want);
 }
@@ -36,10 +40,10 @@ static void test_fips_vectors(void)
     struct sha256_ctx c;
     uint8_t d[SHA256_DIGEST_LEN];
     char hex[SHA256_HEX_LEN + 1];
-    sha256_init(&c);
+    ASSERT_EQ(sha256_init(&c), 0);
     for (size_t off = 0, step = 1; off < sizeof a; off += step, step = step * 3 % 1009 + 1)
         sha256_update(&c, a + off, off + step <= sizeof a ? step : sizeof a - off);
-    sha256_final(&c, d);
+    ASSERT_EQ(sha256_final(&c, d), 0);
     sha256_hex(d, hex);
     ASSERT_STR_EQ(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
@@ -71,17 +75,71 @@ static void test_split_updates_match_one_shot(void)
     check(msg, sizeof msg, "785b0751fc2c53dc14a4ce3d800e69ef9ce1009eb327ccf458afe09c242c26c9");
     for (size_t len = 0; len <= 200; len++) {
         uint8_t want[SHA256_DIGEST_LEN];
-        sha256(msg, len, want);
+        ASSERT_EQ(sha256(msg, len, want), 0);
         for (size_t cut = 0; cut <= len; cut++) {
             struct sha256_ctx c;
             uint8_t got[SHA256_DIGEST_LEN];
-            sha256_init(&c);
+            ASSERT_EQ(sha256_init(&c), 0);
             sha256_update(&c, msg, cut);
             sha256_update(&c, msg + cut, len - cut);
-            sha256_final(&c, got);
+            ASSERT_EQ(sha256_final(&c, got), 0);
             ASSERT(memcmp(got, want, sizeof want) == 0);
         }
     }
+}
+
+/* 8 MiB of (i * 131 + 7) mod 256; the digest from Python's hashlib. */
+#define BIG (8u << 20)
+static const char BIG_HEX[] = "7144b2543c07eb5ad3e8088598e3bf70351f913b4fefd095037261ced0c3b582";
+
+static uint8_t *big_message(void)
+{
+    uint8_t *b = malloc(BIG);
+    ASSERT(b != NULL);
+    for (size_t i = 0; i < BIG; i++)
+        b[i] = (uint8_t)(i * 131 + 7);
+    return b;
+}
+
+static void test_big_in_pieces(void)
+{
+    uint8_t *b = big_message(), d[SHA256_DIGEST_LEN];
+    char hex[SHA256_HEX_LEN + 1];
+    struct sha256_ctx c;
+    ASSERT_EQ(sha256_init(&c), 0);
+    for (size_t off = 0; off < BIG; off += 4u << 20) /* coll.c's staging pieces */
+        sha256_update(&c, b + off, 4u << 20);
+    ASSERT_EQ(sha256_final(&c, d), 0);
+    sha256_hex(d, hex);
+    ASSERT_STR_EQ(hex, BIG_HEX);
+    /* a context abandoned half-way: released, and the next hash is right */
+    ASSERT_EQ(sha256_init(&c), 0);
+    sha256_update(&c, b, 1000);
+    sha256_abort(&c);
+    ASSERT(c.md == NULL);
+    sha256_abort(&c); /* twice is harmless */
+    check(b, BIG, BIG_HEX);
+    free(b);
+}
+
+static void *hash_thread(void *arg)
+{
+    const uint8_t *b = arg;
+    for (int i = 0; i < 4; i++)
+        check(b, BIG, BIG_HEX);
+    return NULL;
+}
+
+/* The daemon hashes on libuv's worker threads, several publishes at once. */
+static void test_threads(void)
+{
+    uint8_t *b = big_message();
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++)
+        ASSERT_EQ(pthread_create(&t[i], NULL, hash_thread, b), 0);
+    for (int i = 0; i < 4; i++)
+        ASSERT_EQ(pthread_join(t[i], NULL), 0);
+    free(b);
 }
 
 int main(void)
@@ -89,6 +147,8 @@ int main(void)
     test_fips_vectors();
     test_padding_boundaries();
     test_split_updates_match_one_shot();
+    test_big_in_pieces();
+    test_threads();
     printf("test_sha256: ok\n");
     return 0;
 }

@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""publish_stall.py — what a shared-replica publish costs a cuda zppd's other
+jobs (a benchmark; docs/hpz-sharing.md, "Verification cost").
+
+Two processes on GPU 0, each its own one-rank job on a running cuda zppd:
+  busy  runs plain all-gathers of 4 KiB back to back, stream-ordered
+        (zpp_collective_async + zpp_wait_stream + a stream sync), and time
+        stamps each call;
+  pub   publishes a bf16 tensor of MIB MiB (plain all-gather, publish, its
+        content key) and times the call, while busy runs; then reads it
+        back by its key, publishes the same bytes again (a dedup: the
+        daemon hashes the call's own output) and tries a wrong key.
+The daemon checks the key on the gathered bytes (copied back and hashed)
+before it answers: on the loop thread until session 27, which stalled every
+other job's calls for the length of the check; on a worker thread since.
+
+Checks (exit 1 when one fails; timings are only printed): the publish
+succeeds; the replica read back by its key (hpZ gather) equals the tensor
+on the GPU; the dedup succeeds; a publish under a wrong key is refused (ZPP_EMISMATCH); every
+busy call succeeds and gathers its own bytes.
+
+Prints the publish's wall time, and busy's calls inside the publish window
+and outside it: count, median and maximum latency, and the longest gap
+between two answers.
+
+usage: python3 bench/publish_stall.py SOCKET [MIB]   (ZPP_LIB names libzpp)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing as mp
+import statistics
+import sys
+import time
+
+
+def _conn(sock: str, job: str):  # type: ignore[no-untyped-def]
+    import torch
+    import zpp
+    import zpp.cuda as zc
+
+    torch.cuda.set_device(0)
+    torch.zeros(1, device="cuda")
+    c = zpp.Connection(sock)
+    zc.attach(c, 8)
+    c.hello(job, 0, 1, node_count=1, gpu_uuid=zc.device_uuid())
+    return c, zc.Registry(c)
+
+
+def _call(c, zc, op, inp, out, count, dtype, stream, **kw):  # type: ignore[no-untyped-def]
+    from zpp._lib import LIB, CollC
+    from zpp.client import _apply
+    import ctypes
+
+    call = CollC()
+    LIB.zpp_coll_init(ctypes.byref(call), op, dtype, count)
+    if inp is not None:
+        call.input.buffer_id, call.input.offset = inp.buffer_id, inp.offset
+    call.output.buffer_id, call.output.offset = out.buffer_id, out.offset
+    _apply(call, **kw)
+    rid = zc.submit(c, call, stream)
+    return zc.wait_stream(c, rid, stream)
+
+
+def busy(sock: str, ready, stop, q) -> None:  # type: ignore[no-untyped-def]
+    import torch
+    import zpp.cuda as zc
+    from zpp._lib import DType, Op
+
+    c, reg = _conn(sock, "busy")
+    n = 2048  # 4 KiB of bf16
+    src = torch.arange(n, device="cuda", dtype=torch.float32).to(torch.bfloat16)
+    out = torch.empty(n, device="cuda", dtype=torch.bfloat16)
+    rin, rout = reg.ref(src), reg.ref(out)
+    s = torch.cuda.current_stream()
+    stamps, bad = [], 0
+    for i in range(200):  # warm
+        _call(c, zc, Op.ALLGATHER, rin, rout, n, DType.BF16, s)
+    s.synchronize()
+    ready.set()
+    while not stop.is_set():
+        out.fill_(0)
+        t0 = time.monotonic()
+        _call(c, zc, Op.ALLGATHER, rin, rout, n, DType.BF16, s)
+        s.synchronize()
+        t1 = time.monotonic()
+        stamps.append((t0, t1))
+        if len(stamps) % 64 == 0 and not torch.equal(out, src):
+            bad += 1
+    reg.clear()
+    c.close()
+    q.put(("busy", stamps, bad))
+
+
+def pub(sock: str, mib: int, q) -> None:  # type: ignore[no-untyped-def]
+    import torch
+    import zpp.cuda as zc
+    from zpp._lib import FLAG_PUBLISH, DType, Op
+    from zpp.errors import ZppError
+
+    c, reg = _conn(sock, "pub")
+    n = mib << 19  # bf16 elements
+    g = torch.Generator(device="cuda").manual_seed(27)
+    x = torch.randn(n, device="cuda", dtype=torch.float32, generator=g).to(torch.bfloat16)
+    out = torch.empty_like(x)
+    back = torch.empty_like(x)
+    key = "sha256:" + hashlib.sha256(x.view(torch.uint8).cpu().numpy().tobytes()).hexdigest()
+    wrong = key[:7] + ("1" if key[7] == "0" else "0") + key[8:]
+    s = torch.cuda.current_stream()
+    rx, rout, rback = reg.ref(x), reg.ref(out), reg.ref(back)
+    fails = []
+    s.synchronize()
+    t0 = time.monotonic()
+    _call(c, zc, Op.ALLGATHER, rx, rout, n, DType.BF16, s, content_key=key, flags=FLAG_PUBLISH)
+    s.synchronize()
+    t1 = time.monotonic()
+    _call(c, zc, Op.HPZ_GATHER, None, rback, n, DType.BF16, s, content_key=key)
+    s.synchronize()
+    if not torch.equal(back.view(torch.int16), x.view(torch.int16)):
+        fails.append("the replica read back by its key differs from the tensor")
+    # the same bytes again: the replica is there, so the daemon hashes this
+    # call's own output (a dedup) and attaches; no second copy
+    t2 = time.monotonic()
+    _call(c, zc, Op.ALLGATHER, rx, rout, n, DType.BF16, s, content_key=key, flags=FLAG_PUBLISH)
+    s.synchronize()
+    t3 = time.monotonic()
+    try:
+        _call(c, zc, Op.ALLGATHER, rx, rout, n, DType.BF16, s, content_key=wrong,
+              flags=FLAG_PUBLISH)  # fmt: skip
+        fails.append("a publish under a wrong key was accepted")
+    except ZppError as e:
+        if e.name != "EMISMATCH":
+            fails.append(f"a wrong key: {e.name}: {e}")
+    reg.clear()
+    c.close()
+    q.put(("pub", (t0, t1, t3 - t2), fails))
+
+
+def _lat(stamps):  # type: ignore[no-untyped-def]
+    lat = [(b - a) * 1e6 for a, b in stamps]
+    gaps = [(stamps[i][1] - stamps[i - 1][1]) * 1e6 for i in range(1, len(stamps))]
+    if not lat:
+        return "no calls"
+    return (f"{len(lat)} calls, median {statistics.median(lat):.0f} us, max {max(lat):.0f} us, "
+            f"longest gap between answers {max(gaps) if gaps else 0:.0f} us")  # fmt: skip
+
+
+def main() -> int:
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    sock = sys.argv[1]
+    mib = int(sys.argv[2]) if len(sys.argv) > 2 else 1024
+    ctx = mp.get_context("spawn")
+    ready, stop, q = ctx.Event(), ctx.Event(), ctx.Queue()
+    b = ctx.Process(target=busy, args=(sock, ready, stop, q))
+    b.start()
+    if not ready.wait(120):
+        print("busy did not start")
+        b.kill()
+        return 1
+    time.sleep(0.5)
+    p = ctx.Process(target=pub, args=(sock, mib, q))
+    p.start()
+    got = {}
+    got["pub"] = q.get(timeout=600)
+    time.sleep(0.5)
+    stop.set()
+    got["busy"] = q.get(timeout=120)
+    res = {k: v for k, *v in got.values()}
+    p.join(30)
+    b.join(30)
+    (t0, t1, dedup_s), fails = res["pub"]
+    stamps, bad = res["busy"]
+    inside = [st for st in stamps if st[1] > t0 and st[0] < t1]
+    outside = [st for st in stamps if st[1] <= t0 or st[0] >= t1]
+    print(f"publish of {mib} MiB bf16: {(t1 - t0) * 1e3:.1f} ms (call, key check included); "
+          f"the same bytes again (dedup): {dedup_s * 1e3:.1f} ms")  # fmt: skip
+    print(f"busy inside the publish:  {_lat(inside)}")
+    print(f"busy outside the publish: {_lat(outside)}")
+    if bad:
+        fails.append(f"{bad} busy all-gathers gathered wrong bytes")
+    for f in fails:
+        print("FAIL:", f)
+    print("publish_stall:", "FAIL" if fails else "PASS")
+    return 1 if fails else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
