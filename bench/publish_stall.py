@@ -24,12 +24,15 @@ and outside it: count, median and maximum latency, and the longest gap
 between two answers.
 
 usage: python3 bench/publish_stall.py SOCKET [MIB]   (ZPP_LIB names libzpp)
+Sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (zppd imports VMM
+memory; legacy IPC handles are off by default) unless it is set.
 """
 
 from __future__ import annotations
 
 import hashlib
 import multiprocessing as mp
+import os
 import statistics
 import sys
 import time
@@ -150,25 +153,36 @@ def main() -> int:
     if len(sys.argv) < 2:
         print(__doc__)
         return 2
+    os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
     sock = sys.argv[1]
     mib = int(sys.argv[2]) if len(sys.argv) > 2 else 1024
     ctx = mp.get_context("spawn")
     ready, stop, q = ctx.Event(), ctx.Event(), ctx.Queue()
     b = ctx.Process(target=busy, args=(sock, ready, stop, q))
     b.start()
-    if not ready.wait(120):
-        print("busy did not start")
-        b.kill()
-        return 1
+    while not ready.wait(0.5):
+        if not b.is_alive():
+            print("busy did not start")
+            return 1
     time.sleep(0.5)
     p = ctx.Process(target=pub, args=(sock, mib, q))
     p.start()
     got = {}
-    got["pub"] = q.get(timeout=600)
+    while "pub" not in got:
+        try:
+            k, *v = q.get(timeout=0.5)
+            got[k] = v
+        except Exception:  # queue.Empty
+            if not p.is_alive() and q.empty():
+                print("pub ended without a result")
+                stop.set()
+                b.join(30)
+                return 1
     time.sleep(0.5)
     stop.set()
-    got["busy"] = q.get(timeout=120)
-    res = {k: v for k, *v in got.values()}
+    k, *v = q.get(timeout=120)
+    got[k] = v
+    res = got
     p.join(30)
     b.join(30)
     (t0, t1, dedup_s), fails = res["pub"]
