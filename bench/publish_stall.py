@@ -24,15 +24,17 @@ and outside it: count, median and maximum latency, and the longest gap
 between two answers.
 
 usage: python3 bench/publish_stall.py SOCKET [MIB]   (ZPP_LIB names libzpp)
-Sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (zppd imports VMM
-memory; legacy IPC handles are off by default) unless it is set.
+Memory: PyTorch's default allocator gives each tensor one cudaMalloc'd
+segment, which zppd imports only with allow_legacy_ipc = true (s27p1.sh
+starts it so). With expandable_segments:True the tensors are VMM memory,
+and a registration covers at most 16 of PyTorch's 20 MiB chunks: use MIB
+<= 256 then.
 """
 
 from __future__ import annotations
 
 import hashlib
 import multiprocessing as mp
-import os
 import statistics
 import sys
 import time
@@ -153,19 +155,18 @@ def main() -> int:
     if len(sys.argv) < 2:
         print(__doc__)
         return 2
-    os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
     sock = sys.argv[1]
     mib = int(sys.argv[2]) if len(sys.argv) > 2 else 1024
     ctx = mp.get_context("spawn")
     ready, stop, q = ctx.Event(), ctx.Event(), ctx.Queue()
-    b = ctx.Process(target=busy, args=(sock, ready, stop, q))
+    b = ctx.Process(target=busy, args=(sock, ready, stop, q), daemon=True)
     b.start()
     while not ready.wait(0.5):
-        if not b.is_alive():
+        if not b.is_alive():  # (its error is above)
             print("busy did not start")
             return 1
     time.sleep(0.5)
-    p = ctx.Process(target=pub, args=(sock, mib, q))
+    p = ctx.Process(target=pub, args=(sock, mib, q), daemon=True)
     p.start()
     got = {}
     while "pub" not in got:
@@ -175,8 +176,7 @@ def main() -> int:
         except Exception:  # queue.Empty
             if not p.is_alive() and q.empty():
                 print("pub ended without a result")
-                stop.set()
-                b.join(30)
+                b.terminate()
                 return 1
     time.sleep(0.5)
     stop.set()

@@ -2,7 +2,8 @@
 # session 27, call 1 (nvidia-h200, one GPU): what a shared-replica publish costs the cuda zppd's other jobs,
 # before and after this session's change (the content key checked on a worker thread, hashed by libcrypto).
 #  1. bench/publish_stall.py at 1 GiB and 4 GiB, alternating the tree's zppd (new) and session 26's
-#     (zppd.old, 0e1a1a9: the check on the loop thread, portable C SHA-256), a fresh daemon per run, no MPS;
+#     (zppd.old, 0e1a1a9: the check on the loop thread, portable C SHA-256), a fresh daemon per run, no MPS,
+#     allow_legacy_ipc = true (PyTorch's default allocator: one cudaMalloc segment per tensor);
 #  2. zpp-bench -S (session 26's review reshaped its window split, never run since) on the 2x1 layout with
 #     both simulated nodes on this one GPU under MPS (GPU1=0): that it runs and prints its "share" lines.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 NCCL_RAS_ENABLE=0
@@ -16,22 +17,22 @@ python3 -c "import torch; print('torch', torch.__version__)" >> $H 2>&1
 stall() { # NAME BIN MIB
   local n=$1 bin=$2 mib=$3 T; T=$(mktemp -d)
   echo "== $n: $bin $mib MiB; start $(date -u '+%F %T UTC')" >> $H
-  "$bin" -s $T/z.sock -l info -o peer_listen=127.0.0.1:0 -o store_budget=0 > $R/$n-zppd.log 2>&1 &
+  "$bin" -s $T/z.sock -l info -o peer_listen=127.0.0.1:0 -o store_budget=0 -o allow_legacy_ipc=true > $R/$n-zppd.log 2>&1 &
   local pid=$!
   for _ in $(seq 200); do [ -S $T/z.sock ] && break; sleep 0.1; done
-  timeout 240 python3 bench/publish_stall.py $T/z.sock $mib > $R/$n.log 2>&1; echo "   rc=$?" >> $H
+  timeout 150 python3 bench/publish_stall.py $T/z.sock $mib > $R/$n.log 2>&1; echo "   rc=$?" >> $H
   kill -TERM $pid; for _ in $(seq 100); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
   kill -KILL $pid 2>/dev/null; wait $pid 2>/dev/null
   rm -rf $T
 }
 stall new-1g-a $C/bin/zppd 1024
 stall old-1g-a $C/bin/zppd.old 1024
+echo "== share: zpp-bench -S 4, 2x1 on GPU 0 (MPS); start $(date -u '+%F %T UTC')" >> $H
+(OUT=$R/share MPS=1 GPU1=0 FAILURE=0 TEST_MIB=0 LAYOUTS=2x1 BENCH_ARGS="-W 4 -b 2048 -P 0 -R 1 -i 4 -S 4" timeout 170 bash scripts/gpu/run_multi.sh 256) > $R/share.log 2>&1; echo "   rc=$?" >> $H
 stall new-1g-b $C/bin/zppd 1024
 stall old-1g-b $C/bin/zppd.old 1024
 stall new-4g $C/bin/zppd 4096
 stall old-4g $C/bin/zppd.old 4096
-echo "== share: zpp-bench -S 4, 2x1 on GPU 0 (MPS); start $(date -u '+%F %T UTC')" >> $H
-(OUT=$R/share MPS=1 GPU1=0 FAILURE=0 TEST_MIB=0 LAYOUTS=2x1 BENCH_ARGS="-W 4 -b 2048 -P 0 -R 1 -i 4 -S 4" timeout 200 bash scripts/gpu/run_multi.sh 256) > $R/share.log 2>&1; echo "   rc=$?" >> $H
 echo "end $(date -u '+%F %T UTC')" >> $H
 cat $H
 for n in new-1g-a old-1g-a new-1g-b old-1g-b new-4g old-4g; do echo "== $n"; grep -vE "^\s*$" $R/$n.log | tail -8; done
