@@ -71,6 +71,7 @@
 #include <time.h>
 
 #include "backend_cuda_int.h"
+#include "poll_wait.h"
 #include "log.h"
 #include "zpp.h"
 #include "zpp_kernels_cuda.h"
@@ -1261,6 +1262,19 @@ int cu_make_ids(void *backend, int n, uint8_t *ids, char *why, size_t why_len)
     return 0;
 }
 
+/* poll_wait's query for cu_to_host: has the event completed? */
+struct ev_query {
+    cudaEvent_t ev;
+    cudaError_t r; /* the last answer */
+};
+
+static int ev_query(void *arg)
+{
+    struct ev_query *q = arg;
+    q->r = cudaEventQuery(q->ev);
+    return q->r == cudaSuccess ? POLL_DONE : q->r == cudaErrorNotReady ? POLL_NOT_YET : POLL_FAILED;
+}
+
 int cu_to_host(struct be_call *c, int s, void *dst, const void *src, size_t bytes)
 {
     struct cu_slot *sl;
@@ -1274,26 +1288,21 @@ int cu_to_host(struct be_call *c, int s, void *dst, const void *src, size_t byte
      * stalled behind a stuck client or a dead node's NCCL gather would
      * otherwise hold the call, and its job, for good (an audit; the loop
      * itself, when the hash still ran there). */
-    cudaEvent_t ev;
-    if ((rc = rt_check(c, cudaEventCreateWithFlags(&ev, cudaEventDisableTiming),
+    struct ev_query eq;
+    if ((rc = rt_check(c, cudaEventCreateWithFlags(&eq.ev, cudaEventDisableTiming),
                        "cudaEventCreate (to host)")))
         return rc;
-    cudaError_t q = cudaEventRecord(ev, cur(sl));
-    uint64_t t0 = cu_now_ms();
-    while (q == cudaSuccess && (q = cudaEventQuery(ev)) == cudaErrorNotReady) {
-        if (cu_now_ms() - t0 > CU_TO_HOST_WAIT_MS) {
-            cudaEventDestroy(ev);
-            snprintf(c->err, sizeof c->err,
-                     "cuda backend: the gathered bytes were not ready within %u ms (a rank's "
-                     "stream or a node stalled): nothing published",
-                     (unsigned)CU_TO_HOST_WAIT_MS);
-            return ZPP_ETIMEDOUT;
-        }
-        struct timespec nap = {0, 50000};
-        nanosleep(&nap, NULL);
+    eq.r = cudaEventRecord(eq.ev, cur(sl));
+    int st = eq.r == cudaSuccess ? poll_wait(ev_query, &eq, CU_TO_HOST_WAIT_MS, 50) : POLL_FAILED;
+    cudaEventDestroy(eq.ev);
+    if (st == POLL_NOT_YET) {
+        snprintf(c->err, sizeof c->err,
+                 "cuda backend: the gathered bytes were not ready within %u ms (a rank's "
+                 "stream or a node stalled): nothing published",
+                 (unsigned)CU_TO_HOST_WAIT_MS);
+        return ZPP_ETIMEDOUT;
     }
-    cudaEventDestroy(ev);
-    if ((rc = rt_check(c, q, "cudaEventQuery (to host)")))
+    if ((rc = rt_check(c, eq.r, "cudaEventRecord / cudaEventQuery (to host)")))
         return rc;
     if ((rc = rt_check(c, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, cur(sl)),
                        "cudaMemcpyAsync (to host)")))
