@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "pair.h"
 #include "tests/test.h"
 
 /* The daemon's SHA-256, compiled into this test: the key a client computes
@@ -54,13 +55,6 @@ static zh_daemon g_d;
 static int p_ready[2], p_done[2];
 static char g_key[80];
 
-/* One job of 2 ranks driven from this process. */
-struct pair {
-    zpp_conn *c[2];
-    zpp_shm *in[2], *out[2];
-    uint64_t in_id[2], out_id[2];
-};
-
 static void sig_write(int *p, int n)
 {
     for (int i = 0; i < n; i++) {
@@ -80,101 +74,6 @@ static void sig_wait(int *p, int n)
 static float tensor(unsigned i, float base)
 {
     return base + (float)i * 0.5f;
-}
-
-static int pair_open(struct pair *p, const char *job)
-{
-    memset(p, 0, sizeof *p);
-    for (int r = 0; r < 2; r++) {
-        ASSERT_EQ(zpp_connect(g_d.socket, &p->c[r]), 0);
-        zpp_job_desc jd = {.job_id = job,
-                           .rank = (uint32_t)r,
-                           .world_size = 2,
-                           .local_rank = (uint32_t)r,
-                           .node_count = 1,
-                           .gpu_uuid = "host"};
-        int rc = zpp_hello(p->c[r], &jd, NULL);
-        if (rc) {
-            fprintf(stderr, "%s rank %d: hello: %s: %s\n", job, r, zpp_err_name(rc),
-                    zpp_last_error(p->c[r]));
-            return rc;
-        }
-        ASSERT_EQ(zpp_shm_create(SHARD * 4, &p->in[r]), 0);
-        ASSERT_EQ(zpp_shm_create(COUNT * 4, &p->out[r]), 0);
-        ASSERT_EQ(zpp_register_shm(p->c[r], p->in[r], 0, SHARD * 4, &p->in_id[r]), 0);
-        ASSERT_EQ(zpp_register_shm(p->c[r], p->out[r], 0, COUNT * 4, &p->out_id[r]), 0);
-    }
-    return 0;
-}
-
-static void pair_close(struct pair *p)
-{
-    for (int r = 0; r < 2; r++) {
-        zpp_close(p->c[r]);
-        zpp_shm_destroy(p->in[r]);
-        zpp_shm_destroy(p->out[r]);
-    }
-}
-
-/* Fills both ranks' shards with the tensor starting at base. */
-static void pair_fill(struct pair *p, float base)
-{
-    for (int r = 0; r < 2; r++) {
-        float *x = zpp_shm_ptr(p->in[r]);
-        for (unsigned i = 0; i < SHARD; i++)
-            x[i] = tensor((unsigned)r * SHARD + i, base);
-        memset(zpp_shm_ptr(p->out[r]), 0x5A, COUNT * 4);
-    }
-}
-
-/* Runs one call on both ranks; returns rank 0's code (both must agree). */
-static int pair_call(struct pair *p, int op, uint32_t flags, const char *content_key,
-                     const char *what)
-{
-    uint64_t req[2];
-    int rc[2];
-    for (int r = 0; r < 2; r++) {
-        zpp_coll call;
-        zpp_coll_init(&call, (zpp_op_t)op, ZPP_FP32, COUNT);
-        call.input = (zpp_bufref){p->in_id[r], 0};
-        call.output = (zpp_bufref){p->out_id[r], 0};
-        call.flags = flags;
-        call.content_key = content_key;
-        ASSERT_EQ(zpp_submit(p->c[r], &call, &req[r]), 0);
-    }
-    for (int r = 0; r < 2; r++)
-        rc[r] = zpp_wait(p->c[r], req[r], NULL);
-    printf("%s -> %s%s%s\n", what, zpp_err_name(rc[0]), rc[0] ? ": " : "",
-           rc[0] ? zpp_last_error(p->c[0]) : "");
-    ASSERT_EQ(rc[0], rc[1]);
-    return rc[0];
-}
-
-/* 1 if both ranks' outputs hold the tensor starting at base. */
-static int pair_holds(struct pair *p, float base)
-{
-    for (int r = 0; r < 2; r++) {
-        const float *y = zpp_shm_ptr(p->out[r]);
-        for (unsigned i = 0; i < COUNT; i++)
-            if (memcmp(&y[i], &(float){tensor(i, base)}, 4) != 0) {
-                fprintf(stderr, "rank %d element %u: %g, expected %g\n", r, i, (double)y[i],
-                        (double)tensor(i, base));
-                return 0;
-            }
-    }
-    return 1;
-}
-
-static unsigned long long store_bytes(void)
-{
-    zpp_conn *adm;
-    static char js[65536];
-    ASSERT_EQ(zpp_connect(g_d.socket, &adm), 0);
-    ASSERT_EQ(zpp_admin_status_json(adm, js, sizeof js), 0);
-    zpp_close(adm);
-    const char *p = strstr(js, "\"store_bytes\":");
-    ASSERT(p);
-    return strtoull(p + strlen("\"store_bytes\":"), NULL, 10);
 }
 
 static char g_ctl_out[65536];
@@ -205,36 +104,31 @@ static const char *store_replica(char *buf, size_t len)
     return buf;
 }
 
-static int expect(int rc, int want, const char *what)
-{
-    if (rc != want) {
-        fprintf(stderr, "%s: got %s, expected %s\n", what, zpp_err_name(rc), zpp_err_name(want));
-        return 1;
-    }
-    return 0;
-}
-
 static int tenant_root(void)
 {
     int fails = 0;
-    struct pair base, lora, evil;
-    if (pair_open(&base, "base") || pair_open(&lora, "lora") || pair_open(&evil, "evil"))
+    zh_pair base, lora, evil;
+    if (zh_pair_open(&base, g_d.socket, "base", COUNT) ||
+        zh_pair_open(&lora, g_d.socket, "lora", COUNT) ||
+        zh_pair_open(&evil, g_d.socket, "evil", COUNT))
         return 1;
 
     /* A wrong key first: refused, nothing kept. */
     char wrong[80];
     snprintf(wrong, sizeof wrong, "%s", g_key);
     wrong[7] = wrong[7] == '0' ? '1' : '0';
-    pair_fill(&base, 1.0f);
-    fails += expect(pair_call(&base, ZPP_OP_ALLGATHER, ZPP_FLAG_PUBLISH, wrong, "base: wrong key"),
-                    ZPP_EMISMATCH, "publish under a key that is not the hash");
-    fails += expect((int)store_bytes(), 0, "store bytes after a refused publish");
+    zh_pair_fill(&base, tensor, 1.0f);
+    fails +=
+        zh_expect(zh_pair_call(&base, ZPP_OP_ALLGATHER, ZPP_FLAG_PUBLISH, wrong, "base: wrong key"),
+                  ZPP_EMISMATCH, "publish under a key that is not the hash");
+    fails += zh_expect((int)zh_store_bytes(g_d.socket), 0, "store bytes after a refused publish");
 
     /* base publishes; lora reads, then publishes the same bytes. */
-    fails += expect(pair_call(&base, ZPP_OP_ALLGATHER, ZPP_FLAG_PUBLISH, g_key, "base: publish"), 0,
-                    "base publishes");
-    fails += !pair_holds(&base, 1.0f);
-    fails += expect((int)store_bytes(), ONE_COPY, "store bytes after the publish");
+    fails +=
+        zh_expect(zh_pair_call(&base, ZPP_OP_ALLGATHER, ZPP_FLAG_PUBLISH, g_key, "base: publish"),
+                  0, "base publishes");
+    fails += !zh_pair_holds(&base, tensor, 1.0f);
+    fails += zh_expect((int)zh_store_bytes(g_d.socket), ONE_COPY, "store bytes after the publish");
     char row[512];
     const char *r = store_replica(row, sizeof row);
     if (!r || !strstr(r, "\"owner_uid\":0,\"count\":1000,\"dtype\":\"fp32\",\"slots\":2") ||
@@ -246,38 +140,39 @@ static int tenant_root(void)
         fprintf(stderr, "zppctl store: no replica table with the key\n");
         fails++;
     }
+    fails += zh_expect(zh_pair_call(&lora, ZPP_OP_HPZ_GATHER, 0, g_key, "lora: hpZ gather"), 0,
+                       "lora reads");
+    fails += !zh_pair_holds(&lora, tensor, 1.0f);
+    zh_pair_fill(&lora, tensor, 1.0f);
     fails +=
-        expect(pair_call(&lora, ZPP_OP_HPZ_GATHER, 0, g_key, "lora: hpZ gather"), 0, "lora reads");
-    fails += !pair_holds(&lora, 1.0f);
-    pair_fill(&lora, 1.0f);
-    fails += expect(pair_call(&lora, ZPP_OP_ALLGATHER, ZPP_FLAG_PUBLISH, g_key, "lora: publish"), 0,
-                    "lora publishes the same bytes");
-    fails += !pair_holds(&lora, 1.0f);
-    unsigned long long sb = store_bytes();
+        zh_expect(zh_pair_call(&lora, ZPP_OP_ALLGATHER, ZPP_FLAG_PUBLISH, g_key, "lora: publish"),
+                  0, "lora publishes the same bytes");
+    fails += !zh_pair_holds(&lora, tensor, 1.0f);
+    unsigned long long sb = zh_store_bytes(g_d.socket);
     printf("store_bytes with base and lora sharing the replica: %llu (one copy: %u)\n", sb,
            ONE_COPY);
-    fails += expect((int)sb, ONE_COPY, "one copy for two jobs");
+    fails += zh_expect((int)sb, ONE_COPY, "one copy for two jobs");
 
     /* evil publishes different bytes under the used key. */
-    pair_fill(&evil, 2.0f);
-    int rc = pair_call(&evil, ZPP_OP_ALLGATHER, ZPP_FLAG_PUBLISH, g_key, "evil: publish");
-    fails += expect(rc, ZPP_EEXIST, "different bytes under a used key");
+    zh_pair_fill(&evil, tensor, 2.0f);
+    int rc = zh_pair_call(&evil, ZPP_OP_ALLGATHER, ZPP_FLAG_PUBLISH, g_key, "evil: publish");
+    fails += zh_expect(rc, ZPP_EEXIST, "different bytes under a used key");
     if (!strstr(zpp_last_error(evil.c[0]), "already holds different bytes")) {
         fprintf(stderr, "evil: message: %s\n", zpp_last_error(evil.c[0]));
         fails++;
     }
-    fails += expect((int)store_bytes(), ONE_COPY, "store bytes after the refusal");
+    fails += zh_expect((int)zh_store_bytes(g_d.socket), ONE_COPY, "store bytes after the refusal");
 
     /* The other tenants, then base reads the replica unchanged. */
     sig_write(p_ready, 2);
     sig_wait(p_done, 2);
-    fails +=
-        expect(pair_call(&base, ZPP_OP_HPZ_GATHER, 0, g_key, "base: hpZ gather"), 0, "base reads");
-    fails += !pair_holds(&base, 1.0f);
-    fails += expect((int)store_bytes(), ONE_COPY, "one copy at the end");
-    pair_close(&base);
-    pair_close(&lora);
-    pair_close(&evil);
+    fails += zh_expect(zh_pair_call(&base, ZPP_OP_HPZ_GATHER, 0, g_key, "base: hpZ gather"), 0,
+                       "base reads");
+    fails += !zh_pair_holds(&base, tensor, 1.0f);
+    fails += zh_expect((int)zh_store_bytes(g_d.socket), ONE_COPY, "one copy at the end");
+    zh_pair_close(&base);
+    zh_pair_close(&lora);
+    zh_pair_close(&evil);
     return fails ? 1 : 0;
 }
 
@@ -288,12 +183,12 @@ static int tenant_setuid(uid_t uid, const char *job, int want)
         perror("dropping privileges");
         return 1;
     }
-    struct pair p;
-    if (pair_open(&p, job))
+    zh_pair p;
+    if (zh_pair_open(&p, g_d.socket, job, COUNT))
         return 1;
-    int fails = expect(pair_call(&p, ZPP_OP_HPZ_GATHER, 0, g_key, job), want, job);
+    int fails = zh_expect(zh_pair_call(&p, ZPP_OP_HPZ_GATHER, 0, g_key, job), want, job);
     if (want == 0)
-        fails += !pair_holds(&p, 1.0f);
+        fails += !zh_pair_holds(&p, tensor, 1.0f);
     else if (!strstr(zpp_last_error(p.c[0]), "does not share it with tenant"))
         fails++;
     /* zppctl store lists the replica to a tenant who may read it only. */
@@ -302,7 +197,7 @@ static int tenant_setuid(uid_t uid, const char *job, int want)
         fprintf(stderr, "%s: zppctl store %s the replica\n", job, want ? "lists" : "omits");
         fails++;
     }
-    pair_close(&p);
+    zh_pair_close(&p);
     sig_write(p_done, 1);
     return fails ? 1 : 0;
 }
