@@ -5,7 +5,8 @@
 # leave between calls and rejoin (-R; it reads the cuda zppd's log), a job
 # refused for its GPU memory (-M, on a second cuda zppd started with
 # job_max_device_memory = 1M, then one with tenant_max_device_memory = 1M,
-# each stopped after), the SIGKILL test, and
+# each stopped after), a shared replica's publish (bench/publish_stall.py,
+# where torch is), the SIGKILL test, and
 # zpp-bench. At most 6 files land in $OUT (the device tool brings back 8):
 # the rejoin and admission tests append to test-2x1.log. Binaries and
 # their libraries come prebuilt in .carry/cu (scripts/gpu/stage.sh); NCCL
@@ -116,6 +117,19 @@ if [ "$what" = all ] || [ "$what" = test ]; then
     fi
   done
   grep -E "^(PASS|FAIL) admission" "$OUT/test-2x1$sfx.log" | tail -8 | tee -a "$OUT/summary.txt"
+  # A shared replica on the GPU (docs/hpz-sharing.md), where torch is: a
+  # 1 GiB publish (PyTorch's default allocator, legacy IPC), read back by
+  # its key bit for bit, published again (dedup), a wrong key refused, and
+  # another job's calls timed through it (bench/publish_stall.py).
+  if python3 -c "import torch" 2>/dev/null; then
+    lib=; for f in libzpp.so.0 libzpp.so.0.1.0 libzpp.so; do [ -f "$C/lib/$f" ] && { lib=$C/lib/$f; break; }; done
+    log "publish: bench/publish_stall.py, 1024 MiB"
+    ZPP_LIB=$lib PYTHONPATH=$PWD/client/python timeout 150 python3 bench/publish_stall.py "$T/cuda.sock" 1024 \
+      >> "$OUT/test-2x1$sfx.log" 2>&1; r=$?; log "publish exit $r"; [ $r = 0 ] || rc=1
+    grep -E "^(publish|busy|FAIL)" "$OUT/test-2x1$sfx.log" | tail -6 | tee -a "$OUT/summary.txt"
+  else
+    log "publish: skipped (no torch)"
+  fi
 fi
 if [ "$what" = all ] || [ "$what" = bench ]; then
   log "bench 1x2 up to $max MiB"
