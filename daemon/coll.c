@@ -164,6 +164,9 @@ static int check_args(const struct coll_args *a, const struct be_topo *t, uint64
     int ck = check_content_key(a, why, why_len);
     if (ck)
         return ck;
+    if ((a->flags & ZPP_FLAG_KEEP_SHARED) &&
+        (a->op != ZPP_OP_HPZ_INVALIDATE || !(a->flags & ZPP_FLAG_INVALIDATE_ALL)))
+        return bad(why, why_len, "ZPP_FLAG_KEEP_SHARED applies to an hpZ invalidate-all only");
     if (a->op == ZPP_OP_BARRIER)
         return 0;
     if (a->op == ZPP_OP_HPZ_INVALIDATE) {
@@ -336,7 +339,9 @@ static int prepare_store(struct coll_exec *x)
     }
     /* invalidate: idempotent, done here (no data work follows). A content
      * key detaches the job from that replica; invalidate-all detaches it
-     * from every replica too, whether or not a content key is named. The
+     * from every replica too, whether or not a content key is named, unless
+     * ZPP_FLAG_KEEP_SHARED keeps them attached (a training loop that drops
+     * its own keys every step but reads frozen weights from replicas). The
      * replicas stay, for other jobs. */
     if (a->content_key[0] && !(a->flags & ZPP_FLAG_INVALIDATE_ALL)) {
         hpz_store_detach(x->store, x->owner.job, a->content_key);
@@ -344,7 +349,7 @@ static int prepare_store(struct coll_exec *x)
     }
     hpz_store_invalidate(x->store, x->owner.tenant_uid, x->owner.job,
                          (a->flags & ZPP_FLAG_INVALIDATE_ALL) ? NULL : key);
-    if (a->flags & ZPP_FLAG_INVALIDATE_ALL)
+    if ((a->flags & ZPP_FLAG_INVALIDATE_ALL) && !(a->flags & ZPP_FLAG_KEEP_SHARED))
         hpz_store_detach(x->store, x->owner.job, NULL);
     return 0;
 }

@@ -28,7 +28,7 @@
 #define CUDA_IPC_HANDLE_BYTES 64u
 #define KNOWN_FLAGS                                                                                \
     (ZPP__COLL_FLAG__FLAG_FORCE_QUANT | ZPP__COLL_FLAG__FLAG_INVALIDATE_ALL |                      \
-     ZPP__COLL_FLAG__FLAG_PUBLISH)
+     ZPP__COLL_FLAG__FLAG_PUBLISH | ZPP__COLL_FLAG__FLAG_KEEP_SHARED)
 /* content_key is shorter than this ("sha256:" + 64 hex digits); the daemon
  * checks its form. */
 #define CONTENT_KEY_LIMIT 72u

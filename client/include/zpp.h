@@ -100,6 +100,10 @@ ZPP_EXPORT const char *zpp_algo_name(int algo);
 /* qwZ or plain all-gather: also publish the gathered tensor as a shared,
  * read-only hpZ replica under zpp_coll.content_key (docs/hpz-sharing.md). */
 #define ZPP_FLAG_PUBLISH 4u
+/* With ZPP_FLAG_INVALIDATE_ALL: drop the job's own hpZ keys but keep it
+ * attached to the shared replicas it reads (they stay, and are not evicted
+ * while it is attached). */
+#define ZPP_FLAG_KEEP_SHARED 8u
 
 typedef struct zpp_conn zpp_conn; /* opaque */
 

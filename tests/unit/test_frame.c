@@ -394,9 +394,9 @@ static void base(fixture_t *f, int kind)
     X(hello_leader_addr_too_long, K_HELLO, ZPP_EINVAL, "hello.leader_addr",                        \
       f->hello.leader_addr = f->longstr)                                                           \
     X(hello_leader_addr_space, K_HELLO, ZPP_EINVAL, "hello.leader_addr",                           \
-      f->hello.leader_addr = (char *)"10.0.0.1:7399 x")                                           \
+      f->hello.leader_addr = (char *)"10.0.0.1:7399 x")                                            \
     X(hello_leader_addr_control, K_HELLO, ZPP_EINVAL, "hello.leader_addr",                         \
-      f->hello.leader_addr = (char *)"10.0.0.1:7399\n")                                           \
+      f->hello.leader_addr = (char *)"10.0.0.1:7399\n")                                            \
     X(hello_tenant_label_too_long, K_HELLO, ZPP_EINVAL, "hello.tenant_label",                      \
       f->hello.tenant_label = f->longstr)                                                          \
     X(register_length_zero, K_REG, ZPP_EINVAL, "register_buffer.length", f->reg.length = 0)        \
@@ -438,7 +438,7 @@ static void base(fixture_t *f, int kind)
     X(coll_block_not_multiple_of_32, K_COLL, ZPP_EINVAL, "collective.block", f->coll.block = 33)   \
     X(coll_block_too_large, K_COLL, ZPP_EINVAL, "collective.block", f->coll.block = 8192 + 32)     \
     X(coll_count_too_large, K_COLL, ZPP_EINVAL, "collective.count", f->coll.count = UINT64_MAX)    \
-    X(coll_flags_unknown, K_COLL, ZPP_EINVAL, "collective.flags", f->coll.flags = 8)               \
+    X(coll_flags_unknown, K_COLL, ZPP_EINVAL, "collective.flags", f->coll.flags = 16)              \
     X(coll_hpz_key_too_long, K_COLL, ZPP_EINVAL, "collective.hpz_key",                             \
       f->coll.hpz_key = f->longstr)                                                                \
     X(coll_content_key_too_long, K_COLL, ZPP_EINVAL, "collective.content_key",                     \
@@ -470,7 +470,7 @@ static void base(fixture_t *f, int kind)
     X(hello_flags_size_without_flag_array, K_HELLO, ZPP_EINVAL, "hello.nslots",                    \
       f->hello.flags_size = 4096)                                                                  \
     X(coll_flags_publish_with_unknown_bit, K_COLL, ZPP_EINVAL, "collective.flags",                 \
-      f->coll.flags = ZPP__COLL_FLAG__FLAG_PUBLISH | 8)                                            \
+      f->coll.flags = ZPP__COLL_FLAG__FLAG_PUBLISH | 16)                                           \
     X(coll_content_key_one_past_sha256_form, K_COLL, ZPP_EINVAL, "collective.content_key",         \
       (f->longstr[72] = '\0', f->coll.content_key = f->longstr))                                   \
     X(coll_event_slot_huge, K_COLL, ZPP_EINVAL, "collective.event_slot",                           \

@@ -516,11 +516,15 @@ static void check_publish_and_read(int nodes, int local, int op, int dtype, uint
     ASSERT_EQ(used(st), one_copy);
     ASSERT_EQ(sstats(st).attachments, 4);
 
-    /* A content-key invalidate detaches; invalidate-all too. */
+    /* A content-key invalidate detaches; invalidate-all too, unless
+     * ZPP_FLAG_KEEP_SHARED keeps the job's replicas (its own keys go). */
     struct coll_args inv = args_of(ZPP_OP_HPZ_INVALIDATE, dtype, 0);
     snprintf(inv.content_key, sizeof inv.content_key, "%s", key);
     expect(run_as(&g, &inv, st, T_OWNER, &g_job[3], msg), 0, msg);
     inv.content_key[0] = '\0';
+    inv.flags = ZPP_FLAG_INVALIDATE_ALL | ZPP_FLAG_KEEP_SHARED;
+    expect(run_as(&g, &inv, st, T_FRIEND, &g_job[4], msg), 0, msg);
+    ASSERT_EQ(sstats(st).attachments, 3);
     inv.flags = ZPP_FLAG_INVALIDATE_ALL;
     expect(run_as(&g, &inv, st, T_FRIEND, &g_job[4], msg), 0, msg);
     ASSERT_EQ(sstats(st).attachments, 2);
@@ -561,6 +565,15 @@ static void check_bad_arguments(void)
     expect(run_as(&g, &r, st, T_OWNER, &g_job[0], msg), ZPP_EINVAL, msg);
     r.hpz_key[0] = '\0';
     expect(run_as(&g, &r, st, T_OWNER, &g_job[0], msg), ZPP_ENOENT, msg);
+    /* ZPP_FLAG_KEEP_SHARED belongs to an invalidate-all alone. */
+    struct coll_args ks = args_of(ZPP_OP_HPZ_INVALIDATE, ZK_FP32, 0);
+    snprintf(ks.hpz_key, sizeof ks.hpz_key, "w");
+    ks.flags = ZPP_FLAG_KEEP_SHARED;
+    expect(run_as(&g, &ks, st, T_OWNER, &g_job[0], msg), ZPP_EINVAL, msg);
+    ASSERT_CONTAINS(msg, "ZPP_FLAG_KEEP_SHARED applies to an hpZ invalidate-all only");
+    rs.content_key[0] = '\0';
+    rs.flags = ZPP_FLAG_INVALIDATE_ALL | ZPP_FLAG_KEEP_SHARED;
+    expect(run_as(&g, &rs, st, T_OWNER, &g_job[0], msg), ZPP_EINVAL, msg);
     /* A daemon hosting only part of a node cannot publish. */
     struct rig h = {.t = {.world = 4, .nodes = 1, .local = 4, .nslots = 2, .rank0 = 1}};
     struct coll_args p = args_of(ZPP_OP_ALLGATHER, ZK_FP32, 64);

@@ -74,6 +74,7 @@ def body_read_then_publish_again(rank: int, job: Job):
         out2 = take(shm, 4 * ALIGN * 64, COUNT)
         c.allgather(inp, out2, content_key=key, publish=True)
         c.barrier()
+        c.hpz_invalidate(all=True, keep_shared=True)  # the job's own keys go; still attached
         c.hpz_invalidate(content_key=key)  # detach: the replica stays
         c.barrier()
         return read, read_ok, out2.tobytes() == full.tobytes()
@@ -126,6 +127,7 @@ def refuse_bad_key_arguments(c: zpp.Connection, shm: zpp.SharedBuffer) -> None:
         lambda: c.hpz_gather(a, hpz_key="k", content_key=key),
         lambda: c.hpz_invalidate("k", content_key=key),
         lambda: c.hpz_invalidate(content_key="sha256:" + "g" * 64),
+        lambda: c.hpz_invalidate("k", keep_shared=True),  # keep_shared needs all=True
     ]
     for i, case in enumerate(cases):
         with pytest.raises(zpp.ZppInvalidArgumentError):

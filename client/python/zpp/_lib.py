@@ -75,6 +75,7 @@ class Op(enum.IntEnum):
 FLAG_FORCE_QUANT = 1
 FLAG_INVALIDATE_ALL = 2
 FLAG_PUBLISH = 4  # ZPP_FLAG_PUBLISH: all-gather publishes a shared hpZ replica
+FLAG_KEEP_SHARED = 8  # ZPP_FLAG_KEEP_SHARED: an invalidate-all keeps the shared replicas attached
 
 
 # ---- structs ------------------------------------------------------------------

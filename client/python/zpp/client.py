@@ -42,6 +42,7 @@ from . import errors
 from ._lib import (
     FLAG_FORCE_QUANT,
     FLAG_INVALIDATE_ALL,
+    FLAG_KEEP_SHARED,
     FLAG_PUBLISH,
     LIB,
     BufRefC,
@@ -541,20 +542,23 @@ class Connection:
         return self._go(call, (output, call._key, call._ckey), async_op)
 
     def hpz_invalidate(self, hpz_key: Optional[str] = None, *, content_key: Optional[str] = None,
-                       all: bool = False, timeout_ms: int = 0,
+                       all: bool = False, keep_shared: bool = False, timeout_ms: int = 0,
                        async_op: bool = False) -> Union[Result, Request]:  # fmt: skip
         """Drops hpz_key's slices, or detaches the job from the shared
         replica of content_key (the replica stays for other jobs), or with
-        all=True both for every key of the job."""
+        all=True both for every key of the job; all=True, keep_shared=True
+        drops the job's own keys and stays attached to its replicas."""
         if hpz_key and content_key:
             raise errors.invalid("hpz_invalidate takes an hpz_key or a content_key, not both")
         if not hpz_key and not content_key and not all:
             raise errors.invalid("hpz_invalidate needs a key, a content_key or all=True")
+        if keep_shared and not all:
+            raise errors.invalid("keep_shared applies to all=True")
         self._world()
         call = CollC()
         LIB.zpp_coll_init(ctypes.byref(call), Op.HPZ_INVALIDATE, DType.FP32, 0)
         _apply(call, hpz_key=hpz_key, content_key=content_key, timeout_ms=timeout_ms,
-               flags=FLAG_INVALIDATE_ALL if all else 0)  # fmt: skip
+               flags=(FLAG_INVALIDATE_ALL if all else 0) | (FLAG_KEEP_SHARED if keep_shared else 0))  # fmt: skip
         return self._go(call, (call._key, call._ckey), async_op)
 
     def reduce_scatter(self, input: Any, output: Any, *, count: Optional[int] = None,
