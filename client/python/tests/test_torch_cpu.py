@@ -154,6 +154,9 @@ def host_cuda_comm(conn):
 
 def wrap(rank: int, job: Job, conn, cfg: dict):
     model, Block = make_model(cfg.get("seed", 0))
+    for name, p in model.named_parameters():  # e.g. a LoRA job's frozen base
+        if any(name.startswith(f + ".") for f in cfg.get("freeze", ())):
+            p.requires_grad_(False)
     units = (Block,) if cfg.get("block_units") else None
     if cfg.get("groups") == "far":  # a unit of two modules far apart in forward, one per block
         units = [[model.emb, model.head], [model.blocks[0]], [model.blocks[1]]]
@@ -170,6 +173,7 @@ def wrap(rank: int, job: Job, conn, cfg: dict):
         max_grad_norm=cfg.get("clip"), weight_decay=cfg.get("wd", 0.0),
         no_decay=(lambda name, p: p.dim() < 2) if cfg.get("no_decay") else None,
         block=cfg.get("block", 256), block_w=cfg.get("block_w"), block_g=cfg.get("block_g"),
+        share_frozen=cfg.get("share_frozen", False),
     )  # fmt: skip
 
 
@@ -238,6 +242,7 @@ def body_train(rank: int, job: Job, cfg: dict):
             if cfg.get("load_at") == step:
                 zp.load_checkpoint(cfg["ckpt"])
         out["stats"] = dict(zp.stats)
+        out["shared_units"] = [u.name for u in zp.units if u.ckey is not None]
         out["profile"] = zp.take_profile()
         out["ebusy"] = zp.comm.zc.busy if cfg.get("cuda_calls") else 0
         out["scale"] = zp.scale
@@ -245,6 +250,9 @@ def body_train(rank: int, job: Job, cfg: dict):
         out["final"] = {k: v.tolist() for k, v in zp.full_state_dict().items()} if cfg.get("full") else None
         zp.close()
         c.barrier()
+        # after close: the job's own hpZ keys are dropped (a prefetch may
+        # have stored some after the last step), the shared replicas stay
+        out["store_bytes"] = int(c.status()["store_bytes"])
     return out
 
 
@@ -491,6 +499,38 @@ def test_block_w_and_block_g_reach_their_calls(daemon, job):
         assert r["loss"][-1] < r["loss"][0] - 0.2, r["loss"]
     res = train(daemon, job + "-g", steps=1, block=128, block_g=64, record_blocks=True)
     assert all(r["blocks"] == {"qwz": {128}, "qgz": {64}} for r in res)
+
+
+def test_share_frozen_units_read_the_node_replica(daemon, job):
+    """share_frozen: the frozen units (blocks.0) are published once and
+    read from the node's replica after, forward and backward: the same
+    bits as gathering them (qwZ off: both exact), one copy per node that a
+    second job with the same weights attaches to instead of storing its own."""
+    cfg = dict(steps=4, qwz=False, freeze=("blocks.0",))
+    plain = train(daemon, job + "-plain", **cfg)
+    shared = train(daemon, job + "-a", share_frozen=True, **cfg)
+    for p, s in zip(plain, shared):
+        assert s["loss"] == p["loss"], (s["loss"], p["loss"])  # bit for bit
+        assert s["shared_units"] == ["blocks.0.ln", "blocks.0.fc1", "blocks.0.fc2"], s["shared_units"]
+        assert s["stats"]["publishes"] == 3, s["stats"]
+        # forward and backward of 4 steps, less what stayed in a slot
+        assert s["stats"]["shared_gathers"] >= 3 * 4, s["stats"]
+        assert p["stats"]["publishes"] == p["stats"]["shared_gathers"] == 0
+    kept = shared[0]["store_bytes"]
+    assert kept > 0
+    again = train(daemon, job + "-b", share_frozen=True, **cfg)  # the same frozen bytes
+    assert [r["loss"] for r in again] == [r["loss"] for r in shared]
+    assert again[0]["store_bytes"] == kept, (again[0]["store_bytes"], kept)  # no second copy
+    # with qwZ on for the trained units, it still learns
+    res = train(daemon, job + "-q", share_frozen=True, steps=6, freeze=("blocks.0",))
+    for r in res:
+        assert r["loss"][-1] < r["loss"][0] - 0.2, r["loss"]
+
+
+def test_share_frozen_needs_zppd():
+    model, _ = make_model(0)
+    with pytest.raises(ValueError, match="share_frozen needs zppd"):
+        zpp.torch.ZeroPP(model, rank=0, world_size=1, comm=_NoComm(), device="cpu", share_frozen=True)
 
 
 def test_bad_block_refused():

@@ -55,6 +55,9 @@ What happens (docs/pytorch.md has the whole story):
   grad (evaluation) store no key; a training forward re-gathers a unit that
   an evaluation left behind without a key. Every backward ends with an
   invalidate-all: keys never outlive the backward they were made for.
+* share_frozen=True: a unit whose parameters are all frozen is published
+  once as the node's shared replica under the SHA-256 of its bytes and read
+  from it after (docs/pytorch.md, "Frozen units").
 * Exactness: qwZ's dequantized output is deterministic, hpZ returns the
   stored bits, so hpZ on/off never changes the numbers; with qwZ off, hpZ
   on and off give the same bits as the plain all-gather.
@@ -85,7 +88,7 @@ from torch import nn
 
 from . import errors
 from ._lib import DType, Op
-from .client import BufRef, Connection, Result
+from .client import BufRef, Connection, Result, content_key
 
 __all__ = ["ZeroPP", "HostComm", "CudaComm", "TorchComm", "WaitClock"]
 
@@ -199,12 +202,26 @@ class WaitClock:
         return out
 
 
+def _plain_gather_kw(key: Optional[str], publish: Optional[str], timeout_ms: int) -> Dict[str, Any]:
+    """The optional fields of a plain all-gather: an hpZ key (keep the
+    slices), or a content key to publish a shared replica under."""
+    from ._lib import FLAG_PUBLISH
+
+    kw: Dict[str, Any] = {"timeout_ms": timeout_ms}
+    if key:
+        kw["hpz_key"] = key
+    if publish:
+        kw.update(content_key=publish, flags=FLAG_PUBLISH)
+    return kw
+
+
 class _Comm:
     """alloc_many, allgather, hpz_gather, reduce_scatter, invalidate_all,
     gather_floats, barrier, close. Handles have wait() -> Result or None."""
 
     name = "?"
     supports_zeropp = False
+    supports_share = False  # shared hpZ replicas (publish, reads by content key)
     plain_hpz = False  # whether a plain all-gather can keep hpZ slices
 
     def __init__(self, world: int) -> None:
@@ -240,12 +257,18 @@ class _DaemonComm(_Comm):
     conn: Connection
     timeout_ms: int
 
+    keep_shared = False  # ZeroPP(share_frozen=True): invalidate-all keeps the replicas attached
+
     def invalidate_all(self) -> None:
         self.drain()
-        self.conn.hpz_invalidate(all=True, timeout_ms=self.timeout_ms)
+        self.conn.hpz_invalidate(all=True, keep_shared=self.keep_shared, timeout_ms=self.timeout_ms)
 
     def invalidate(self, key: str) -> None:
         self.conn.hpz_invalidate(key, timeout_ms=self.timeout_ms)
+
+    def detach_shared(self, content_key: str) -> None:
+        """The job no longer reads the shared replica of content_key."""
+        self.conn.hpz_invalidate(content_key=content_key, timeout_ms=self.timeout_ms)
 
     def barrier(self) -> None:
         self.drain()
@@ -261,6 +284,7 @@ class HostComm(_DaemonComm):
 
     name = "zppd-host"
     supports_zeropp = True
+    supports_share = True
 
     def __init__(self, conn: Connection, timeout_ms: int = 0) -> None:
         super().__init__(int(conn.world_size or 0))
@@ -286,26 +310,28 @@ class HostComm(_DaemonComm):
 
     def _submit(self, call_and_keep: Tuple[Any, Tuple[Any, ...]], async_op: bool) -> Any:
         call, keep = call_and_keep
-        r = self.conn._go(call, keep + (getattr(call, "_key", None),), async_op)
+        r = self.conn._go(call, keep + (getattr(call, "_key", None), getattr(call, "_ckey", None)), async_op)
         return self._track(r) if async_op else _Done(r)
 
     def allgather(self, inp: torch.Tensor, out: torch.Tensor, count: int, *, qwz: bool, bits: int,
-                  block: int, key: Optional[str], async_op: bool) -> Any:  # fmt: skip
+                  block: int, key: Optional[str], async_op: bool,
+                  publish: Optional[str] = None) -> Any:  # fmt: skip
         if qwz:
             r = self.conn.qwz_allgather(inp, out, count=count, bits=bits, block=block, hpz_key=key,
                                         timeout_ms=self.timeout_ms, async_op=async_op)  # fmt: skip
             return self._track(r) if async_op else _Done(r)
         # Plain all-gather; with a key it keeps the hpZ slices (a daemon that
-        # supports it: see ZeroPP's probe). Client.allgather takes no key, so
+        # supports it: see ZeroPP's probe); with publish (a content key) the
+        # node keeps a shared replica. Client.allgather takes no hpz_key, so
         # the call is built with the same private helper it uses.
-        kw: Dict[str, Any] = {"timeout_ms": self.timeout_ms}
-        if key:
-            kw["hpz_key"] = key
-        return self._submit(self.conn._gather(Op.ALLGATHER, inp, out, count, None, **kw), async_op)
+        return self._submit(self.conn._gather(Op.ALLGATHER, inp, out, count, None,
+                                              **_plain_gather_kw(key, publish, self.timeout_ms)),
+                            async_op)  # fmt: skip
 
-    def hpz_gather(self, out: torch.Tensor, count: int, key: str, async_op: bool) -> Any:
-        r = self.conn.hpz_gather(out, hpz_key=key, count=count, timeout_ms=self.timeout_ms,
-                                 async_op=async_op)  # fmt: skip
+    def hpz_gather(self, out: torch.Tensor, count: int, key: Optional[str], async_op: bool,
+                   content_key: Optional[str] = None) -> Any:  # fmt: skip
+        r = self.conn.hpz_gather(out, hpz_key=key, content_key=content_key, count=count,
+                                 timeout_ms=self.timeout_ms, async_op=async_op)  # fmt: skip
         return self._track(r) if async_op else _Done(r)
 
     def reduce_scatter(self, inp: torch.Tensor, out: torch.Tensor, count: int, *, qgz: bool,
@@ -332,6 +358,7 @@ class CudaComm(_DaemonComm):
 
     name = "zppd-cuda"
     supports_zeropp = True
+    supports_share = True
 
     def __init__(self, conn: Connection, device: torch.device, timeout_ms: int = 0) -> None:
         from . import cuda as zc
@@ -379,10 +406,8 @@ class CudaComm(_DaemonComm):
             return _Done(h.wait())
         return self._track(h)
 
-    def allgather(self, inp, out, count, *, qwz, bits, block, key, async_op):  # type: ignore[no-untyped-def]
-        kw: Dict[str, Any] = {"timeout_ms": self.timeout_ms}
-        if key:
-            kw["hpz_key"] = key
+    def allgather(self, inp, out, count, *, qwz, bits, block, key, async_op, publish=None):  # type: ignore[no-untyped-def]
+        kw: Dict[str, Any] = _plain_gather_kw(key, None if qwz else publish, self.timeout_ms)
         if qwz:
             kw.update(bits=bits, block=block)
         dt = _ZDT[inp.dtype]
@@ -390,7 +415,7 @@ class CudaComm(_DaemonComm):
                                     self._ref(out), count, dt, **kw)  # fmt: skip
         return self._go(call, async_op)
 
-    def hpz_gather(self, out, count, key, async_op):  # type: ignore[no-untyped-def]
+    def hpz_gather(self, out, count, key, async_op, content_key=None):  # type: ignore[no-untyped-def]
         from ._lib import LIB, CollC
         from .client import _apply
 
@@ -400,7 +425,7 @@ class CudaComm(_DaemonComm):
         LIB.zpp_coll_init(ctypes.byref(call), Op.HPZ_GATHER, _ZDT[out.dtype], count)
         r = self._ref(out)
         call.output.buffer_id, call.output.offset = r.buffer_id, r.offset
-        _apply(call, hpz_key=key, timeout_ms=self.timeout_ms)
+        _apply(call, hpz_key=key, content_key=content_key, timeout_ms=self.timeout_ms)
         return self._go(call, async_op)
 
     def reduce_scatter(self, inp, out, count, *, qgz, bits, block, stages, async_op):  # type: ignore[no-untyped-def]
@@ -539,6 +564,8 @@ class _Unit:
         self.slot: Optional[int] = None
         self.tag: Optional[Tuple[int, int]] = None  # (epoch, version) of the slot's content
         self.keyed_tag: Optional[Tuple[int, int]] = None  # hpZ key stored in the daemon for this tag
+        self.ckey: Optional[str] = None  # share_frozen: the content key of the frozen unit's bytes
+        self.published = False  # its replica published (or attached to) by this job
         self.pending: Any = None  # in-flight gather handle
         self.pending_kind = ""  # what it is, for a profile: gather, hpz (+ "-miss": not prefetched)
         self.in_use = 0  # members inside their forward
@@ -608,6 +635,7 @@ class ZeroPP(nn.Module):
         comm: Union[str, _Comm, None] = None,
         poison: bool = False,
         timeout_ms: int = 0,
+        share_frozen: bool = False,
     ) -> None:
         super().__init__()
         if dtype not in (torch.bfloat16, torch.float16, torch.float32):
@@ -670,6 +698,17 @@ class ZeroPP(nn.Module):
             self.sync_mode = zc.sync_mode(self.comm.conn)  # "flags" or "events"
         zpp_ok = self.comm.supports_zeropp
         self.qwz, self.hpz, self.qgz = qwz and zpp_ok, hpz and zpp_ok, qgz and zpp_ok
+        # Units whose parameters are all frozen: published once as the
+        # node's shared replica (docs/hpz-sharing.md) and read from it after,
+        # forward and backward: node-local, exact, and one copy per node for
+        # every job of the tenant with the same bytes. The job's
+        # invalidate-alls keep it attached (FLAG_KEEP_SHARED), so the replica
+        # is not evicted under it.
+        if share_frozen and not self.comm.supports_share:
+            raise ValueError(f"share_frozen needs zppd ({self.comm.name} has no shared replicas)")
+        self.share_frozen = bool(share_frozen)
+        if self.share_frozen:
+            self.comm.keep_shared = True
         if not zpp_ok and (qwz or hpz or qgz):
             warnings.warn(f"{self.comm.name}: qwZ/hpZ/qgZ need zppd; running plain collectives")
 
@@ -731,7 +770,8 @@ class ZeroPP(nn.Module):
         self._good_steps = 0
         self.skipped_steps = 0
         self.last_grad_norm: Optional[float] = None
-        self.stats: Dict[str, int] = {"gathers": 0, "hpz_gathers": 0, "reduces": 0, "prefetches": 0}
+        self.stats: Dict[str, int] = {"gathers": 0, "hpz_gathers": 0, "reduces": 0, "prefetches": 0,
+                                      "publishes": 0, "shared_gathers": 0}  # fmt: skip
 
         # hpZ with qwZ off needs a daemon whose plain all-gather keeps slices.
         self.hpz_plain: Optional[bool] = None  # probed only where it matters
@@ -840,6 +880,10 @@ class ZeroPP(nn.Module):
                 flat[off : off + n] = p.detach().reshape(-1).to("cpu", torch.float32)
                 if mask is not None and ((no_decay and no_decay(name, p)) or not p.requires_grad):
                     mask[off : off + n] = 0
+            u.ckey, u.published = None, False
+            if self.share_frozen and not u.trainable:
+                # what the unit's plain all-gather writes: the master in the compute dtype
+                u.ckey = content_key(flat[: u.numel].to(self.dtype))
             lo = r * u.shard
             u.master = flat[lo : lo + u.shard].clone().to(self.device)
             u.exp_avg = torch.zeros_like(u.master)
@@ -955,6 +999,8 @@ class ZeroPP(nn.Module):
         u.slot, self.slot_unit[slot] = slot, u
         out = self.slots[slot][: u.numel]
         tag = self._tag()
+        if u.ckey is not None:
+            return self._issue_shared(u, slot, out, tag, async_op)
         if backward and u.keyed_tag == tag:
             self.stats["hpz_gathers"] += 1
             u.pending_kind = "hpz"
@@ -975,6 +1021,27 @@ class ZeroPP(nn.Module):
         u.tag = tag
         return h
 
+    def _issue_shared(self, u: _Unit, slot: int, out: torch.Tensor, tag: Tuple[int, int],
+                      async_op: bool) -> Any:  # fmt: skip
+        """A frozen unit under share_frozen: its first gather publishes it
+        (a plain all-gather; the daemon checks the bytes against u.ckey, or
+        attaches the job to the replica another job published); every later
+        one, forward or backward, reads the node's replica."""
+        if u.published:
+            self.stats["shared_gathers"] += 1
+            u.pending_kind = "hpz"
+            h = self.comm.hpz_gather(out, u.numel, None, async_op, content_key=u.ckey)
+        else:
+            self.stats["publishes"] += 1
+            u.pending_kind = "gather"
+            src = self.gstage[slot][: u.shard]
+            src.copy_(u.master)
+            h = self.comm.allgather(src, out, u.numel, qwz=False, bits=self.bits_w, block=self.block_w,
+                                    key=None, async_op=async_op, publish=u.ckey)  # fmt: skip
+            u.published = True  # _complete takes it back if the publish fails
+        u.pending, u.tag, u.keyed_tag = h, tag, tag
+        return h
+
     def _complete(self, u: _Unit) -> None:
         if u.pending is not None:
             h, u.pending = u.pending, None
@@ -985,6 +1052,8 @@ class ZeroPP(nn.Module):
                 # it): a caller that goes on after the error must gather again.
                 u.tag = None
                 u.keyed_tag = None
+                if u.ckey is not None and u.pending_kind == "gather":
+                    u.published = False
                 raise
 
     def _ensure(self, u: _Unit, backward: bool, want_key: bool) -> None:
@@ -1475,8 +1544,32 @@ class ZeroPP(nn.Module):
         self._epoch += 1  # keys of this epoch cannot collide with any before the load
         self._version = int(state["version"])
         self._new_version()
+        self._rekey_shared()
         self.comm.barrier()
         return state.get("extra", {})
+
+    @torch.no_grad()
+    def _rekey_shared(self) -> None:
+        """After a load: the content key of every shared frozen unit, from
+        its new master (an exact gather, as full_state_dict's); a unit whose
+        bytes changed leaves the old replica and publishes again."""
+        shared = [u for u in self.units if u.ckey is not None]
+        if not shared:
+            return
+        if self._fp32 is None:
+            ms = max(u.shard for u in self.units)
+            self._fp32 = self.comm.alloc_many([(ms, torch.float32), (ms * self.world, torch.float32)])
+        src, dst = self._fp32
+        for u in shared:
+            src[: u.shard].copy_(u.master)
+            n = u.shard * self.world
+            self.comm.allgather(src[: u.shard], dst[:n], n, qwz=False, bits=8, block=self.block,
+                                key=None, async_op=False)  # fmt: skip
+            key = content_key(dst[: u.numel].to("cpu", self.dtype))
+            if key != u.ckey:
+                if u.published:
+                    self.comm.detach_shared(u.ckey)
+                u.ckey, u.published = key, False
 
     @torch.no_grad()
     def full_state_dict(self) -> "OrderedDict[str, torch.Tensor]":
