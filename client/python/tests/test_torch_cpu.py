@@ -521,6 +521,10 @@ def test_share_frozen_units_read_the_node_replica(daemon, job):
     again = train(daemon, job + "-b", share_frozen=True, **cfg)  # the same frozen bytes
     assert [r["loss"] for r in again] == [r["loss"] for r in shared]
     assert again[0]["store_bytes"] == kept, (again[0]["store_bytes"], kept)  # no second copy
+    # CudaComm's calls (its publish and its hpZ gather by key), carried by the host daemon
+    cuda = train(daemon, job + "-c", share_frozen=True, cuda_calls=True, **cfg)
+    for c, s in zip(cuda, shared):
+        assert c["loss"] == s["loss"] and c["stats"] == s["stats"], (c["stats"], s["stats"])
     # with qwZ on for the trained units, it still learns
     res = train(daemon, job + "-q", share_frozen=True, steps=6, freeze=("blocks.0",))
     for r in res:
