@@ -12,6 +12,9 @@
 #   - a run stopped after 7 steps and continued with --resume equals the
 #     uninterrupted run bit for bit (zppd-hpz, zppd-zeropp, fsdp2);
 #   - --deadline stops all ranks at the same step;
+#   - with the first 2 blocks frozen, --share-frozen (the frozen units read
+#     from the node's shared replica) equals zppd-plain bit for bit, and
+#     zppd-zeropp with it and fsdp2 run;
 #   - scripts/plot_train.py reads the runs (table, --same, PNG if it can).
 #
 #   examples/check_cpu.sh [BUILD_DIR]      (default build; needs zppd, libzpp)
@@ -66,6 +69,18 @@ for m in zppd-hpz zppd-zeropp fsdp2; do
   check "$m: stop + --resume = the uninterrupted run, bit for bit" same "$m-full" "$m-res"
 done
 check "the same run twice, bit for bit" same zppd-hpz-full hpz-ga
+
+# A frozen base (the first 2 blocks, as a LoRA job's): read from the node's
+# shared replica with --share-frozen, the same bits as gathering it (qwZ
+# off); and with all three on, and under FSDP2, it runs.
+run frozen zppd-plain --freeze-blocks 2
+run frozen-shared zppd-plain --freeze-blocks 2 --share-frozen
+check "--share-frozen: the frozen blocks from the replica, bit for bit" same frozen-shared frozen
+check "--share-frozen published the frozen units and read them after" \
+  test "$(json "$OUT/frozen-shared/rank0.json" zpp_stats publishes)" = 2 -a \
+  "$(json "$OUT/frozen-shared/rank0.json" zpp_stats shared_gathers)" -gt 0
+run frozen-zeropp zppd-zeropp --freeze-blocks 2 --share-frozen
+run frozen-fsdp2 fsdp2 --freeze-blocks 2
 
 run deadline zppd-zeropp --steps 100000 --deadline "$(( $(date +%s) + 15 ))"
 check "--deadline: all ranks stopped at one step" test "$(steps_of deadline)" = 1

@@ -351,7 +351,8 @@ def zpp_kwargs(args: argparse.Namespace, mode: str, model: GPT) -> dict:
                 dtype=DTYPES[args.dtype], units=unit_groups(model, args.blocks_per_unit), slots=args.slots,
                 small_slots=args.small_slots, grad_slots=args.grad_slots, prefetch=args.prefetch,
                 step_prefetch=not args.no_step_prefetch, lr=args.lr, betas=(0.9, 0.95), weight_decay=args.wd, no_decay=no_decay,
-                max_grad_norm=args.clip)  # fmt: skip
+                max_grad_norm=args.clip,
+                share_frozen=args.share_frozen and mode != "torch-sharded")  # fmt: skip
 
 
 def account(args: argparse.Namespace) -> int:
@@ -506,6 +507,11 @@ def main() -> int:
     # Defaults: the fastest setting measured on 2 H200s that stays below
     # HSDP's memory (bench/results/train-2026-11-22-h200x2-b: 40.5 ms/step,
     # 995 MiB peak per rank).
+    ap.add_argument("--freeze-blocks", type=int, default=0,
+                    help="freeze the first K blocks in every mode (a frozen base, as a LoRA job's)")
+    ap.add_argument("--share-frozen", action="store_true",
+                    help="zppd modes: read the frozen units from the node's shared replica "
+                         "(ZeroPP share_frozen; use K a multiple of --blocks-per-unit)")  # fmt: skip
     ap.add_argument("--blocks-per-unit", type=int, default=3,
                     help="zpp.torch: consecutive transformer blocks per unit (one gather, one reduce)")
     ap.add_argument("--slots", type=int, default=3,
@@ -591,6 +597,8 @@ def main() -> int:
 
     torch.manual_seed(args.seed)
     model = GPT(args.d_model, args.layers, args.heads, args.seq)
+    for b in model.blocks[: args.freeze_blocks]:  # a frozen base, as a LoRA job's (every mode)
+        b.requires_grad_(False)
     nparams = sum(p.numel() for p in model.parameters())
     batches = Batches(corpus(), seq, batch, args.seed)
     run = Runner(args, model, rank, world, node, local, device)
