@@ -160,6 +160,10 @@ def main() -> int:
         return 2
     sock = sys.argv[1]
     mib = int(sys.argv[2]) if len(sys.argv) > 2 else 1024
+    import torch  # the parent only names the device; the children use it
+
+    print(f"# device: {torch.cuda.get_device_name(0)}; torch {torch.__version__}; "
+          f"command: {' '.join(sys.argv)}", flush=True)  # fmt: skip
     ctx = mp.get_context("spawn")
     ready, stop, q = ctx.Event(), ctx.Event(), ctx.Queue()
     b = ctx.Process(target=busy, args=(sock, ready, stop, q), daemon=True)
