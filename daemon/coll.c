@@ -626,15 +626,15 @@ exit:
 }
 
 /* After an all-gather: keeps the slices (hpz_key, or a new replica) and
- * checks a publish's content key, now or, with verify_later, in
- * coll_verify. */
+ * checks a publish's content key: here when coll_run runs on a worker
+ * thread, else later, in coll_verify (coll.h). */
 static int store_after_gather(struct coll_exec *x)
 {
     int rc = 0;
     if (x->store_kind == COLL_STORE_PRIVATE || x->store_kind == COLL_STORE_PUBLISH)
         rc = keep_slices(x, x->store_ref);
     if (!rc && (x->store_kind == COLL_STORE_PUBLISH || x->store_kind == COLL_STORE_DEDUP)) {
-        if (x->verify_later)
+        if (x->call.ops->enqueue_only)
             x->verify_pending = 1;
         else
             rc = verify_content(x);

@@ -109,10 +109,9 @@ struct coll_exec {
     /* Added for shared hpZ replicas: what store_ref is (enum coll_store in
      * coll.c), set by coll_prepare. */
     int store_kind;
-    /* Set by the caller before coll_run: a content key is checked later, by
-     * coll_verify, rather than inside coll_run. coll_run then sets
-     * verify_pending when there is one to check. */
-    int verify_later;
+    /* Set by coll_run on a backend that only enqueues (be_ops.enqueue_only,
+     * coll_run on the loop thread): a content key to check, which the caller
+     * hands to coll_verify on a worker thread. */
     int verify_pending;
     /* Set by the caller before coll_finish: what the call stored is rolled
      * back whatever its status (its job was aborted while it ran, and its

@@ -1085,7 +1085,6 @@ static void call_enqueue(struct job *j, struct call *c)
         if (sub->event_slot)
             rc = d->be->call_wait(&x->call, (int)s, sub->s->events, (int)sub->event_slot - 1);
     }
-    x->verify_later = 1;
     if (!rc)
         rc = coll_run(x);
     else
@@ -1098,7 +1097,8 @@ static void call_enqueue(struct job *j, struct call *c)
             return;
         j->refs--;
         d->inflight--;
-        rc = coll_verify(x); /* no worker: here, as before */
+        rc = ZPP_EBACKEND; /* coll_finish rolls the store entry back */
+        snprintf(x->msg, sizeof x->msg, "cannot queue the content key's check");
     }
     call_enqueued(j, c, rc);
 }
