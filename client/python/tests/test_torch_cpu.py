@@ -525,6 +525,19 @@ def test_share_frozen_units_read_the_node_replica(daemon, job):
     cuda = train(daemon, job + "-c", share_frozen=True, cuda_calls=True, **cfg)
     for c, s in zip(cuda, shared):
         assert c["loss"] == s["loss"] and c["stats"] == s["stats"], (c["stats"], s["stats"])
+    # a checkpoint reload hashes the frozen units again: the same bytes keep
+    # their key (no second publish), and the losses stay those of gathering
+    tmp = tempfile.mkdtemp()
+    try:
+        for name, share in (("-lp", False), ("-ls", True)):
+            kw = dict(cfg, save_at=1, load_at=2, ckpt=os.path.join(tmp, name))
+            res = train(daemon, job + name, share_frozen=share, **kw)
+            if share:
+                for r, p in zip(res, loaded):
+                    assert r["loss"] == p["loss"] and r["stats"]["publishes"] == 3, r["stats"]
+            loaded = res
+    finally:
+        shutil.rmtree(tmp)
     # with qwZ on for the trained units, it still learns
     res = train(daemon, job + "-q", share_frozen=True, steps=6, freeze=("blocks.0",))
     for r in res:

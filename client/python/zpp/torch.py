@@ -205,13 +205,13 @@ class WaitClock:
 def _plain_gather_kw(key: Optional[str], publish: Optional[str], timeout_ms: int) -> Dict[str, Any]:
     """The optional fields of a plain all-gather: an hpZ key (keep the
     slices), or a content key to publish a shared replica under."""
-    from ._lib import FLAG_PUBLISH
+    from .client import _publish_flags
 
-    kw: Dict[str, Any] = {"timeout_ms": timeout_ms}
+    kw: Dict[str, Any] = {"timeout_ms": timeout_ms, "flags": _publish_flags(publish, bool(publish), key)}
     if key:
         kw["hpz_key"] = key
     if publish:
-        kw.update(content_key=publish, flags=FLAG_PUBLISH)
+        kw["content_key"] = publish
     return kw
 
 
@@ -221,7 +221,6 @@ class _Comm:
 
     name = "?"
     supports_zeropp = False
-    supports_share = False  # shared hpZ replicas (publish, reads by content key)
     plain_hpz = False  # whether a plain all-gather can keep hpZ slices
 
     def __init__(self, world: int) -> None:
@@ -284,7 +283,6 @@ class HostComm(_DaemonComm):
 
     name = "zppd-host"
     supports_zeropp = True
-    supports_share = True
 
     def __init__(self, conn: Connection, timeout_ms: int = 0) -> None:
         super().__init__(int(conn.world_size or 0))
@@ -358,7 +356,6 @@ class CudaComm(_DaemonComm):
 
     name = "zppd-cuda"
     supports_zeropp = True
-    supports_share = True
 
     def __init__(self, conn: Connection, device: torch.device, timeout_ms: int = 0) -> None:
         from . import cuda as zc
@@ -704,7 +701,7 @@ class ZeroPP(nn.Module):
         # every job of the tenant with the same bytes. The job's
         # invalidate-alls keep it attached (FLAG_KEEP_SHARED), so the replica
         # is not evicted under it.
-        if share_frozen and not self.comm.supports_share:
+        if share_frozen and not isinstance(self.comm, _DaemonComm):
             raise ValueError(f"share_frozen needs zppd ({self.comm.name} has no shared replicas)")
         self.share_frozen = bool(share_frozen)
         if self.share_frozen:
@@ -1553,19 +1550,10 @@ class ZeroPP(nn.Module):
         """After a load: the content key of every shared frozen unit, from
         its new master (an exact gather, as full_state_dict's); a unit whose
         bytes changed leaves the old replica and publishes again."""
-        shared = [u for u in self.units if u.ckey is not None]
-        if not shared:
-            return
-        if self._fp32 is None:
-            ms = max(u.shard for u in self.units)
-            self._fp32 = self.comm.alloc_many([(ms, torch.float32), (ms * self.world, torch.float32)])
-        src, dst = self._fp32
-        for u in shared:
-            src[: u.shard].copy_(u.master)
-            n = u.shard * self.world
-            self.comm.allgather(src[: u.shard], dst[:n], n, qwz=False, bits=8, block=self.block,
-                                key=None, async_op=False)  # fmt: skip
-            key = content_key(dst[: u.numel].to("cpu", self.dtype))
+        for u in self.units:
+            if u.ckey is None:
+                continue
+            key = content_key(self._gather_master(u)[: u.numel].to("cpu", self.dtype))
             if key != u.ckey:
                 if u.published:
                     self.comm.detach_shared(u.ckey)
@@ -1575,20 +1563,25 @@ class ZeroPP(nn.Module):
     def full_state_dict(self) -> "OrderedDict[str, torch.Tensor]":
         """The full fp32 parameters by name, on every rank (CPU tensors).
         Collective: an exact fp32 all-gather of each unit's master shard."""
-        if self._fp32 is None:
-            ms = max(u.shard for u in self.units)
-            self._fp32 = self.comm.alloc_many([(ms, torch.float32), (ms * self.world, torch.float32)])
-        src, dst = self._fp32
         out: "OrderedDict[str, torch.Tensor]" = OrderedDict()
         for u in self.units:
-            src[: u.shard].copy_(u.master)
-            n = u.shard * self.world
-            self.comm.allgather(src[: u.shard], dst[:n], n, qwz=False, bits=8, block=self.block,
-                                key=None, async_op=False)  # fmt: skip
-            full = dst[:n].to("cpu", copy=True)
+            full = self._gather_master(u).to("cpu", copy=True)
             for name, _, off, k, shape in u.params:
                 out[name] = full[off : off + k].view(shape).clone()
         return out
+
+    def _gather_master(self, u: _Unit) -> torch.Tensor:
+        """u's whole fp32 master (padded, on the device), by an exact
+        all-gather into scratch that the next call reuses. Collective."""
+        if self._fp32 is None:
+            ms = max(v.shard for v in self.units)
+            self._fp32 = self.comm.alloc_many([(ms, torch.float32), (ms * self.world, torch.float32)])
+        src, dst = self._fp32
+        src[: u.shard].copy_(u.master)
+        n = u.shard * self.world
+        self.comm.allgather(src[: u.shard], dst[:n], n, qwz=False, bits=8, block=self.block,
+                            key=None, async_op=False)  # fmt: skip
+        return dst[:n]
 
     # ------------------------------------------------------------------ misc
     def memory_report(self) -> "OrderedDict[str, int]":
