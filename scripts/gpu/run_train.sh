@@ -13,7 +13,9 @@
 # zpp.torch's knobs of train_gpt.py: k<N> (--blocks-per-unit N), slots<N>
 # (--slots N), small<N> (--small-slots N), gs<N> (--grad-slots N), pf<N>
 # (--prefetch N), nsp (--no-step-prefetch: step() does not start the next
-# forward's first gathers); e.g. zppd-zeropp:1024:100:k3:gs3. Without a tag a run
+# forward's first gathers), fz<N> (--freeze-blocks N: a frozen base) and
+# share (--share-frozen: its units read from the node's shared replica;
+# N a multiple of the units' blocks); e.g. zppd-zeropp:1024:100:k3:gs3. Without a tag a run
 # gets train_gpt.py's defaults. $FAST_PLAN below is the plan for one call
 # of about 6 minutes (the knob sweep, the baselines, the det pair).
 #
@@ -37,6 +39,9 @@
 #
 # Environment:
 #   BUDGET=540        seconds for the whole call, from the script's start
+#   NPROC=4           ranks (torchrun --nproc-per-node), split over the two
+#                     nodes; NPROC=2 is 2 nodes x 1 rank, which one GPU can
+#                     hold (nvidia-h200: both ranks and daemons on GPU 0)
 #   MPS=1             run daemons and torchrun under a private MPS control
 #                     daemon (CUDA_MPS_PIPE_DIRECTORY=/tmp/zpp-mps,
 #                     CUDA_MPS_LOG_DIRECTORY=/tmp/zpp-mps-log), quit at the end
@@ -79,6 +84,7 @@ unset NCCL_HOSTID  # set per daemon here, per rank by train_gpt.py
 PY=${PYTHON:-python3}
 T_START=$(date +%s)
 BUDGET=${BUDGET:-540}
+NPROC=${NPROC:-4}
 DEADLINE=$(( T_START + BUDGET ))
 RESERVE=25  # seconds kept for the summary, the tarball and stopping MPS
 DEFAULT_PLAN="zppd-zeropp:1024:300 fsdp2:1024:300 hsdp:1024:300 zppd-plain:1024:300
@@ -122,7 +128,7 @@ now() { date +%s; }
   "$PY" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda,
              "gpus", torch.cuda.device_count())
 if torch.cuda.is_available(): print("nccl", ".".join(map(str, torch.cuda.nccl.version())))'
-  echo "ZPP_LIB=$ZPP_LIB BUDGET=$BUDGET MPS=${MPS:-0} PROFILE=${PROFILE:-1} TRAIN_ARGS='${TRAIN_ARGS:-}'"
+  echo "ZPP_LIB=$ZPP_LIB BUDGET=$BUDGET NPROC=$NPROC MPS=${MPS:-0} PROFILE=${PROFILE:-1} TRAIN_ARGS='${TRAIN_ARGS:-}'"
   echo "PYTORCH_CUDA_ALLOC_CONF=$PYTORCH_CUDA_ALLOC_CONF OMP_NUM_THREADS=$OMP_NUM_THREADS"
   echo "plan: $PLAN"
   env | grep -E '^(NCCL|CUDA|ZPPD?)_' | sort
@@ -139,11 +145,11 @@ log "$DEVICE_LINE"
 NO_ZPPD=   # why zppd-* runs cannot run, if they cannot
 NO_ZPP=    # why torch-sharded cannot
 [ -x "$ZPPD" ] || NO_ZPPD="missing $ZPPD (scripts/gpu/stage.sh BUILD_DIR, carry .carry/cu)"
-want=True; [ "$CPU_TEST" = 1 ] && want=False
+want=True; [ "$CPU_TEST" = 1 ] && want=any  # the host daemon serves either build
 if ! "$PY" -c 'import zpp' >> "$S" 2>&1; then
   NO_ZPP="libzpp does not load from ZPP_LIB=$ZPP_LIB"; NO_ZPPD=$NO_ZPP
 elif ! "$PY" -c 'import sys, zpp, zpp.cuda as z; print("libzpp", zpp.library_path, "cuda calls:", z.available())
-assert str(z.available()) == sys.argv[1], "libzpp is not a CUDA build"' $want >> "$S" 2>&1; then
+assert sys.argv[1] in ("any", str(z.available())), "libzpp is not a CUDA build"' $want >> "$S" 2>&1; then
   NO_ZPPD="ZPP_LIB=$ZPP_LIB is not a CUDA build of libzpp (cp BUILD/client/libzpp.so.0 .carry/cu/lib/)"
 fi
 [ -n "$NO_ZPPD" ] && log "zppd runs will be skipped: $NO_ZPPD"
@@ -330,6 +336,8 @@ for item in $PLAN; do
       gs[0-9]*) extra+=(--grad-slots "${t#gs}") ;;
       pf[0-9]*) extra+=(--prefetch "${t#pf}") ;;
       nsp) extra+=(--no-step-prefetch) ;;
+      fz[0-9]*) extra+=(--freeze-blocks "${t#fz}") ;;
+      share) extra+=(--share-frozen) ;;
       *) bad=$t; break ;;
     esac
     tag=$tag-$t
@@ -371,7 +379,7 @@ for item in $PLAN; do
   # or past run_end + 15 s, and the run's process group is killed.
   # shellcheck disable=SC2086
   NCCL_DEBUG=${NCCL_DEBUG:-INFO} NCCL_DEBUG_SUBSYS=${NCCL_DEBUG_SUBSYS:-INIT,ENV} \
-  setsid "$PY" -m torch.distributed.run --standalone --nproc-per-node 4 \
+  setsid "$PY" -m torch.distributed.run --standalone --nproc-per-node "$NPROC" \
     examples/train_gpt.py --mode "$m" --nodes 2 \
     --socket "$T/z-{node}.sock" ${LEADER[@]+"${LEADER[@]}"} --job-id "gpt-$tag-$$" \
     --tokens-per-rank "$tpr" --steps "$steps" --out "$out" --deadline $(( run_end - 10 )) \
@@ -426,7 +434,7 @@ done
   echo
   echo "## Table"
   echo
-  echo "scripts/plot_train.py. Losses: mean over the 4 ranks (each its own batch); eval: the held-out"
+  echo "scripts/plot_train.py. Losses: mean over the $NPROC ranks (each its own batch); eval: the held-out"
   echo "batches, equal on every rank. Peak alloc: torch's max_memory_allocated per rank (max over"
   echo "ranks; not the daemons' memory). GPU column: nvidia-smi peak memory.used per GPU above idle"
   case " ${TRAIN_ARGS:-} " in
@@ -438,6 +446,9 @@ done
 pairs=()
 for a in "${DONE[@]}"; do
   case $a in zppd-hpz-*-det|zppd-hpz-*-det-*) b=zppd-plain-${a#zppd-hpz-}; [ -d "$RUNS/$b" ] && pairs+=(--same "$a" "$b") ;; esac
+  # a det run reading its frozen units from the shared replica, against the
+  # same run gathering them
+  case $a in *-share-*det*|*-det*-share*) b=${a/-share/}; [ -d "$RUNS/$b" ] && pairs+=(--same "$a" "$b") ;; esac
 done
 "$PY" scripts/plot_train.py "$RUNS" ${pairs[@]+"${pairs[@]}"} --png "$OUT/curves.png" >> "$S" 2>&1 || rc=1
 {
