@@ -2,7 +2,10 @@
 # k8s_validate.sh — validates every manifest of deploy/k8s/ against the
 # Kubernetes JSON schemas bundled with PyPI's kubernetes-validate (offline:
 # the schemas ship in the package), strictly (unknown fields fail), for the
-# oldest and the newest Kubernetes version the manifests claim to support.
+# oldest and the newest Kubernetes version the manifests claim to support;
+# the same for the variants of deploy/k8s-* (kustomizations over deploy/k8s,
+# e.g. k8s-mps), rendered by kustomize_lite.py (checked against `kubectl
+# kustomize` where kubectl is installed), from Kubernetes 1.29.
 # Then what the schemas cannot see: mounts name declared volumes, probes
 # name declared ports and binaries the image installs (deploy/Containerfile),
 # a non-root container can read its Secret/ConfigMap files (a mode without
@@ -36,8 +39,11 @@ if [ -z "$kv" ]; then
     echo "k8s_validate.sh: skipped: pip install kubernetes-validate"
     exit 77
 fi
-set -- "$src"/deploy/k8s/*.yaml
-[ -f "$1" ] || { echo "k8s_validate.sh: FAIL: no manifests in deploy/k8s"; exit 1; }
+set --
+for f in "$src"/deploy/k8s/*.yaml; do
+    [ "${f##*/}" = kustomization.yaml ] || set -- "$@" "$f"
+done
+[ -f "${1:-}" ] || { echo "k8s_validate.sh: FAIL: no manifests in deploy/k8s"; exit 1; }
 rc=0
 for v in $KUBE_VERSIONS; do
     echo "== Kubernetes $v"
@@ -45,19 +51,52 @@ for v in $KUBE_VERSIONS; do
     $kv --strict -k "$v" "$@" || rc=1
 done
 
+# The kustomizations (deploy/k8s, and the variants deploy/k8s-*, e.g.
+# k8s-mps) rendered by tests/scripts/kustomize_lite.py; where kubectl is
+# installed, its own rendering must be the same objects. Variants use
+# sidecar containers: they claim Kubernetes 1.29 and later.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+sets="$src/deploy/k8s"
+for d in "$src"/deploy/k8s "$src"/deploy/k8s-*; do
+    [ -f "$d/kustomization.yaml" ] || continue
+    out=$tmp/$(basename "$d").yaml
+    echo "== kustomization ${d#"$src"/}"
+    python3 "$src/tests/scripts/kustomize_lite.py" "$d" > "$out" || { rc=1; continue; }
+    if command -v kubectl >/dev/null 2>&1; then
+        kubectl kustomize "$d" > "$out.kubectl" 2>&1 &&
+            python3 - "$out" "$out.kubectl" <<'PY' || { echo "FAIL: kustomize_lite.py and kubectl kustomize differ on $d"; rc=1; }
+import sys, yaml
+key = lambda o: (o["kind"], o["metadata"]["name"])
+a, b = (sorted((o for o in yaml.safe_load_all(open(f)) if o), key=key) for f in sys.argv[1:])
+sys.exit(0 if a == b else 1)
+PY
+    fi
+    [ "$d" = "$src/deploy/k8s" ] && continue
+    for v in 1.29.0 ${KUBE_VERSIONS#* }; do
+        $kv --strict -k "$v" "$out" || rc=1
+    done
+    sets="$sets $out"
+done
+
 echo "== manifests against each other, the Containerfile and zppd"
-python3 - "$src" "$zppd" <<'PY' || rc=1
+python3 - "$src" "$zppd" $sets <<'PY' || rc=1
 import os, posixpath, re, subprocess, sys, tempfile
 import yaml
 
 src, zppd = sys.argv[1], sys.argv[2]
 kdir = os.path.join(src, "deploy", "k8s")
-docs = []
-for f in sorted(os.listdir(kdir)):
-    if f.endswith(".yaml"):
-        with open(os.path.join(kdir, f)) as fh:
-            docs += [(f, d) for d in yaml.safe_load_all(fh) if d]
 bad = []
+
+# Every manifest of deploy/k8s but the examples is in its kustomization.
+kfile = os.path.join(kdir, "kustomization.yaml")
+if os.path.exists(kfile):
+    with open(kfile) as fh:
+        listed = set(yaml.safe_load(fh).get("resources", []))
+    for f in sorted(os.listdir(kdir)):
+        if f.endswith(".yaml") and f != "kustomization.yaml" and not f.endswith("-example.yaml") \
+                and f not in listed:
+            bad.append("deploy/k8s/kustomization.yaml: does not list %s" % f)
 
 def fail(where, msg):
     bad.append("%s: %s" % (where, msg))
@@ -69,7 +108,20 @@ image_files = set(re.findall(r"/out(/\S+)", cf))
 image_files |= set(m for m in re.findall(r"^COPY\s+(?:--\S+\s+)?\S+\s+(/\S+)", cf, re.M))
 image_files |= {"/bin/sh"}
 
-configmaps = {d["metadata"]["name"]: d for _, d in docs if d.get("kind") == "ConfigMap"}
+# The sets checked: deploy/k8s's files, then each variant's rendering (its
+# objects named after the variant's file, e.g. k8s-mps.yaml).
+docs, cms_of = [], {}
+for s in sys.argv[3:]:
+    files = ([os.path.join(s, f) for f in sorted(os.listdir(s))
+              if f.endswith(".yaml") and f != "kustomization.yaml"]
+             if os.path.isdir(s) else [s])
+    sdocs = []
+    for path in files:
+        with open(path) as fh:
+            sdocs += [(os.path.basename(path), d) for d in yaml.safe_load_all(fh) if d]
+    docs += sdocs
+    cms = {d["metadata"]["name"]: d for _, d in sdocs if d.get("kind") == "ConfigMap"}
+    cms_of.update({f: cms for f, _ in sdocs})
 
 def pod_spec(d):
     s = d.get("spec", {})
@@ -104,9 +156,11 @@ def port_of(addr):
     return int(addr.rsplit(":", 1)[1]) if ":" in addr else None
 
 for f, d in docs:
+    configmaps = cms_of[f]
     spec = pod_spec(d)
     if not spec:
         continue
+    mps_dirs = {}
     name = "%s %s/%s" % (f, d["kind"], d["metadata"]["name"])
     annotations = (d.get("spec", {}).get("template", {}).get("metadata", {}) or {}).get(
         "annotations", {}) or {}
@@ -148,11 +202,26 @@ for f, d in docs:
                              (probe, port))
                     elif isinstance(port, int) and port not in ports.values():
                         fail(where, "%s port %d is not a declared containerPort" % (probe, port))
-            if "exec" in pr and c["image"].split("/")[-1].startswith("zppd:"):
+        hooks = [(p, c.get(p)) for p in ("startupProbe", "livenessProbe", "readinessProbe")]
+        hooks += [(h, (c.get("lifecycle") or {}).get(h)) for h in ("postStart", "preStop")]
+        for what, pr in hooks:
+            if pr and "exec" in pr and c["image"].split("/")[-1].startswith("zppd:"):
                 cmd = pr["exec"]["command"][0]
                 if cmd.startswith("/") and cmd not in image_files:
                     fail(where, "%s runs %s, which deploy/Containerfile does not install" %
-                         (probe, cmd))
+                         (what, cmd))
+        # CUDA MPS: a container joins the control daemon through its pipe
+        # directory, which must be mounted there, and the same for every
+        # container of the pod.
+        mps = (env.get("CUDA_MPS_PIPE_DIRECTORY") or {}).get("value")
+        if mps:
+            if not under(mps, mounts):
+                fail(where, "CUDA_MPS_PIPE_DIRECTORY %s is not a mounted directory" % mps)
+            elif mounts[max((m for m in mounts if under(mps, [m])), key=len)].get(
+                    "hostPath") is None:
+                fail(where, "CUDA_MPS_PIPE_DIRECTORY %s is not on a hostPath volume: the "
+                     "training pods could not reach it" % mps)
+            mps_dirs[c["name"]] = mps
         # zppd itself: its config, from the ConfigMap mounted at -c's directory.
         args = c.get("args", [])
         if "-c" not in args:
@@ -226,6 +295,8 @@ for f, d in docs:
             if host in ("", "0.0.0.0", "::") and not cfg.get("peer_advertise"):
                 fail(where, "peer_listen %s and no peer_advertise: zppd would advertise %s:%s, "
                      "which other nodes cannot dial" % (pl, host, port_of(pl)))
+    if len(set(mps_dirs.values())) > 1:
+        fail(name, "containers name different MPS pipe directories: %s" % mps_dirs)
 
 for b in bad:
     print("FAIL: " + b)
