@@ -27,8 +27,8 @@ usage: python3 bench/publish_stall.py SOCKET [MIB]   (ZPP_LIB names libzpp)
 Memory: PyTorch's default allocator gives each tensor one cudaMalloc'd
 segment, which zppd imports only with allow_legacy_ipc = true (s27p1.sh
 starts it so). With expandable_segments:True the tensors are VMM memory,
-and a registration covers at most 16 of PyTorch's 20 MiB chunks: use MIB
-<= 256 then.
+and a registration covers at most 256 of PyTorch's 20 MiB chunks (16 before
+session 28): use MIB below 5120 then.
 """
 
 from __future__ import annotations

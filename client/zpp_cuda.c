@@ -351,7 +351,7 @@ int zpp_register_cuda(zpp_conn *c, const void *dptr, size_t len, uint64_t *buffe
             size_t cs = 0;
             if (n == ZPP_CUDA_MAX_CHUNKS) {
                 rc = zpp__set_err(c, ZPP_ELIMIT,
-                                  "zpp_register_cuda: the range spans more than 16 VMM chunks; "
+                                  "zpp_register_cuda: the range spans more than 256 VMM chunks; "
                                   "register smaller ranges");
                 break;
             }

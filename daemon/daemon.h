@@ -39,6 +39,10 @@ struct zppd {
 
     int listen_fd;
     int spare_fd; /* kept open to shed a connection at EMFILE */
+    /* Descriptors received and not yet claimed by their frame, across all
+     * sessions, and the most the daemon holds (half the descriptor limit,
+     * server_start_accepting). */
+    uint32_t fds_held, fds_budget;
     uv_poll_t listen_poll;
     int listening;
 

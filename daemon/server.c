@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -227,9 +228,33 @@ static void on_listen(uv_poll_t *h, int status, int events)
     }
 }
 
+/* Raises the soft descriptor limit to the hard one (systemd's LimitNOFILE
+ * sets both; a shell often leaves the soft one at 1024), and gives half of
+ * it to descriptors in flight from clients (SESS_MAX_FDS per session): the
+ * rest stays for connections, peers, NCCL, CUDA and files. */
+static void fds_budget_init(struct zppd *d)
+{
+    struct rlimit rl;
+    uint64_t soft = 1024;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        if (rl.rlim_cur < rl.rlim_max) {
+            struct rlimit up = {rl.rlim_max, rl.rlim_max};
+            if (up.rlim_cur > (1u << 20))
+                up.rlim_cur = 1u << 20;
+            if (setrlimit(RLIMIT_NOFILE, &up) == 0)
+                rl.rlim_cur = up.rlim_cur;
+        }
+        soft = rl.rlim_cur == RLIM_INFINITY ? (1u << 20) : (uint64_t)rl.rlim_cur;
+    }
+    d->fds_budget = (uint32_t)(soft / 2 < SESS_MAX_FDS ? SESS_MAX_FDS : soft / 2);
+    zlog(ZLOG_INFO, "server", "descriptors", "limit=%llu client_budget=%u",
+         (unsigned long long)soft, d->fds_budget);
+}
+
 int server_start_accepting(struct zppd *d);
 int server_start_accepting(struct zppd *d)
 {
+    fds_budget_init(d);
     if (uv_poll_init(d->loop, &d->listen_poll, d->listen_fd) != 0)
         return ZPP_EIO;
     d->listen_poll.data = d;
@@ -436,10 +461,12 @@ void sess_send_error(struct session *s, uint64_t req_id, int code, const char *f
 
 /* ---- input -------------------------------------------------------------- */
 
-/* Takes the descriptors of one received message. Returns -1 if the
- * session already holds too many. */
+/* Takes the descriptors of one received message. Returns 0, -1 if the
+ * session already holds SESS_MAX_FDS, -2 if the daemon holds its budget
+ * (the descriptors over either are closed). */
 static int take_fds(struct session *s, struct msghdr *mh)
 {
+    struct zppd *d = s->d;
     int rc = 0;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
@@ -449,11 +476,13 @@ static int take_fds(struct session *s, struct msghdr *mh)
         for (size_t i = 0; i < n; i++) {
             int fd;
             memcpy(&fd, fds + i, sizeof fd);
-            if (s->nfds < SESS_MAX_FDS) {
+            if (s->nfds < SESS_MAX_FDS && d->fds_held < d->fds_budget) {
                 s->fds[s->nfds++] = fd;
+                d->fds_held++;
             } else {
                 close(fd);
-                rc = -1;
+                if (!rc)
+                    rc = s->nfds < SESS_MAX_FDS ? -2 : -1;
             }
         }
     }
@@ -467,6 +496,7 @@ int sess_take_fd(struct session *s)
     int fd = s->fds[0];
     memmove(s->fds, s->fds + 1, (size_t)(s->nfds - 1) * sizeof(int));
     s->fds[--s->nfds] = -1;
+    s->d->fds_held--;
     return fd;
 }
 
@@ -570,6 +600,12 @@ static void read_input(struct session *s)
             return;
         }
         int fd_over = take_fds(s, &mh);
+        if (fd_over == -2) {
+            zlog(ZLOG_WARN, "server", "descriptor budget reached", "session=%llu held=%u budget=%u",
+                 (unsigned long long)s->id, s->d->fds_held, s->d->fds_budget);
+            sess_close(s, "the daemon holds its most unclaimed descriptors: try again");
+            return;
+        }
         if (mh.msg_flags & MSG_CTRUNC || fd_over) {
             log_proto(s, "too many descriptors on the socket");
             sess_close(s, "protocol error: too many descriptors");
@@ -660,6 +696,7 @@ void sess_close(struct session *s, const char *reason)
     s->events = NULL;
     for (int i = 0; i < s->nfds; i++)
         close(s->fds[i]);
+    s->d->fds_held -= (uint32_t)s->nfds;
     s->nfds = 0;
     uv_poll_stop(&s->poll);
     uv_close((uv_handle_t *)&s->poll, on_conn_closed);

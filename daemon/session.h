@@ -25,7 +25,11 @@
 struct zppd;
 struct job;
 
-#define SESS_MAX_FDS 16      /* unclaimed descriptors a session may hold */
+/* Unclaimed descriptors a session may hold: the VMM chunks of one
+ * registration (ZPP_CUDA_MAX_CHUNKS: 5 GiB of PyTorch's 20 MiB chunks)
+ * arrive before their frame. The daemon as a whole holds at most
+ * zppd.fds_budget of them (server.c). */
+#define SESS_MAX_FDS 256
 #define SESS_FDS_PER_MSG 4   /* descriptors accepted per recvmsg */
 #define SESS_MAX_OUTPUT (64u << 20)
 /* Unsent replies past this: the session's requests are not read (nor its

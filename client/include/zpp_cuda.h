@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 #define ZPP_CUDA_UUID_LEN 48   /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" + NUL */
-#define ZPP_CUDA_MAX_CHUNKS 16 /* VMM chunks one registration may carry */
+#define ZPP_CUDA_MAX_CHUNKS 256 /* VMM chunks one registration may carry (zppd: SESS_MAX_FDS) */
 
 /* The UUID of the current context's device as nvidia-smi prints it (the
  * Hello's gpu_uuid). Returns 0 or a ZPP_E* code. */

@@ -372,8 +372,8 @@ class CudaComm(_DaemonComm):
         self.max_inflight = 8
 
     def alloc_many(self, plan: Sequence[Tuple[int, torch.dtype]]) -> List[torch.Tensor]:
-        # One allocation per piece: a registration covers at most 16 VMM
-        # chunks (320 MiB with PyTorch's), so one huge arena could not be
+        # One allocation per piece: a registration covers at most 256 VMM
+        # chunks (5 GiB with PyTorch's), so one huge arena could not be
         # registered whole; each piece is registered once, here: a failure
         # shows at construction, not inside a step or backward's thread.
         out = [torch.zeros(max(n, 1), dtype=dt, device=self.device)[:n] for n, dt in plan]
