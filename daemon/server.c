@@ -40,19 +40,25 @@
 static void on_conn_event(uv_poll_t *h, int status, int events);
 
 /* Logs a protocol error, at most a few lines per second at warn level. */
-static void log_proto(struct session *s, const char *why)
+/* ZLOG_WARN for the first 10 lines a second of what clients can cause at
+ * will, ZLOG_DEBUG after that: no client floods the log. */
+static int client_log_level(struct zppd *d)
 {
-    struct zppd *d = s->d;
-    d->stats.protocol_errors++;
     static uint64_t window;
     uint64_t now = zppd_now_ms() / 1000;
     if (now != window) {
         window = now;
         d->log_budget = 10;
     }
-    int lvl = d->log_budget ? (d->log_budget--, ZLOG_WARN) : ZLOG_DEBUG;
-    zlog(lvl, "server", why, "session=%llu uid=%u pid=%u", (unsigned long long)s->id, s->uid,
-         s->pid);
+    return d->log_budget ? (d->log_budget--, ZLOG_WARN) : ZLOG_DEBUG;
+}
+
+static void log_proto(struct session *s, const char *why)
+{
+    struct zppd *d = s->d;
+    d->stats.protocol_errors++;
+    zlog(client_log_level(d), "server", why, "session=%llu uid=%u pid=%u",
+         (unsigned long long)s->id, s->uid, s->pid);
 }
 
 int server_listen(struct zppd *d)
@@ -601,8 +607,9 @@ static void read_input(struct session *s)
         }
         int fd_over = take_fds(s, &mh);
         if (fd_over == -2) {
-            zlog(ZLOG_WARN, "server", "descriptor budget reached", "session=%llu held=%u budget=%u",
-                 (unsigned long long)s->id, s->d->fds_held, s->d->fds_budget);
+            zlog(client_log_level(s->d), "server", "descriptor budget reached",
+                 "session=%llu uid=%u held=%u budget=%u", (unsigned long long)s->id, s->uid,
+                 s->d->fds_held, s->d->fds_budget);
             sess_close(s, "the daemon holds its most unclaimed descriptors: try again");
             return;
         }
