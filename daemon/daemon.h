@@ -27,6 +27,7 @@ struct zppd_stats {
     uint64_t bytes_zero3_inter;
     uint64_t aborts;
     uint64_t protocol_errors;
+    uint64_t fd_budget_closes; /* sessions closed at the daemon's descriptor budget */
 };
 
 struct zppd {

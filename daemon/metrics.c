@@ -239,6 +239,15 @@ char *metrics_render(struct zppd *d, size_t *len)
     out(&b, "zppd_draining %d\n", d->draining);
     header(&b, "zppd_protocol_errors_total", "counter", "Connections closed for bad frames.");
     out(&b, "zppd_protocol_errors_total %" PRIu64 "\n", d->stats.protocol_errors);
+    header(&b, "zppd_client_descriptors", "gauge",
+           "Descriptors received from clients, not yet claimed by their frame.");
+    out(&b, "zppd_client_descriptors %u\n", d->fds_held);
+    header(&b, "zppd_client_descriptor_budget", "gauge",
+           "The most the daemon holds of them (half its descriptor limit).");
+    out(&b, "zppd_client_descriptor_budget %u\n", d->fds_budget);
+    header(&b, "zppd_descriptor_budget_closes_total", "counter",
+           "Sessions closed because the daemon held its descriptor budget.");
+    out(&b, "zppd_descriptor_budget_closes_total %" PRIu64 "\n", d->stats.fd_budget_closes);
 
     header(&b, "zppd_calls_total", "counter", "Collective calls by tenant, op and outcome.");
     for (size_t i = 0; i < m->n; i++)

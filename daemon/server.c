@@ -607,6 +607,7 @@ static void read_input(struct session *s)
         }
         int fd_over = take_fds(s, &mh);
         if (fd_over == -2) {
+            s->d->stats.fd_budget_closes++;
             zlog(client_log_level(s->d), "server", "descriptor budget reached",
                  "session=%llu uid=%u held=%u budget=%u", (unsigned long long)s->id, s->uid,
                  s->d->fds_held, s->d->fds_budget);

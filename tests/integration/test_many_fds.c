@@ -10,7 +10,8 @@
  *  - 257 descriptors on one session close it;
  *  - a daemon started with a descriptor limit of 600 (budget 300): one
  *    session holds 256 unclaimed descriptors, a second one that sends 64
- *    more is closed at the budget ("descriptor budget reached" in the log),
+ *    more is closed at the budget ("descriptor budget reached" in the log;
+ *    /metrics: zppd_client_descriptors, _budget, _budget_closes_total),
  *    and once the first is gone a third registers normally;
  * and after each the daemon has the descriptors it had before.
  */
@@ -149,12 +150,19 @@ static void daemon_budget_child(void)
     ASSERT(a >= 0);
     ASSERT_EQ(send_unclaimed(a, zpp_shm_fd(m), 256), 0);
     ASSERT(fds_back_to(&d, base + 1 + 256));
+    char m_out[32768];
+    ASSERT_EQ(zh_zppctl(&d, m_out, sizeof m_out, "metrics", NULL, NULL), 0);
+    ASSERT(strstr(m_out, "zppd_client_descriptors 256\n") != NULL);
+    ASSERT(strstr(m_out, "zppd_client_descriptor_budget 300\n") != NULL);
+    ASSERT(strstr(m_out, "zppd_descriptor_budget_closes_total 0\n") != NULL);
     int b = zh_raw_connect(d.socket);
     ASSERT(b >= 0);
     (void)send_unclaimed(b, zpp_shm_fd(m), 64);
     ASSERT_EQ(zh_raw_closed(b, 3000), 1);
     close(b);
     ASSERT(zh_daemon_log_contains(&d, "descriptor budget reached"));
+    ASSERT_EQ(zh_zppctl(&d, m_out, sizeof m_out, "metrics", NULL, NULL), 0);
+    ASSERT(strstr(m_out, "zppd_descriptor_budget_closes_total 1\n") != NULL);
     ASSERT(fds_back_to(&d, base + 1 + 256)); /* the first still holds its own */
     ASSERT(zh_daemon_alive(&d));
     close(a);
