@@ -18,7 +18,9 @@
 # Grafana would: label_values() through the server's API) must be accepted
 # by that server's query API. The scrape job also holds a target that is
 # not zppd (the Prometheus server itself, as a Kubernetes pods job holds
-# every annotated pod): the "Daemons up" panel must count 1.
+# every annotated pod): the "Daemons up" panel must count 1. And the alert
+# rules of docs/metrics.md pass `promtool check rules` and name only
+# series zppd exposes.
 # Usage: metrics_prometheus.sh ZPPD_BIN ZPP_DEMO_BIN ZPPCTL_BIN [DASHBOARD_JSON]
 set -u
 zppd=${1:?usage: metrics_prometheus.sh ZPPD_BIN ZPP_DEMO_BIN ZPPCTL_BIN [DASHBOARD_JSON]}
@@ -182,6 +184,36 @@ for p in d["panels"]:
 print("dashboard: %d queries, %d refused or wrong" % (n, bad))
 sys.exit(1 if bad else 0)
 PY
+fi
+# The alert rules docs/metrics.md suggests (next to the dashboard's
+# deploy/): promtool must accept them as a rule group, and every zppd_*
+# series they name must be one the daemon exposes (PromQL takes an unknown
+# name and the alert would never fire).
+docs_md=${dashboard:+$(dirname "$(dirname "$(dirname "$dashboard")")")/docs/metrics.md}
+if [ -n "$docs_md" ] && [ -f "$docs_md" ]; then
+    python3 - "$docs_md" "$tmp/metrics.txt" "$tmp/rules.yml" <<'PY' || fail "docs/metrics.md's alerts"
+import re, sys
+md, expo, out = sys.argv[1:]
+text = open(md).read()
+block = re.search(r"Alerts worth having:\s*```yaml\n(.*?)```", text, re.S)
+if not block:
+    sys.exit("no ```yaml block of alerts after 'Alerts worth having:'")
+rules = block.group(1)
+exposed = set(re.findall(r"^# TYPE (\w+)", open(expo).read(), re.M))
+bad = 0
+for expr in re.findall(r"expr: (.*)", rules):
+    for name in re.findall(r"\b(zppd_\w+)", expr):
+        base = re.sub(r"_(bucket|sum|count)$", "", name)
+        if name not in exposed and base not in exposed:
+            print("alert expression names %s, which zppd does not expose: %s" % (name, expr))
+            bad += 1
+with open(out, "w") as f:
+    f.write("groups:\n  - name: zppd\n    rules:\n")
+    f.write("".join("      " + l + "\n" for l in rules.splitlines()))
+print("docs alerts: %d expressions, %d naming unknown series" % (len(re.findall("expr:", rules)), bad))
+sys.exit(1 if bad else 0)
+PY
+    promtool check rules "$tmp/rules.yml" || fail "promtool check rules (docs/metrics.md's alerts)"
 fi
 kill -TERM "$ppid_" 2>/dev/null && wait "$ppid_" 2>/dev/null
 ppid_=""
