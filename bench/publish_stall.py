@@ -9,15 +9,20 @@ Two processes on GPU 0, each its own one-rank job on a running cuda zppd:
   pub   publishes a bf16 tensor of MIB MiB (plain all-gather, publish, its
         content key) and times the call, while busy runs; then reads it
         back by its key, publishes the same bytes again (a dedup: the
-        daemon hashes the call's own output) and tries a wrong key.
+        daemon hashes the call's own output) and tries a wrong key;
+  reader a third one-rank job, started once the replica is published
+        (while pub's job holds it): gathers the replica by its key alone
+        (hpZ gather, the node's copy another job stored) and hashes what
+        it got, which must be the key.
 The daemon checks the key on the gathered bytes (copied back and hashed)
 before it answers: on the loop thread until session 27, which stalled every
 other job's calls for the length of the check; on a worker thread since.
 
 Checks (exit 1 when one fails; timings are only printed): the publish
 succeeds; the replica read back by its key (hpZ gather) equals the tensor
-on the GPU; the dedup succeeds; a publish under a wrong key is refused (ZPP_EMISMATCH); every
-busy call succeeds and gathers its own bytes.
+on the GPU; the other job's read gets the same bytes (their SHA-256 is the
+key); the dedup succeeds; a publish under a wrong key is refused
+(ZPP_EMISMATCH); every busy call succeeds and gathers its own bytes.
 
 Prints the publish's wall time, and busy's calls inside the publish window
 and outside it: count, median and maximum latency, and the longest gap
@@ -98,7 +103,23 @@ def busy(sock: str, ready, stop, q) -> None:  # type: ignore[no-untyped-def]
     q.put(("busy", stamps, bad))
 
 
-def pub(sock: str, mib: int, q) -> None:  # type: ignore[no-untyped-def]
+def reader(sock: str, mib: int, key: str, q) -> None:  # type: ignore[no-untyped-def]
+    import torch
+    import zpp.cuda as zc
+    from zpp._lib import DType, Op
+
+    c, reg = _conn(sock, "reader")
+    got = torch.zeros(mib << 19, device="cuda", dtype=torch.bfloat16)
+    s = torch.cuda.current_stream()
+    _call(c, zc, Op.HPZ_GATHER, None, reg.ref(got), got.numel(), DType.BF16, s, content_key=key)
+    s.synchronize()
+    h = "sha256:" + hashlib.sha256(got.view(torch.uint8).cpu().numpy().tobytes()).hexdigest()
+    reg.clear()
+    c.close()
+    q.put(("reader", h == key))
+
+
+def pub(sock: str, mib: int, q, read_done) -> None:  # type: ignore[no-untyped-def]
     import torch
     import zpp.cuda as zc
     from zpp._lib import FLAG_PUBLISH, DType, Op
@@ -124,6 +145,9 @@ def pub(sock: str, mib: int, q) -> None:  # type: ignore[no-untyped-def]
     s.synchronize()
     if not torch.equal(back.view(torch.int16), x.view(torch.int16)):
         fails.append("the replica read back by its key differs from the tensor")
+    q.put(("published", key))  # another job reads it while this one holds it
+    if not read_done.wait(120):
+        fails.append("the other job's read did not end in 120 s")
     # the same bytes again: the replica is there, so the daemon hashes this
     # call's own output (a dedup) and attaches; no second copy
     t2 = time.monotonic()
@@ -165,7 +189,7 @@ def main() -> int:
     print(f"# device: {torch.cuda.get_device_name(0)}; torch {torch.__version__}; "
           f"command: {' '.join(sys.argv)}", flush=True)  # fmt: skip
     ctx = mp.get_context("spawn")
-    ready, stop, q = ctx.Event(), ctx.Event(), ctx.Queue()
+    ready, stop, read_done, q = ctx.Event(), ctx.Event(), ctx.Event(), ctx.Queue()
     b = ctx.Process(target=busy, args=(sock, ready, stop, q), daemon=True)
     b.start()
     while not ready.wait(0.5):
@@ -173,14 +197,22 @@ def main() -> int:
             print("busy did not start")
             return 1
     time.sleep(0.5)
-    p = ctx.Process(target=pub, args=(sock, mib, q), daemon=True)
+    p = ctx.Process(target=pub, args=(sock, mib, q, read_done), daemon=True)
     p.start()
     got = {}
+    r = None
     while "pub" not in got:
         try:
             k, *v = q.get(timeout=0.5)
             got[k] = v
+            if k == "published":
+                r = ctx.Process(target=reader, args=(sock, mib, v[0], q), daemon=True)
+                r.start()
+            elif k == "reader":
+                read_done.set()
         except Exception:  # queue.Empty
+            if r is not None and not r.is_alive() and "reader" not in got:
+                read_done.set()  # it died: pub goes on, the check fails below
             if not p.is_alive() and q.empty():
                 print("pub ended without a result")
                 b.terminate()
@@ -192,7 +224,12 @@ def main() -> int:
     res = got
     p.join(30)
     b.join(30)
+    if r is not None:
+        r.join(30)
     (t0, t1, dedup_s), fails = res["pub"]
+    if res.get("reader") != [True]:
+        fails.append("another job's hpZ gather by the key did not get the published bytes "
+                     f"({res.get('reader', 'no result')})")
     stamps, bad = res["busy"]
     inside = [st for st in stamps if st[1] > t0 and st[0] < t1]
     outside = [st for st in stamps if st[1] <= t0 or st[0] >= t1]
