@@ -227,7 +227,9 @@ def main() -> int:
     if r is not None:
         r.join(30)
     (t0, t1, dedup_s), fails = res["pub"]
-    if res.get("reader") != [True]:
+    if res.get("reader") == [True]:
+        print("another job's hpZ gather by the key alone: the published bytes (SHA-256 = key)")
+    else:
         fails.append("another job's hpZ gather by the key did not get the published bytes "
                      f"({res.get('reader', 'no result')})")
     stamps, bad = res["busy"]
