@@ -98,6 +98,7 @@ if os.path.exists(kfile):
                 and f not in listed:
             bad.append("deploy/k8s/kustomization.yaml: does not list %s" % f)
 
+
 def fail(where, msg):
     bad.append("%s: %s" % (where, msg))
 

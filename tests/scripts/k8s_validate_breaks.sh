@@ -46,6 +46,19 @@ sed -i '/containers:/,$ s|value: /run/zppd-mps|value: /run/elsewhere|' "$m"
 sed -i 's|mountPath: /run/zppd-mps|mountPath: /run|' "$m"
 case_ "containers of a pod name different MPS pipe directories" "different MPS pipe directories"
 
+python3 - "$m" <<'PY'
+import sys
+p = sys.argv[1]
+s = open(p).read()
+old = """        - name: mps-pipe
+          hostPath:
+            path: /run/zppd-mps
+            type: DirectoryOrCreate"""
+assert old in s
+open(p, "w").write(s.replace(old, "        - name: mps-pipe\n          emptyDir: {}"))
+PY
+case_ "an MPS pipe directory on a volume the training pods cannot mount" "not on a hostPath volume"
+
 sed -i 's|\["/bin/sh", "-c", "echo quit|["/usr/bin/no-such-tool", "-c", "echo quit|' "$m"
 case_ "a preStop hook runs a binary the image lacks" "preStop runs /usr/bin/no-such-tool"
 
