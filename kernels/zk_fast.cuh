@@ -88,6 +88,9 @@
                     * codes_pack's 8-instruction int4 form: int4 reduce+requant 72.1 -> 73.0 % of
                     * the copy on an H200, 93.4 -> 94.0 % on an H100, kernels-2026-11-23-s18/) */
 #endif
+#ifndef ZK_VK8
+#define ZK_VK8 1 /* int4 reduce+requant: a build of the vector kernel for k = 8 chunks */
+#endif
 #ifndef ZK_VPF
 #define ZK_VPF 1 /* int4 vector kernels: batches whose lines are prefetched into L2 ahead (0: off) */
 #endif
@@ -1237,12 +1240,16 @@ __device__ __forceinline__ int fquantv(const float (&v)[NV][8 * S], uint64_t blk
 }
 
 /* Reduce+requantize with vectors: team t of a warp (T lanes) takes block
- * it * (32 / T) + t; lane li its vectors li + j * T. */
-template <int BITS, int S, int T, int NV>
+ * it * (32 / T) + t; lane li its vectors li + j * T. KC > 0: built for
+ * k == KC chunks (ZK_VK8: int4 with 8, a node of 8 GPUs), whose sums the
+ * compiler starts at the first chunk's FFMA instead of zeroing them before
+ * a loop of unknown length; the same arithmetic. */
+template <int BITS, int S, int T, int NV, int KC = 0>
 __global__ void __launch_bounds__(ZK_CTA_THREADS, NV != 1 ? 1 : BITS == 8 ? ZK_VMINB8 : ZK_VMINB)
-    frv_kernel(const uint8_t *in, uint64_t in_stride, int k, uint64_t piece, uint64_t pay_bytes,
-               uint64_t nb, uint8_t *out, unsigned long long *d_poisoned)
+    frv_kernel(const uint8_t *in, uint64_t in_stride, int k_arg, uint64_t piece,
+               uint64_t pay_bytes, uint64_t nb, uint8_t *out, unsigned long long *d_poisoned)
 {
+    const int k = KC ? KC : k_arg;
     constexpr int E = 8 * S, B = T * NV * E, TPW = ZK_WARP / T;
     const int lane = (int)(threadIdx.x % ZK_WARP), li = lane % T, team = lane / T;
     const uint64_t gw = (uint64_t)blockIdx.x * (ZK_CTA_THREADS / ZK_WARP) + threadIdx.x / ZK_WARP;
@@ -1284,8 +1291,12 @@ int frv_try(int t, int nv, const uint8_t *in, uint64_t in_stride, int k, uint64_
         if (t == T && nv == NV) {
             uint64_t iters = (nb + TPW - 1) / TPW;
             uint64_t ctas = (iters + ZK_CTA_THREADS / ZK_WARP - 1) / (ZK_CTA_THREADS / ZK_WARP);
-            frv_kernel<BITS, S, T, NV><<<grid_for(ctas), ZK_CTA_THREADS, 0, stream>>>(
-                in, in_stride, k, piece, pay, nb, out, d_poisoned);
+            if (ZK_VK8 && BITS == 4 && k == 8)
+                frv_kernel<BITS, S, T, NV, 8><<<grid_for(ctas), ZK_CTA_THREADS, 0, stream>>>(
+                    in, in_stride, k, piece, pay, nb, out, d_poisoned);
+            else
+                frv_kernel<BITS, S, T, NV><<<grid_for(ctas), ZK_CTA_THREADS, 0, stream>>>(
+                    in, in_stride, k, piece, pay, nb, out, d_poisoned);
             return 1;
         }
     }
