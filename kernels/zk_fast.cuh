@@ -1291,12 +1291,15 @@ int frv_try(int t, int nv, const uint8_t *in, uint64_t in_stride, int k, uint64_
         if (t == T && nv == NV) {
             uint64_t iters = (nb + TPW - 1) / TPW;
             uint64_t ctas = (iters + ZK_CTA_THREADS / ZK_WARP - 1) / (ZK_CTA_THREADS / ZK_WARP);
-            if (ZK_VK8 && BITS == 4 && k == 8)
-                frv_kernel<BITS, S, T, NV, 8><<<grid_for(ctas), ZK_CTA_THREADS, 0, stream>>>(
-                    in, in_stride, k, piece, pay, nb, out, d_poisoned);
-            else
-                frv_kernel<BITS, S, T, NV><<<grid_for(ctas), ZK_CTA_THREADS, 0, stream>>>(
-                    in, in_stride, k, piece, pay, nb, out, d_poisoned);
+            if constexpr (ZK_VK8 != 0 && BITS == 4) {
+                if (k == 8) {
+                    frv_kernel<BITS, S, T, NV, 8><<<grid_for(ctas), ZK_CTA_THREADS, 0, stream>>>(
+                        in, in_stride, k, piece, pay, nb, out, d_poisoned);
+                    return 1;
+                }
+            }
+            frv_kernel<BITS, S, T, NV><<<grid_for(ctas), ZK_CTA_THREADS, 0, stream>>>(
+                in, in_stride, k, piece, pay, nb, out, d_poisoned);
             return 1;
         }
     }
