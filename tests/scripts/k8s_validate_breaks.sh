@@ -66,6 +66,9 @@ printf 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: extra\n  namespace: 
     > "$tmp/s/deploy/k8s/extra.yaml"
 case_ "a manifest the kustomization does not list" "does not list extra.yaml"
 
+sed -i '0,/^  name: zppd$/s//  name: zppd-typo/' "$m"
+case_ "a patch that names no object of the base" "patch of DaemonSet zppd-typo matches 0 objects"
+
 echo "namePrefix: x-" >> "$tmp/s/deploy/k8s-mps/kustomization.yaml"
 case_ "a kustomization field the renderer does not know" "kustomization fields \['namePrefix'\]"
 
