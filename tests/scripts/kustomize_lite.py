@@ -10,9 +10,13 @@ items by the key named (the patch's items first, in its order, merged
 into the base's items of the same key; then the base's other items, as
 kustomize orders them), every other list is replaced; null deletes a key.
 
-    python3 kustomize_lite.py DIR      prints the objects as YAML documents
+    python3 kustomize_lite.py DIR      prints the objects as YAML documents;
+                                       where kubectl is installed, exit 1 unless
+                                       `kubectl kustomize DIR` gives the same ones
 """
 import os
+import shutil
+import subprocess
 import sys
 
 import yaml
@@ -86,10 +90,30 @@ def render(d):
     return objs
 
 
+def kubectl_render(d):
+    """`kubectl kustomize d`'s objects, or None where kubectl is not
+    installed; Unsupported when kubectl refuses d."""
+    if not shutil.which("kubectl"):
+        return None
+    r = subprocess.run(["kubectl", "kustomize", d], capture_output=True, text=True)
+    if r.returncode:
+        raise Unsupported("kubectl kustomize %s: %s" % (d, r.stderr.strip()))
+    return [o for o in yaml.safe_load_all(r.stdout) if o]
+
+
+def by_name(objs):
+    return sorted(objs, key=lambda o: (o.get("kind", ""), o.get("metadata", {}).get("name", "")))
+
+
 if __name__ == "__main__":
     try:
         docs = render(sys.argv[1])
+        theirs = kubectl_render(sys.argv[1])
     except (OSError, Unsupported, yaml.YAMLError) as e:
         print("kustomize_lite.py: %s" % e, file=sys.stderr)
+        sys.exit(1)
+    if theirs is not None and by_name(theirs) != by_name(docs):
+        print("kustomize_lite.py: %s renders otherwise than kubectl kustomize" % sys.argv[1],
+              file=sys.stderr)
         sys.exit(1)
     sys.stdout.write(yaml.safe_dump_all(docs, sort_keys=True))
