@@ -758,16 +758,17 @@ int zpp_hello(zpp_conn *c, const zpp_job_desc *job, zpp_hello_info *info)
     h.tenant_label = nz(job->tenant_label);
     h.pid = (uint32_t)getpid();
     h.says_goodbye = 1; /* zpp_close and the at-exit handler say it */
+    int fds[2], nfds = 0;
     if (c->ext.hello_out) {
-        int erc = c->ext.hello_out(c->ext.state, &h.ready_events, &h.n_ready_events);
+        int erc = c->ext.hello_out(c->ext.state, &h, fds, &nfds);
         if (erc < 0)
-            return set_err(c, erc, "cannot export the CUDA ready events");
+            return set_err(c, erc, "cannot export the CUDA ready events or done flags");
     }
     Zpp__Request req = ZPP__REQUEST__INIT;
     req.body_case = ZPP__REQUEST__BODY_HELLO;
     req.hello = &h;
     Zpp__Reply *rep = NULL;
-    int rc = conn_call_checked(c, &req, NULL, 0, ZPP__REPLY__BODY_HELLO, &rep);
+    int rc = conn_call_checked(c, &req, nfds ? fds : NULL, nfds, ZPP__REPLY__BODY_HELLO, &rep);
     if (rc < 0)
         return rc;
     const Zpp__HelloReply *hr = rep->hello;
@@ -890,10 +891,11 @@ void zpp_coll_init(zpp_coll *call, zpp_op_t op, zpp_dtype_t dtype, uint64_t coun
 /* Validates and sends a collective; returns 0 and *req_id, or a code. */
 int zpp_submit(zpp_conn *c, const zpp_coll *call, uint64_t *req_id)
 {
-    return zpp__submit_ev(c, call, 0, req_id);
+    return zpp__submit_ev(c, call, 0, 0, req_id);
 }
 
-int zpp__submit_ev(zpp_conn *c, const zpp_coll *call, uint32_t event_slot, uint64_t *req_id)
+int zpp__submit_ev(zpp_conn *c, const zpp_coll *call, uint32_t event_slot, uint64_t flag_value,
+                   uint64_t *req_id)
 {
     if (!c)
         return ZPP_EINVAL;
@@ -924,6 +926,7 @@ int zpp__submit_ev(zpp_conn *c, const zpp_coll *call, uint32_t event_slot, uint6
     co.flags = call->flags;
     co.timeout_ms = call->timeout_ms;
     co.event_slot = event_slot;
+    co.flag_value = flag_value;
     Zpp__Request req = ZPP__REQUEST__INIT;
     req.body_case = ZPP__REQUEST__BODY_COLLECTIVE;
     req.collective = &co;

@@ -17,6 +17,14 @@
  * seen the earlier record. Slots rotate, so the one picked has almost
  * always finished long ago; if none has, the caller waits here for the
  * oldest (SLOT_WAIT_MS at most).
+ *
+ * Done flags (done_flags.h; docs/cuda.md, "Done flags"): unless
+ * ZPP_DONE_FLAGS=0, the connection also offers a block of 32-bit flags in
+ * host memory, registered with CUDA once per process. When the daemon takes
+ * them (HelloReply.flag_sync), it writes call k's value to flag i before it
+ * records done[i], and the stream waits for the flag instead of the event:
+ * a flag can be raised from here, an event of another process cannot, so a
+ * stream whose zppd died with the call answered does not wait for good.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -27,6 +35,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "done_flags.h"
 #include "zpp_cuda.h"
 #include "zpp_int.h"
 
@@ -65,11 +74,14 @@
     X(cuIpcGetMemHandle) \
     X(cuIpcOpenEventHandle) \
     X(cuMemExportToShareableHandle) \
+    X(cuMemHostGetDevicePointer) \
+    X(cuMemHostRegister) \
     X(cuMemGetAddressRange) \
     X(cuMemRelease) \
     X(cuMemRetainAllocationHandle) \
     X(cuPointerGetAttribute) \
-    X(cuStreamWaitEvent)
+    X(cuStreamWaitEvent) \
+    X(cuStreamWaitValue32)
 /* clang-format on */
 
 static struct {
@@ -138,6 +150,14 @@ struct zpp_cuda {
     int next;         /* round-robin start for the next free slot */
     int have_done;
     uint64_t done_spin_ns; /* ZPP_DONE_SPIN_US */
+    /* done flags: the block (NULL: none offered), where the GPU sees it,
+     * the pipe of the Hello in progress, whether the daemon took them, and
+     * each slot's value of its call in flight */
+    zpp_dflags *df;
+    CUdeviceptr df_dev;
+    int live_rfd, live_wfd;
+    int flag_sync;
+    uint32_t *fval;
 };
 
 static int drv_err(zpp_conn *c, CUresult r, const char *what)
@@ -198,14 +218,40 @@ static void ext_free(void *state)
     free(z->req_of);
     free(z->used);
     free(z->small);
+    free(z->fval);
+    if (z->live_rfd >= 0)
+        close(z->live_rfd);
+    if (z->live_wfd >= 0)
+        close(z->live_wfd);
+    zpp__dflags_put(z->df); /* pooled once the daemon is done with it */
     free(z);
 }
 
-static int ext_hello_out(void *state, ProtobufCBinaryData **ev, size_t *n)
+static void live_close(struct zpp_cuda *z)
+{
+    if (z->live_rfd >= 0)
+        close(z->live_rfd);
+    if (z->live_wfd >= 0)
+        close(z->live_wfd);
+    z->live_rfd = z->live_wfd = -1;
+}
+
+static int ext_hello_out(void *state, Zpp__Hello *h, int *fds, int *nfds)
 {
     struct zpp_cuda *z = state;
-    *ev = z->wire;
-    *n = (size_t)z->n;
+    h->ready_events = z->wire;
+    h->n_ready_events = (size_t)z->n;
+    *nfds = 0;
+    live_close(z); /* a Hello refused before: its pipe is of no use */
+    if (!z->df || zpp__dflags_pipe(&z->live_rfd, &z->live_wfd))
+        return 0; /* no done flags: the stream waits on the done events */
+    h->flags_nfds = 2;
+    h->flags_size = ZPP_DFLAGS_BYTES;
+    h->nslots = (uint32_t)z->n;
+    h->flag_bits = 32;
+    fds[0] = z->df->memfd;
+    fds[1] = z->live_wfd;
+    *nfds = 2;
     return 0;
 }
 
@@ -236,6 +282,18 @@ static int ext_hello_in(void *state, zpp_conn *c, const Zpp__HelloReply *hr)
         }
     }
     z->have_done = 1;
+    /* zppd holds the only write end of the pipe from now on */
+    if (z->live_wfd >= 0)
+        close(z->live_wfd);
+    z->live_wfd = -1;
+    z->flag_sync = hr->flag_sync && z->df && z->live_rfd >= 0;
+    if (z->flag_sync) {
+        int rfd = z->live_rfd;
+        z->live_rfd = -1;
+        zpp__dflags_watch(z->df, rfd); /* on failure every wait raises its own flag */
+    } else {
+        live_close(z);
+    }
     return 0;
 }
 
@@ -246,6 +304,27 @@ static int ext_collective(void *state, zpp_conn *c, const zpp_coll *call, zpp_re
     if (rc < 0)
         return rc;
     return zpp_wait_stream(c, id, (CUstream)0, res);
+}
+
+/* A block of done flags for the connection, registered with CUDA (once per
+ * block: a registration is per process), unless ZPP_DONE_FLAGS=0. Where
+ * anything fails the connection offers none and waits on its done events. */
+static void done_flags_offer(struct zpp_cuda *z)
+{
+    if (!zpp__env_uint("ZPP_DONE_FLAGS", 1, 1, NULL) || zpp__dflags_get(&z->df))
+        return;
+    CUdeviceptr d = 0;
+    if (!z->df->user &&
+        ZCU(cuMemHostRegister)(z->df->flags, ZPP_DFLAGS_BYTES,
+                               CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP) ==
+            CUDA_SUCCESS)
+        z->df->user = z->df; /* registered: never undone (done_flags.h) */
+    if (!z->df->user || ZCU(cuMemHostGetDevicePointer)(&d, z->df->flags, 0) != CUDA_SUCCESS) {
+        zpp__dflags_put(z->df);
+        z->df = NULL;
+        return;
+    }
+    z->df_dev = d;
 }
 
 int zpp_cuda_attach(zpp_conn *c, int n_events)
@@ -264,7 +343,10 @@ int zpp_cuda_attach(zpp_conn *c, int n_events)
     struct zpp_cuda *z = calloc(1, sizeof *z);
     int rc = 0;
     CUresult r;
+    if (z)
+        z->live_rfd = z->live_wfd = -1;
     if (!z || !(z->ready = calloc((size_t)n_events, sizeof *z->ready)) ||
+        !(z->fval = calloc((size_t)n_events, sizeof *z->fval)) ||
         !(z->done = calloc((size_t)n_events, sizeof *z->done)) ||
         !(z->ready_h = calloc((size_t)n_events, sizeof *z->ready_h)) ||
         !(z->wire = calloc((size_t)n_events, sizeof *z->wire)) ||
@@ -299,6 +381,7 @@ int zpp_cuda_attach(zpp_conn *c, int n_events)
         ext_free(z);
         return rc;
     }
+    done_flags_offer(z);
     x->state = z;
     x->hello_out = ext_hello_out;
     x->hello_in = ext_hello_in;
@@ -311,6 +394,12 @@ static struct zpp_cuda *attached(zpp_conn *c)
 {
     zpp__ext *x = zpp__ext_of(c);
     return x->free == ext_free ? x->state : NULL;
+}
+
+int zpp_cuda_done_flags(const zpp_conn *c)
+{
+    const struct zpp_cuda *z = c ? attached((zpp_conn *)c) : NULL;
+    return z && z->flag_sync;
 }
 
 /* ---- buffers ------------------------------------------------------------ */
@@ -464,9 +553,12 @@ int zpp_collective_async(zpp_conn *c, const zpp_coll *call, CUstream stream, uin
     if (r != CUDA_SUCCESS)
         return drv_err(c, r, "cuEventRecord (ready event)");
     uint64_t id = 0;
-    int rc = zpp__submit_ev(c, call, (uint32_t)slot + 1, &id);
+    /* promised before it is sent: a hang-up from now on raises the flag */
+    uint32_t fv = z->flag_sync ? zpp__dflags_arm(z->df, slot) : 0;
+    int rc = zpp__submit_ev(c, call, (uint32_t)slot + 1, fv, &id);
     if (rc < 0)
         return rc;
+    z->fval[slot] = fv;
     z->req_of[slot] = id;
     z->used[slot] = 1;
     uint64_t es = call->dtype == ZPP_FP32 ? 4 : 2;
@@ -510,11 +602,21 @@ int zpp_wait_stream(zpp_conn *c, uint64_t req_id, CUstream stream, zpp_result *r
                zpp__mono_ns() < end)
             ;
     }
-    if (r != CUDA_SUCCESS) /* not yet (or the query failed): the stream waits */
+    const char *what = "cuStreamWaitEvent (done event)";
+    if (r != CUDA_SUCCESS && z->flag_sync) {
+        /* not yet: the stream waits for the flag zppd writes before the
+         * event, which libzpp raises itself should zppd go first */
+        what = "cuStreamWaitValue32 (done flag)";
+        r = ZCU(cuStreamWaitValue32)(stream, z->df_dev + 4u * (unsigned)slot, z->fval[slot],
+                                     CU_STREAM_WAIT_VALUE_GEQ);
+        if (r == CUDA_SUCCESS)
+            zpp__dflags_after_wait(z->df, slot, z->fval[slot]);
+    } else if (r != CUDA_SUCCESS) { /* not yet (or the query failed): the stream waits */
         r = ZCU(cuStreamWaitEvent)(stream, z->done[slot], 0);
+    }
     if (prev != z->ctx)
         ZCU(cuCtxSetCurrent)(prev);
     if (r != CUDA_SUCCESS && rc == 0)
-        return drv_err(c, r, "cuStreamWaitEvent (done event)");
+        return drv_err(c, r, what);
     return rc;
 }

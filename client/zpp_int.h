@@ -33,13 +33,15 @@ int zpp__drain_json(const Zpp__DrainReply *dr, char **out);
 /* ---- hooks for the CUDA side (zpp_cuda.c; zpp.c stays CUDA-free) ---- */
 
 /* Per-connection extension state, set by zpp_cuda_attach. hello_out fills
- * the Hello's ready event handles (64 bytes each; the array stays valid
- * until hello_in); hello_in takes the reply's done events (0 or a code,
- * which fails zpp_hello); collective, if set, replaces zpp_collective's
- * body (stream-ordered calls); free runs in zpp_close. */
+ * the Hello's CUDA fields (ready event handles, 64 bytes each, and the done
+ * flags; what they point to stays valid until hello_in) and up to 2
+ * descriptors to send with it (fds, *nfds); hello_in takes the reply's
+ * done events and flag_sync (0 or a code, which fails zpp_hello);
+ * collective, if set, replaces zpp_collective's body (stream-ordered
+ * calls); free runs in zpp_close. */
 typedef struct {
     void *state;
-    int (*hello_out)(void *state, ProtobufCBinaryData **ev, size_t *n);
+    int (*hello_out)(void *state, Zpp__Hello *h, int *fds, int *nfds);
     int (*hello_in)(void *state, zpp_conn *c, const Zpp__HelloReply *hr);
     int (*collective)(void *state, zpp_conn *c, const zpp_coll *call, zpp_result *res);
     void (*free)(void *state);
@@ -51,8 +53,10 @@ zpp__ext *zpp__ext_of(zpp_conn *c);
 /* Records a failure on c with a message; returns code. */
 int zpp__set_err(zpp_conn *c, int code, const char *msg);
 
-/* zpp_submit with Collective.event_slot (1-based; 0 = none). */
-int zpp__submit_ev(zpp_conn *c, const zpp_coll *call, uint32_t event_slot, uint64_t *req_id);
+/* zpp_submit with Collective.event_slot (1-based; 0 = none) and
+ * Collective.flag_value. */
+int zpp__submit_ev(zpp_conn *c, const zpp_coll *call, uint32_t event_slot, uint64_t flag_value,
+                   uint64_t *req_id);
 
 /* Registers device memory: nfds VMM descriptors with their chunk sizes
  * (sent with SCM_RIGHTS, at most 4 per message; the caller keeps and

@@ -112,6 +112,16 @@ struct be_ops {
     int (*events_open)(void *backend, int device, const uint8_t *const *ready, int n,
                        uint8_t (*done_out)[64], void **state, char *why, size_t why_len);
     void (*events_close)(void *backend, void *state);
+    /* Optional: the session's done flags (Hello.flags_nfds), a memfd of
+     * `size` bytes the caller has checked (sealed against shrinking, that
+     * large), and live_fd, a pipe's write end or -1. The backend owns both
+     * from here on, whatever it returns. 0: after each call that names
+     * event slot i, the slot's stream writes the call's flag value to
+     * 32-bit flag i before it records done event i, until events_close;
+     * live_fd is closed once no stream will write them again. A code with
+     * why: not mapped, nothing written, live_fd closed. */
+    int (*events_flags)(void *backend, void *state, int fd, int live_fd, uint64_t size, char *why,
+                        size_t why_len);
     /* The session's job was aborted: every wait of a job stream on its
      * ready events ends now (as at events_close), whether or not the client
      * ever completes them; the events stay open. NULL: nothing to do. */
@@ -171,8 +181,10 @@ struct be_ops {
     uint64_t (*job_memory)(void *backend, void *job);
     /* Around coll_run: slot s's stream waits on the client's ready event
      * `slot_ev`, and afterwards records the daemon's done event. */
-    int (*call_wait)(struct be_call *c, int s, void *events, int slot_ev);
-    int (*call_record)(struct be_call *c, int s, void *events, int slot_ev);
+    /* flag_value: what the done flag of slot_ev gets after the call, where
+     * events_flags mapped the session's flags (Collective.flag_value). */
+    int (*call_wait)(struct be_call *c, int s, void *events, int slot_ev, uint64_t flag_value);
+    int (*call_record)(struct be_call *c, int s, void *events, int slot_ev, uint64_t flag_value);
     /* Copies `bytes` of slot s's device memory at src into host memory dst
      * and waits for the copy (ordered after the work already enqueued on
      * the slot's stream). Used to verify the content key of a shared hpZ

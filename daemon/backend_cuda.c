@@ -39,11 +39,13 @@
  * calls every tick).
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -885,7 +887,21 @@ struct cu_events {
     uint32_t *flags;    /* n flags of a gate block (host address) */
     CUdeviceptr dflags; /* the same, as the GPU sees them */
     uint32_t *gen;      /* the last value each flag was told to reach */
+    /* The client's done flags (events_flags; chost NULL: none): its memfd
+     * mapped and registered, flag i at cdev + 4 i, written on the slot's
+     * stream before done[i] is recorded. */
+    void *chost;
+    size_t clen;
+    CUdeviceptr cdev;
+    int clive; /* the client's pipe: closed once nothing writes the flags again (-1) */
 };
+
+static void cflags_release_now(struct cu_backend *b, void *p)
+{
+    struct cu_events *ev = p;
+    cu_reaper_host_release(b, ev->device, ev->chost, ev->clen, ev->clive);
+    free(ev);
+}
 
 static void flags_put_now(struct cu_backend *b, void *p)
 {
@@ -937,6 +953,20 @@ static void cuda_events_close(void *backend, void *state)
     /* the block is reused once the job streams' pending waits have read it */
     if (ev->flags)
         cu_defer(b, ev->device, flags_put_now, ev->flags);
+    /* the client's done flags are unmapped once the job streams have
+     * written them (on the reaper: cu_reaper_host_release) */
+    struct cu_events *cf = ev->chost ? calloc(1, sizeof *cf) : NULL;
+    if (cf) {
+        cf->device = ev->device;
+        cf->chost = ev->chost;
+        cf->clen = ev->clen;
+        cf->clive = ev->clive;
+        cu_defer(b, ev->device, cflags_release_now, cf);
+    } else if (ev->chost) {
+        /* the pipe stays open too: the client never takes the flags for
+         * abandoned while they may still be written */
+        ZLOG_W("cuda", "out of memory: a client's done flags stay mapped", "bytes=%zu", ev->clen);
+    }
     free(ev->gen);
     for (int i = 0; i < ev->n; i++) {
         if (ev->ready && ev->ready[i])
@@ -976,6 +1006,7 @@ static int cuda_events_open(void *backend, int device, const uint8_t *const *rea
     }
     ev->device = device;
     ev->n = n;
+    ev->clive = -1;
     if ((rc = cu_gate_flags_get(b, &ev->flags, &ev->dflags))) {
         ev->flags = NULL;
         snprintf(why, why_len, "cannot allocate the session's gate flags (pinned host memory)");
@@ -1015,6 +1046,47 @@ static int cuda_events_open(void *backend, int device, const uint8_t *const *rea
 fail:
     cuda_events_close(b, ev);
     return rc;
+}
+
+static int cuda_events_flags(void *backend, void *state, int fd, int live_fd, uint64_t size,
+                             char *why, size_t why_len)
+{
+    struct cu_backend *b = backend;
+    struct cu_events *ev = state;
+    if (!ev || ev->chost || size < 4u * (uint64_t)ev->n || size > SIZE_MAX) {
+        close(fd);
+        if (live_fd >= 0)
+            close(live_fd);
+        snprintf(why, why_len, "no session events, flags already mapped, or a bad size");
+        return ZPP_EINVAL;
+    }
+    void *p = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+        snprintf(why, why_len, "mmap of the done flags: %s", strerror(errno));
+        if (live_fd >= 0)
+            close(live_fd);
+        return ZPP_EINVAL;
+    }
+    void *d = NULL;
+    cudaError_t e = cu_use(b, ev->device) ? cudaErrorInvalidDevice
+                                          : cudaHostRegister(p, (size_t)size,
+                                                             cudaHostRegisterMapped |
+                                                                 cudaHostRegisterPortable);
+    if (e == cudaSuccess && (e = cudaHostGetDevicePointer(&d, p, 0)) != cudaSuccess)
+        cudaHostUnregister(p);
+    if (e != cudaSuccess) {
+        munmap(p, (size_t)size);
+        snprintf(why, why_len, "cudaHostRegister of the done flags: %s", cudaGetErrorString(e));
+        if (live_fd >= 0)
+            close(live_fd);
+        return ZPP_EBACKEND;
+    }
+    ev->clive = live_fd;
+    ev->chost = p;
+    ev->clen = (size_t)size;
+    ev->cdev = (CUdeviceptr)(uintptr_t)d;
+    return 0;
 }
 
 /* be_ops.check: the GPUs' contexts asked now (cu_health), then each done
@@ -1057,7 +1129,7 @@ static int cuda_check(void *backend, void *events, char *why, size_t why_len)
     return 0;
 }
 
-static int cuda_call_wait(struct be_call *c, int s, void *events, int slot_ev)
+static int cuda_call_wait(struct be_call *c, int s, void *events, int slot_ev, uint64_t flag_value)
 {
     struct cu_events *ev = events;
     struct cu_backend *b = cu_call_backend(c, s);
@@ -1067,6 +1139,7 @@ static int cuda_call_wait(struct be_call *c, int s, void *events, int slot_ev)
         snprintf(c->err, sizeof c->err, "slot %d: no stream or no such event %d", s, slot_ev);
         return ZPP_EINVAL;
     }
+    (void)flag_value; /* written at call_record */
     cu_call_done_note(c, s, ev->done[slot_ev]);
     /* the job stream waits for flag slot_ev to reach v (cyclic >=); the
      * gate raises it once the client's ready event has completed */
@@ -1094,7 +1167,8 @@ static int cuda_call_wait(struct be_call *c, int s, void *events, int slot_ev)
     return 0;
 }
 
-static int cuda_call_record(struct be_call *c, int s, void *events, int slot_ev)
+static int cuda_call_record(struct be_call *c, int s, void *events, int slot_ev,
+                            uint64_t flag_value)
 {
     struct cu_events *ev = events;
     int dev;
@@ -1103,11 +1177,26 @@ static int cuda_call_record(struct be_call *c, int s, void *events, int slot_ev)
         snprintf(c->err, sizeof c->err, "slot %d: no stream or no such event %d", s, slot_ev);
         return ZPP_EINVAL;
     }
-    if (cu_call_done_early(c, s, ev->done[slot_ev]))
-        return 0; /* a fenced launch's thread recorded it (backend_cuda_launch.c) */
-    CUresult r = ZCU(cuEventRecord)(ev->done[slot_ev], st);
-    if (r != CUDA_SUCCESS)
+    /* The client's done flag (events_flags) goes on the same stream, after
+     * the call's last work: before the event, or, where a fenced launch's
+     * thread recorded the event already (backend_cuda_launch.c), right
+     * after it. Not on that thread: work enqueued after its record makes
+     * us record again, and a flag written early could not be taken back.
+     * A client that finds the event complete does not wait on the flag;
+     * one that finds it not complete waits for a write still to come. */
+    int early = cu_call_done_early(c, s, ev->done[slot_ev]);
+    CUdeviceptr flag = ev->chost ? ev->cdev + 4u * (unsigned)slot_ev : 0;
+    CUresult r = CUDA_SUCCESS;
+    if (flag && !early &&
+        (r = ZCU(cuStreamWriteValue32)(st, flag, (uint32_t)flag_value,
+                                       CU_STREAM_WRITE_VALUE_DEFAULT)) != CUDA_SUCCESS)
+        return cu_drv_fail(r, "writing the client's done flag", c->err, sizeof c->err);
+    if (!early && (r = ZCU(cuEventRecord)(ev->done[slot_ev], st)) != CUDA_SUCCESS)
         return cu_drv_fail(r, "cuEventRecord", c->err, sizeof c->err);
+    if (flag && early &&
+        (r = ZCU(cuStreamWriteValue32)(st, flag, (uint32_t)flag_value,
+                                       CU_STREAM_WRITE_VALUE_DEFAULT)) != CUDA_SUCCESS)
+        return cu_drv_fail(r, "writing the client's done flag", c->err, sizeof c->err);
     return 0;
 }
 
@@ -1198,6 +1287,7 @@ const struct be_ops be_cuda_ops = {
     .buf_release = cuda_buf_release,
     .events_open = cuda_events_open,
     .events_close = cuda_events_close,
+    .events_flags = cuda_events_flags,
     .events_release = cuda_events_release,
     .events_ready = cuda_events_ready,
     .check = cuda_check,

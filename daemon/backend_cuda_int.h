@@ -238,6 +238,13 @@ void cu_jobs_tick(struct cu_backend *b, int all);
 int cu_reaper_pending(struct cu_backend *b);
 /* At exit: waits up to wait_ms for the communicators still ending. */
 void cu_reaper_stop(struct cu_backend *b, int wait_ms);
+/* Unregisters (cudaHostUnregister, in device's context) and unmaps host
+ * memory [host, host + len) mapped from a client's memfd, then closes
+ * live_fd (the client's pipe, or -1), on the reaper thread: whether
+ * unregistering waits for the device is not documented, and the loop must
+ * not wait behind a stream parked on a gate. */
+void cu_reaper_host_release(struct cu_backend *b, int device, void *host, size_t len,
+                            int live_fd);
 int cu_job_open_ids(void *backend, const struct be_topo *t, const int *devices, const uint8_t *ids,
                     int nids, void **job, char *why, size_t why_len);
 int cu_make_ids(void *backend, int n, uint8_t *ids, char *why, size_t why_len);

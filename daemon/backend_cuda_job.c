@@ -68,7 +68,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backend_cuda_int.h"
 #include "poll_wait.h"
@@ -326,6 +328,10 @@ static int comm_ngroups(const struct be_topo *t, int k)
 struct cu_dead {
     struct cu_dead *next;
     int abort, n;
+    CUcontext ctx; /* host != NULL: unregister and unmap [host, host + len), */
+    void *host;    /* then close live_fd (if >= 0) */
+    size_t len;
+    int live_fd;
     ncclComm_t comm[];
 };
 
@@ -340,6 +346,19 @@ struct cu_reaper {
 static void dead_end(struct cu_dead *d)
 {
     uint64_t t0 = cu_now_ms();
+    if (d->host) {
+        ZCU(cuCtxSetCurrent)(d->ctx);
+        cudaError_t e = cudaHostUnregister(d->host);
+        munmap(d->host, d->len);
+        if (d->live_fd >= 0)
+            close(d->live_fd);
+        uint64_t ms = cu_now_ms() - t0;
+        if (e != cudaSuccess || ms >= 100)
+            ZLOG_I("cuda", "a client's done flags unmapped (off the loop)", "ms=%" PRIu64 " rc=%s",
+                   ms, cudaGetErrorName(e));
+        free(d);
+        return;
+    }
     for (int i = 0; i < d->n; i++) {
         if (d->abort)
             ncclCommAbort(d->comm[i]);
@@ -444,6 +463,37 @@ void cu_reaper_stop(struct cu_backend *b, int wait_ms)
     free(r);
 }
 
+static void reaper_push(struct cu_backend *b, struct cu_dead *d)
+{
+    struct cu_reaper *r = reaper_get(b);
+    if (!r) {
+        dead_end(d);
+        return;
+    }
+    pthread_mutex_lock(&r->mu);
+    *r->tail = d;
+    r->tail = &d->next;
+    pthread_cond_signal(&r->cv);
+    pthread_mutex_unlock(&r->mu);
+}
+
+void cu_reaper_host_release(struct cu_backend *b, int device, void *host, size_t len,
+                            int live_fd)
+{
+    struct cu_dead *d = calloc(1, sizeof *d);
+    if (!d) { /* no memory to hand it over: a mapping left is better than a loop held */
+        ZLOG_W("cuda", "out of memory: a client's done flags stay mapped", "bytes=%zu", len);
+        if (live_fd >= 0)
+            close(live_fd); /* the streams have passed: nothing writes them again */
+        return;
+    }
+    d->ctx = b->devs[device].ctx;
+    d->host = host;
+    d->len = len;
+    d->live_fd = live_fd;
+    reaper_push(b, d);
+}
+
 /* Destroys (or, abort, aborts) every communicator of j, on the reaper
  * thread (here, if it cannot start). */
 static void comms_release(struct cu_job *j, int abort)
@@ -474,18 +524,8 @@ static void comms_release(struct cu_job *j, int abort)
         for (int k = 0; k < CU_NCOMM; k++)
             j->slots[s].comm[k] = NULL;
     j->comms_gone = 1;
-    if (!d)
-        return;
-    struct cu_reaper *r = reaper_get(j->b);
-    if (!r) {
-        dead_end(d);
-        return;
-    }
-    pthread_mutex_lock(&r->mu);
-    *r->tail = d;
-    r->tail = &d->next;
-    pthread_cond_signal(&r->cv);
-    pthread_mutex_unlock(&r->mu);
+    if (d)
+        reaper_push(j->b, d);
 }
 
 /* 1 while some communicator of j is ncclInProgress, 0 when none is, -1

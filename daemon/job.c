@@ -5,11 +5,13 @@
  */
 #include "job.h"
 
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cluster.h"
 #include "daemon.h"
@@ -168,6 +170,7 @@ static void reply_hello(struct session *s, uint64_t req_id, struct job *j, uint8
     hr.n_done_events = ndone;
     hr.done_events = ev;
     hr.device = s->device;
+    hr.flag_sync = s->flag_sync != 0;
     rep.req_id = req_id;
     rep.body_case = ZPP__REPLY__BODY_HELLO;
     rep.hello = &hr;
@@ -369,7 +372,62 @@ static void job_form(struct job *j)
     job_open_backend(j, NULL, 0);
 }
 
-void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h)
+/* Hello's done flags (proto: Hello.flags_nfds): fd[0] must be a memfd
+ * sealed against shrinking, not against writing, of at least flags_size
+ * bytes, and fd[1], if announced, the write end of a pipe; then a device
+ * backend maps the flags (events_flags) and s->flag_sync says so. A
+ * backend that cannot (the host backend has no streams; a driver that
+ * refuses the memory) leaves the client on its done events, and closes the
+ * pipe, which tells the client that nothing will write them. 0, or an
+ * error already answered. */
+static int hello_flags(struct session *s, const Zpp__Hello *h, int fd[2], uint64_t req_id)
+{
+    struct zppd *d = s->d;
+    struct stat st;
+    if (fd[0] < 0 || (h->flags_nfds == 2 && fd[1] < 0)) {
+        sess_send_error(s, req_id, ZPP_EINVAL,
+                        "hello: flags_nfds is %u but the frame carried fewer descriptors",
+                        h->flags_nfds);
+        return -1;
+    }
+    if (fd[1] >= 0 && (fstat(fd[1], &st) != 0 || !S_ISFIFO(st.st_mode) ||
+                       (fcntl(fd[1], F_GETFL) & O_ACCMODE) != O_WRONLY)) {
+        sess_send_error(s, req_id, ZPP_EINVAL,
+                        "hello: the done flags' second descriptor is not a pipe's write end");
+        return -1;
+    }
+    int seals = fcntl(fd[0], F_GET_SEALS);
+    if (seals < 0 || fstat(fd[0], &st) != 0 || !S_ISREG(st.st_mode)) {
+        sess_send_error(s, req_id, ZPP_EINVAL, "hello: the done-flag descriptor is not a memfd");
+        return -1;
+    }
+    if (!(seals & F_SEAL_SHRINK) || (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE))) {
+        sess_send_error(s, req_id, ZPP_EINVAL,
+                        "hello: the done-flag memfd must be sealed against shrinking "
+                        "(F_SEAL_SHRINK) and not against writing");
+        return -1;
+    }
+    if ((uint64_t)st.st_size < h->flags_size) {
+        sess_send_error(s, req_id, ZPP_EINVAL,
+                        "hello: the done-flag memfd holds %lld bytes; flags_size says %" PRIu64,
+                        (long long)st.st_size, h->flags_size);
+        return -1;
+    }
+    if (!s->events || !d->be->events_flags)
+        return 0; /* no streams to write them: the client waits on its done events */
+    char why[256] = "";
+    int rc = d->be->events_flags(d->be_state, s->events, fd[0], fd[1], h->flags_size, why,
+                                 sizeof why);
+    fd[0] = fd[1] = -1; /* the backend took them, mapped or not */
+    if (rc == 0)
+        s->flag_sync = 1;
+    else
+        ZLOG_W("job", "cannot map a client's done flags: it waits on its done events", "pid=%u why=\"%s\"",
+               h->pid, why);
+    return 0;
+}
+
+void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h, int flags_fd[2])
 {
     struct zppd *d = s->d;
     if (s->role != SESS_ROLE_NONE) {
@@ -464,6 +522,9 @@ void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h)
             s->nevents = ndone = (uint32_t)h->n_ready_events;
         }
     }
+    s->flag_sync = 0;
+    if (h->flags_nfds && hello_flags(s, h, flags_fd, req_id))
+        return;
 
     int multi = h->leader_addr[0] != 0 && nodes > 1;
     uint32_t node = multi ? h->rank / local : 0;
@@ -893,6 +954,7 @@ void job_submit(struct session *s, uint64_t req_id, const Zpp__Collective *w)
     sub->s = s;
     sub->req_id = req_id;
     sub->event_slot = w->event_slot;
+    sub->flag_value = w->flag_value;
     sess_ref(s);
     s->pending++;
     c->nsub++;
@@ -1083,7 +1145,8 @@ static void call_enqueue(struct job *j, struct call *c)
     for (uint32_t s = 0; s < j->nlocal && !rc; s++) {
         struct call_sub *sub = &c->subs[j->lo + s];
         if (sub->event_slot)
-            rc = d->be->call_wait(&x->call, (int)s, sub->s->events, (int)sub->event_slot - 1);
+            rc = d->be->call_wait(&x->call, (int)s, sub->s->events, (int)sub->event_slot - 1,
+                                  sub->flag_value);
     }
     if (!rc)
         rc = coll_run(x);
@@ -1118,7 +1181,8 @@ static void call_enqueued(struct job *j, struct call *c, int rc)
         struct call_sub *sub = &c->subs[j->lo + s];
         if (!sub->event_slot || !d->be->call_record)
             continue;
-        int r = d->be->call_record(&x->call, (int)s, sub->s->events, (int)sub->event_slot - 1);
+        int r = d->be->call_record(&x->call, (int)s, sub->s->events, (int)sub->event_slot - 1,
+                                   sub->flag_value);
         if (r && !rc) {
             rc = r;
             snprintf(x->msg, sizeof x->msg, "cannot record the done event: %s", x->call.err);

@@ -52,6 +52,7 @@ struct call_sub {
     struct buffer *in, *out; /* buffer refs */
     uint64_t in_off, out_off;
     uint32_t event_slot; /* cuda: 1 + the session's event slot; 0 none */
+    uint64_t flag_value; /* cuda: written to the slot's done flag after the call */
     int submitted, replied;
 };
 
@@ -138,7 +139,10 @@ struct job {
 
 /* Handles a rank's Hello: finds or creates the job and joins it. Replies
  * on s (success or error). */
-void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h);
+/* flags_fd: the descriptors of Hello's done flags (Hello.flags_nfds: the
+ * memfd, then the pipe), -1 where none came; each set to -1 when the
+ * backend took it, else the caller closes it. */
+void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h, int flags_fd[2]);
 
 /* Handles a collective call from a member. Replies now (error) or later. */
 void job_submit(struct session *s, uint64_t req_id, const Zpp__Collective *c);

@@ -274,11 +274,18 @@ void sess_dispatch(struct session *s, const Zpp__Request *req)
      * unnoticed (job_leave would take that death for a leave). */
     s->goodbye = req->body_case == ZPP__REQUEST__BODY_GOODBYE;
     switch (req->body_case) {
-    case ZPP__REQUEST__BODY_HELLO:
-        /* this daemon takes no stream-flag array (a reserved field) */
-        sess_drop_announced_fds(s, req);
-        job_hello(s, req->req_id, req->hello);
+    case ZPP__REQUEST__BODY_HELLO: {
+        /* the done flags' descriptors, if the frame announced them:
+         * job_hello hands them to the backend or leaves them to be closed */
+        int ffd[2] = {-1, -1};
+        for (uint32_t i = 0; i < req->hello->flags_nfds && i < 2; i++)
+            ffd[i] = sess_take_fd(s);
+        job_hello(s, req->req_id, req->hello, ffd);
+        for (int i = 0; i < 2; i++)
+            if (ffd[i] >= 0)
+                close(ffd[i]);
         break;
+    }
     case ZPP__REQUEST__BODY_REGISTER_BUFFER:
         do_register(s, req->req_id, req->register_buffer);
         break;

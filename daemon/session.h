@@ -86,6 +86,7 @@ struct session {
     int device;      /* cuda: the daemon's index of the client's GPU */
     void *events;    /* cuda: the session's event pools */
     uint32_t nevents;
+    int flag_sync;   /* cuda: the backend writes the client's done flags (Hello.flags_nfds) */
     uint32_t pending; /* collective calls waiting for a reply */
     int says_goodbye; /* Hello: the client sends Goodbye before a deliberate close */
     int goodbye;      /* it did: a disconnect now is a leave, not a death */

@@ -194,7 +194,7 @@ static int str_empty(const char *s)
         }                                                                                          \
     } while (0)
 
-#define ZPP_MAX_FLAGS_BYTES (64ull << 20) /* Hello.flags_size cap (a few VMM granules) */
+#define ZPP_MAX_FLAGS_BYTES (64u << 10) /* Hello.flags_size cap: pinned by the daemon per session */
 
 static int validate_hello(const Zpp__Hello *h, const char **why)
 {
@@ -202,17 +202,19 @@ static int validate_hello(const Zpp__Hello *h, const char **why)
     for (size_t i = 0; i < h->n_ready_events; i++)
         CHECK(h->ready_events[i].len == CUDA_IPC_HANDLE_BYTES, ZPP_EINVAL,
               "hello.ready_events: each event handle must be 64 bytes");
-    CHECK(h->flags_nfds <= 1, ZPP_EINVAL, "hello.flags_nfds: at most one flag array");
+    CHECK(h->flags_nfds <= 2, ZPP_EINVAL,
+          "hello.flags_nfds: a flag array and at most one pipe");
     CHECK(h->nslots <= ZPP_MAX_EVENTS, ZPP_EINVAL, "hello.nslots: too many flag slots");
-    CHECK(h->flag_bits == 0 || h->flag_bits == 32 || h->flag_bits == 64, ZPP_EINVAL,
-          "hello.flag_bits: 32 or 64");
-    if (h->flags_nfds)
-        CHECK(h->nslots >= 1 && h->flags_size >= 16u * (uint64_t)h->nslots &&
-                  h->flags_size <= ZPP_MAX_FLAGS_BYTES,
-              ZPP_EINVAL, "hello.flags_size: must hold 2 * nslots flags (at most 64 MiB)");
-    else
+    CHECK(h->flag_bits == 0 || h->flag_bits == 32, ZPP_EINVAL, "hello.flag_bits: 32 (or 0)");
+    if (h->flags_nfds) {
+        CHECK(h->nslots >= 1 && h->nslots == h->n_ready_events, ZPP_EINVAL,
+              "hello.nslots: one done flag per ready event");
+        CHECK(h->flags_size >= 4u * (uint64_t)h->nslots && h->flags_size <= ZPP_MAX_FLAGS_BYTES,
+              ZPP_EINVAL, "hello.flags_size: must hold nslots 32-bit flags (at most 64 KiB)");
+    } else {
         CHECK(h->nslots == 0 && h->flags_size == 0, ZPP_EINVAL,
               "hello.nslots: flag slots without a flag array");
+    }
     CHECK(h->role == ZPP__ROLE__ROLE_RANK || h->role == ZPP__ROLE__ROLE_ADMIN, ZPP_EINVAL,
           "hello.role: unknown role");
     CHECK(str_ok(h->job_id, ZPP_MAX_JOB_ID), ZPP_EINVAL, "hello.job_id: too long");

@@ -36,8 +36,18 @@ ZPP_EXPORT int zpp_cuda_device_uuid(char out[ZPP_CUDA_UUID_LEN]);
 
 /* Creates the connection's pool of n_events interprocess events (1..64)
  * on the current context's device; call before zpp_hello, which then sends
- * them and keeps the daemon's. Freed by zpp_close. */
+ * them and keeps the daemon's. Unless ZPP_DONE_FLAGS=0 it also offers the
+ * daemon done flags in host memory (docs/cuda.md, "Done flags"). Freed by
+ * zpp_close. */
 ZPP_EXPORT int zpp_cuda_attach(zpp_conn *c, int n_events);
+
+/* 1 when the daemon took the connection's done flags at zpp_hello: streams
+ * wait on flags zppd writes, and that libzpp raises itself should zppd's
+ * process end with calls answered and not done (their output is then
+ * undefined, and zpp_check and the next call say ZPP_ECLOSED); 0 when they
+ * wait on the daemon's done events (ZPP_DONE_FLAGS=0, the host backend, a
+ * daemon that could not map them) or c is not attached. */
+ZPP_EXPORT int zpp_cuda_done_flags(const zpp_conn *c);
 
 /* Registers the device memory around [dptr, dptr + len): a VMM allocation
  * (cuMemCreate with the POSIX-fd handle type; PyTorch expandable segments)
@@ -64,7 +74,8 @@ ZPP_EXPORT int zpp_collective_async(zpp_conn *c, const zpp_coll *call, CUstream 
  * daemon's work: results may be used by work enqueued on stream after
  * this returns. res may be NULL. A call of at most 1 MiB found finished
  * (its done event polled for up to ZPP_DONE_SPIN_US, default 20) needs no
- * wait on the stream, and gets none. */
+ * wait on the stream, and gets none. The wait is on the call's done flag
+ * where zpp_cuda_done_flags says 1, else on its done event. */
 ZPP_EXPORT int zpp_wait_stream(zpp_conn *c, uint64_t req_id, CUstream stream, zpp_result *res);
 
 #ifdef __cplusplus

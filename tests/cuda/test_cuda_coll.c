@@ -1390,14 +1390,23 @@ static int death_child(int rank, void *arg)
                "%d's zppd killed?); %d calls\n",
                rank, node, o->death_bound_ms + DEATH_GRACE_MS, DEATH_MARK_CALLS, DEATH_NODE, i - 1);
     } else if (killed) {
-        /* any failure: the rank itself returned. A stream still waiting on
-         * its dead zppd's done event is the known limit, said as such */
-        ok = 1;
-        printf("PASS death: rank %d (node %d, its zppd %s) returned %.0f ms after its last "
-               "successful call, %s%s\n",
-               rank, node, o->death_how == DEATH_ZPPD_STOPPED ? "stopped" : "killed", ms, how,
-               gpu > 0 ? " (known: answered work lost with the daemon, docs/cuda.md \"Not done\")"
-                       : "");
+        /* Any failure: the rank itself returned. With done flags a stream
+         * must not wait on a killed zppd's call for good: libzpp raises
+         * the flag once the daemon's process has ended; and then the
+         * connection is closed (zpp_check). Without them (ZPP_DONE_FLAGS=0)
+         * a stream still waiting is the known limit, said as such. */
+        int flags = zpp_cuda_done_flags(gc), zkilled = o->death_how == DEATH_ZPPD_KILLED;
+        int chk = zkilled ? zpp_check(gc) : 0;
+        ok = !(zkilled && flags && (gpu > 0 || chk != ZPP_ECLOSED));
+        printf("%s death: rank %d (node %d, its zppd %s) returned %.0f ms after its last "
+               "successful call, %s; done flags %s%s%s\n",
+               ok ? "PASS" : "FAIL", rank, node,
+               o->death_how == DEATH_ZPPD_STOPPED ? "stopped" : "killed", ms, how,
+               flags ? "on" : "off",
+               gpu > 0 && flags ? " (its stream still waited: done flags should have released it)"
+               : gpu > 0 ? " (known without done flags: answered work lost with the daemon)"
+                         : "",
+               zkilled && chk != ZPP_ECLOSED ? "; zpp_check did not say ZPP_ECLOSED" : "");
     } else {
         /* node 0 names the node, and for a dead client the rank too; node
          * 1, whose zppd saw the client go, names the rank */

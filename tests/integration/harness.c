@@ -889,6 +889,18 @@ int zh_count_fds(pid_t pid)
     return n;
 }
 
+int zh_steady_fds(pid_t pid)
+{
+    int last = zh_count_fds(pid), same = 0;
+    for (int i = 0; i < 100 && same < 6; i++) {
+        usleep(50000);
+        int now = zh_count_fds(pid);
+        same = now == last ? same + 1 : 0;
+        last = now;
+    }
+    return last;
+}
+
 int zh_submit_long_qgz(zpp_conn *c, uint32_t count, zpp_shm **in, zpp_shm **out,
                        uint64_t *in_id, uint64_t *out_id, uint64_t *req)
 {

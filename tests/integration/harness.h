@@ -174,4 +174,9 @@ int zh_raw_closed(int fd, int timeout_ms);
 /* Number of open descriptors of process pid (from /proc), -1 on error. */
 int zh_count_fds(pid_t pid);
 
+/* zh_count_fds once steady: the same count for 300 ms (at most 5 s). A
+ * connection just closed, such as zh_daemon_start's status query, may
+ * still hold one until the daemon reaps its session. */
+int zh_steady_fds(pid_t pid);
+
 #endif

@@ -63,21 +63,6 @@ static int send_unclaimed(int sock, int fd, int n)
     return 0;
 }
 
-/* The daemon's descriptors once steady (the same count for 300 ms; a
- * connection just closed, such as zh_daemon_start's status query, may
- * still hold one until the daemon reaps its session). */
-static int steady_fds(const zh_daemon *d)
-{
-    int last = zh_count_fds(d->pid), same = 0;
-    for (int i = 0; i < 100 && same < 6; i++) {
-        usleep(50000);
-        int now = zh_count_fds(d->pid);
-        same = now == last ? same + 1 : 0;
-        last = now;
-    }
-    return last;
-}
-
 /* Waits (up to 5 s) for the daemon to be back at `want` descriptors. */
 static int fds_back_to(const zh_daemon *d, int want)
 {
@@ -98,7 +83,7 @@ static void registration_of_256(void)
     ASSERT_EQ(zh_daemon_start(NULL, &d), 0);
     zpp_conn *c = NULL;
     ASSERT_EQ(zh_connect_join(&d, "many-fds", 0, 1, 1, &c), 0);
-    int base = steady_fds(&d);
+    int base = zh_steady_fds(d.pid);
     ASSERT(base > 0);
 
     zpp_shm *m;
@@ -142,7 +127,7 @@ static void daemon_budget_child(void)
     zh_daemon d;
     ASSERT_EQ(zh_daemon_start(NULL, &d), 0);
     ASSERT(zh_daemon_log_contains(&d, "client_budget=300"));
-    int base = steady_fds(&d);
+    int base = zh_steady_fds(d.pid);
 
     zpp_shm *m;
     ASSERT_EQ(zpp_shm_create(4096, &m), 0);

@@ -451,21 +451,29 @@ static void base(fixture_t *f, int kind)
       f->coll.op = ZPP__OP__ALLGATHER)                                                             \
     X(coll_input_missing, K_COLL, ZPP_EINVAL, "collective.input", f->coll.input = NULL)            \
     X(coll_output_missing, K_COLL, ZPP_EINVAL, "collective.output", f->coll.output = NULL)         \
-    X(hello_flags_nfds_two, K_HELLO, ZPP_EINVAL, "hello.flags_nfds",                               \
-      (f->hello.flags_nfds = 2, f->hello.nslots = 1, f->hello.flags_size = 16))                    \
+    X(hello_flags_nfds_three, K_HELLO, ZPP_EINVAL, "hello.flags_nfds",                             \
+      (f->hello.flags_nfds = 3, f->hello.nslots = 1, f->hello.flags_size = 4))                     \
     X(hello_nslots_too_many, K_HELLO, ZPP_EINVAL, "hello.nslots",                                  \
       (f->hello.flags_nfds = 1, f->hello.nslots = ZPP_MAX_EVENTS + 1,                              \
-       f->hello.flags_size = 16u * (ZPP_MAX_EVENTS + 1)))                                          \
+       f->hello.flags_size = 4u * (ZPP_MAX_EVENTS + 1)))                                           \
     X(hello_flag_bits_sixteen, K_HELLO, ZPP_EINVAL, "hello.flag_bits", f->hello.flag_bits = 16)    \
     X(hello_flag_bits_one, K_HELLO, ZPP_EINVAL, "hello.flag_bits", f->hello.flag_bits = 1)         \
-    X(hello_flags_array_without_slots, K_HELLO, ZPP_EINVAL, "hello.flags_size",                    \
+    X(hello_flag_bits_sixty_four, K_HELLO, ZPP_EINVAL, "hello.flag_bits",                          \
+      f->hello.flag_bits = 64)                                                                     \
+    X(hello_flags_array_without_slots, K_HELLO, ZPP_EINVAL, "hello.nslots",                        \
       (f->hello.flags_nfds = 1, f->hello.nslots = 0, f->hello.flags_size = 4096))                  \
-    X(hello_flags_size_below_two_flags_per_slot, K_HELLO, ZPP_EINVAL, "hello.flags_size",          \
-      (f->hello.flags_nfds = 1, f->hello.nslots = 4, f->hello.flags_size = 63))                    \
+    X(hello_flags_nslots_not_ready_events, K_HELLO, ZPP_EINVAL, "hello.nslots",                    \
+      (f->hello.flags_nfds = 1, f->hello.nslots = 4, f->hello.flags_size = 16,                     \
+       f->hello.n_ready_events = 3, f->hello.ready_events = f->events))                            \
+    X(hello_flags_size_below_one_flag_per_slot, K_HELLO, ZPP_EINVAL, "hello.flags_size",           \
+      (f->hello.flags_nfds = 1, f->hello.nslots = 4, f->hello.flags_size = 15,                     \
+       f->hello.n_ready_events = 4, f->hello.ready_events = f->events))                            \
     X(hello_flags_size_zero_with_array, K_HELLO, ZPP_EINVAL, "hello.flags_size",                   \
-      (f->hello.flags_nfds = 1, f->hello.nslots = 1, f->hello.flags_size = 0))                     \
-    X(hello_flags_size_over_64_mib, K_HELLO, ZPP_EINVAL, "hello.flags_size",                       \
-      (f->hello.flags_nfds = 1, f->hello.nslots = 1, f->hello.flags_size = (64ull << 20) + 1))     \
+      (f->hello.flags_nfds = 1, f->hello.nslots = 1, f->hello.flags_size = 0,                      \
+       f->hello.n_ready_events = 1, f->hello.ready_events = f->events))                            \
+    X(hello_flags_size_over_64_kib, K_HELLO, ZPP_EINVAL, "hello.flags_size",                       \
+      (f->hello.flags_nfds = 1, f->hello.nslots = 1, f->hello.flags_size = (64u << 10) + 1,        \
+       f->hello.n_ready_events = 1, f->hello.ready_events = f->events))                            \
     X(hello_nslots_without_flag_array, K_HELLO, ZPP_EINVAL, "hello.nslots", f->hello.nslots = 1)   \
     X(hello_flags_size_without_flag_array, K_HELLO, ZPP_EINVAL, "hello.nslots",                    \
       f->hello.flags_size = 4096)                                                                  \
@@ -563,28 +571,29 @@ static void test_validate_accepts_flag_array_and_content_key_fields(void)
 {
     fixture_t f;
     const char *why = NULL;
-    static const uint32_t bits[] = {0, 32, 64};
+    static const uint32_t bits[] = {0, 32};
     for (size_t i = 0; i < sizeof(bits) / sizeof(bits[0]); i++) {
         base(&f, K_HELLO);
         f.hello.flag_bits = bits[i];
         ASSERT_EQ(zpp_request_validate(&f.req, &why), 0);
     }
-    /* One flag array: 2 * nslots 8-byte flags fit exactly; the most slots;
-     * the largest array. */
+    /* One flag array beside the event pool: nslots 4-byte flags fit
+     * exactly; the most slots; the largest array. */
     base(&f, K_HELLO);
     f.hello.flags_nfds = 1;
     f.hello.nslots = 1;
-    f.hello.flags_size = 16;
+    f.hello.flags_size = 4;
     f.hello.flag_bits = 32;
-    ASSERT_EQ(zpp_request_validate(&f.req, &why), 0);
-    f.hello.nslots = ZPP_MAX_EVENTS;
-    f.hello.flags_size = 16u * ZPP_MAX_EVENTS;
-    ASSERT_EQ(zpp_request_validate(&f.req, &why), 0);
-    f.hello.flags_size = 64ull << 20;
-    ASSERT_EQ(zpp_request_validate(&f.req, &why), 0);
-    /* Offered alongside the event pool. */
-    f.hello.n_ready_events = ZPP_MAX_EVENTS;
+    f.hello.n_ready_events = 1;
     f.hello.ready_events = f.events;
+    ASSERT_EQ(zpp_request_validate(&f.req, &why), 0);
+    f.hello.nslots = f.hello.n_ready_events = ZPP_MAX_EVENTS;
+    f.hello.flags_size = 4u * ZPP_MAX_EVENTS;
+    ASSERT_EQ(zpp_request_validate(&f.req, &why), 0);
+    f.hello.flags_size = 64u << 10;
+    ASSERT_EQ(zpp_request_validate(&f.req, &why), 0);
+    /* with the pipe that says when the daemon is done with them */
+    f.hello.flags_nfds = 2;
     ASSERT_EQ(zpp_request_validate(&f.req, &why), 0);
     /* An admin hello is held to the same flag rules (they come first). */
     base(&f, K_HELLO);

@@ -1,0 +1,221 @@
+/*
+ * test_done_flags.c — libzpp's done-flag blocks and their watcher
+ * (client/done_flags.c), without CUDA: the flags are plain host memory
+ * here, written by the test where zppd's stream would write them.
+ *
+ * What must hold: a flag is raised by the client only once the pipe's
+ * write end, zppd's, is closed everywhere (the session ended or zppd died),
+ * never before; then every value promised on the block is raised, flags
+ * the daemon wrote already stay as they are, and a wait enqueued after the
+ * hang-up raises its own flag; a block returns to the pool only when both
+ * its connection and its pipe are done with it, and its values keep
+ * growing; a forked child that holds the write end keeps the flags down
+ * until it exits.
+ */
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "client/done_flags.h"
+#include "test.h"
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Waits up to ms for flag slot of b to reach v; 1 if it did. */
+static int wait_reached(zpp_dflags *b, int slot, uint32_t v, int ms)
+{
+    int64_t end = now_ms() + ms;
+    while (!zpp__dflags_reached(b, slot, v)) {
+        if (now_ms() > end)
+            return 0;
+        usleep(1000);
+    }
+    return 1;
+}
+
+/* A fresh block: a sealed memfd of one page, every flag 0. */
+static void test_fresh_block(void)
+{
+    zpp_dflags *b = NULL;
+    ASSERT_EQ(zpp__dflags_get(&b), 0);
+    int seals = fcntl(b->memfd, F_GET_SEALS);
+    ASSERT(seals >= 0);
+    ASSERT((seals & (F_SEAL_SHRINK | F_SEAL_GROW)) == (F_SEAL_SHRINK | F_SEAL_GROW));
+    ASSERT_EQ(lseek(b->memfd, 0, SEEK_END), ZPP_DFLAGS_BYTES);
+    for (int i = 0; i < ZPP_DFLAGS_N; i++)
+        ASSERT_EQ(b->flags[i], 0);
+    zpp__dflags_put(b); /* never watched: pooled at once */
+}
+
+/* The daemon's session ends normally: it wrote what it ran, closes the
+ * pipe; the client raises only what was promised and never written (a
+ * refused call), and the block is pooled once its connection puts it. */
+static void test_session_end(void)
+{
+    zpp_dflags *b = NULL;
+    int rfd, wfd, pooled, held;
+    ASSERT_EQ(zpp__dflags_get(&b), 0);
+    ASSERT_EQ(zpp__dflags_pipe(&rfd, &wfd), 0);
+    ASSERT_EQ(zpp__dflags_watch(b, rfd), 0);
+    uint32_t v3 = zpp__dflags_arm(b, 3), v5 = zpp__dflags_arm(b, 5);
+    ASSERT(v5 != v3);
+    __atomic_store_n(&b->flags[3], v3, __ATOMIC_RELEASE); /* "zppd's stream" */
+    usleep(50000);
+    ASSERT_EQ(zpp__dflags_reached(b, 5, v5), 0); /* the pipe is open: nobody raises it */
+    zpp__dflags_after_wait(b, 5, v5);           /* nor does a wait while it is */
+    ASSERT_EQ(zpp__dflags_reached(b, 5, v5), 0);
+    zpp__dflags_counts(&pooled, &held);
+    ASSERT_GE(held, 1);
+    close(wfd); /* the daemon is done with the flags */
+    ASSERT_EQ(wait_reached(b, 5, v5, 5000), 1);
+    ASSERT_EQ(b->flags[3], v3);
+    ASSERT_EQ(atomic_load(&b->hup), 1);
+    /* a wait enqueued after the hang-up raises its own flag */
+    uint32_t v7 = zpp__dflags_arm(b, 7);
+    zpp__dflags_after_wait(b, 7, v7);
+    ASSERT_EQ(zpp__dflags_reached(b, 7, v7), 1);
+    /* pooled once the connection lets go; the next get reuses it and the
+     * values keep growing */
+    int p0, h0;
+    zpp__dflags_counts(&p0, &h0);
+    zpp__dflags_put(b);
+    zpp__dflags_counts(&pooled, &held);
+    ASSERT_EQ(pooled, p0 + 1);
+    zpp_dflags *again = NULL;
+    ASSERT_EQ(zpp__dflags_get(&again), 0);
+    ASSERT(again == b);
+    ASSERT_EQ(atomic_load(&again->hup), 0);
+    uint32_t v = zpp__dflags_arm(again, 3);
+    ASSERT((int32_t)(v - v7) > 0);
+    zpp__dflags_put(again);
+}
+
+/* The connection closes first (zpp_close with calls whose writes are still
+ * to come): the block is not pooled, so no new connection can share it
+ * while zppd may still write it; it is once the pipe hangs up. */
+static void test_put_before_hangup(void)
+{
+    zpp_dflags *b = NULL;
+    int rfd, wfd, p0, h0, pooled, held;
+    ASSERT_EQ(zpp__dflags_get(&b), 0);
+    ASSERT_EQ(zpp__dflags_pipe(&rfd, &wfd), 0);
+    ASSERT_EQ(zpp__dflags_watch(b, rfd), 0);
+    uint32_t v = zpp__dflags_arm(b, 0);
+    zpp__dflags_counts(&p0, &h0);
+    zpp__dflags_put(b);
+    zpp__dflags_counts(&pooled, &held);
+    ASSERT_EQ(pooled, p0);
+    zpp_dflags *other = NULL;
+    ASSERT_EQ(zpp__dflags_get(&other), 0);
+    ASSERT(other != b);
+    close(wfd);
+    ASSERT_EQ(wait_reached(b, 0, v, 5000), 1);
+    int64_t end = now_ms() + 5000;
+    do {
+        zpp__dflags_counts(&pooled, &held);
+        if (pooled == p0 + 1)
+            break;
+        usleep(1000);
+    } while (now_ms() < end);
+    ASSERT_EQ(pooled, p0 + 1);
+    zpp__dflags_put(other);
+}
+
+/* zppd as another process that holds the write end and dies: the flags
+ * stay down while it lives, and come up within a bound once it is gone.
+ * Bytes written on the pipe (zppd writes none) do not count as a hang-up. */
+static void test_daemon_process_dies(void)
+{
+    zpp_dflags *b = NULL;
+    int rfd, wfd;
+    ASSERT_EQ(zpp__dflags_get(&b), 0);
+    ASSERT_EQ(zpp__dflags_pipe(&rfd, &wfd), 0);
+    int go[2];
+    ASSERT_EQ(pipe(go), 0);
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) { /* "zppd": holds wfd, writes a stray byte, waits to be killed */
+        close(rfd);
+        close(go[1]);
+        char x = 'z';
+        ssize_t w = write(wfd, &x, 1);
+        (void)w;
+        char c;
+        ssize_t r = read(go[0], &c, 1); /* until killed */
+        (void)r;
+        _exit(0);
+    }
+    close(wfd); /* only the child holds the write end now */
+    close(go[0]);
+    ASSERT_EQ(zpp__dflags_watch(b, rfd), 0);
+    uint32_t v = zpp__dflags_arm(b, 9);
+    usleep(200000);
+    ASSERT_EQ(zpp__dflags_reached(b, 9, v), 0);
+    ASSERT_EQ(atomic_load(&b->hup), 0);
+    int64_t t0 = now_ms();
+    kill(pid, SIGKILL);
+    int st;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    ASSERT_EQ(wait_reached(b, 9, v, 5000), 1);
+    printf("info: raised %lld ms after the kill\n", (long long)(now_ms() - t0));
+    close(go[1]);
+    zpp__dflags_put(b);
+}
+
+/* A forked child of a process with a watcher starts its own: its blocks
+ * are watched and raised like the parent's. */
+static void test_fork_child_has_a_watcher(void)
+{
+    pid_t pid = fork();
+    ASSERT(pid >= 0);
+    if (pid == 0) {
+        zpp_dflags *b = NULL;
+        int rfd, wfd;
+        if (zpp__dflags_get(&b) || zpp__dflags_pipe(&rfd, &wfd) || zpp__dflags_watch(b, rfd))
+            _exit(2);
+        uint32_t v = zpp__dflags_arm(b, 1);
+        close(wfd);
+        _exit(wait_reached(b, 1, v, 5000) ? 0 : 3);
+    }
+    int st;
+    ASSERT_EQ(waitpid(pid, &st, 0), pid);
+    ASSERT(WIFEXITED(st));
+    ASSERT_EQ(WEXITSTATUS(st), 0);
+}
+
+/* Values wrap: the promise after 0xffffffff skips 0 (every flag's first
+ * value), and a raise to a value past the wrap is a raise. */
+static void test_wrap(void)
+{
+    zpp_dflags *b = NULL;
+    ASSERT_EQ(zpp__dflags_get(&b), 0);
+    atomic_store(&b->next, 0xfffffffeu);
+    ASSERT_EQ(zpp__dflags_arm(b, 2), 0xffffffffu);
+    ASSERT_EQ(zpp__dflags_arm(b, 2), 1u);
+    __atomic_store_n(&b->flags[2], 0xfffffff0u, __ATOMIC_RELEASE);
+    ASSERT_EQ(zpp__dflags_reached(b, 2, 1u), 0);
+    zpp__dflags_raise(b, 2, 1u);
+    ASSERT_EQ(zpp__dflags_reached(b, 2, 1u), 1);
+    zpp__dflags_raise(b, 2, 0xfffffff0u); /* older: no change */
+    ASSERT_EQ(b->flags[2], 1u);
+    zpp__dflags_put(b);
+}
+
+int main(void)
+{
+    test_fresh_block();
+    test_session_end();
+    test_put_before_hangup();
+    test_daemon_process_dies();
+    test_fork_child_has_a_watcher();
+    test_wrap();
+    printf("6 passed, 0 failed\n");
+    return 0;
+}
