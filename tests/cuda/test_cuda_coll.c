@@ -105,6 +105,7 @@ struct opts {
     const char *daemon_log; /* -l: the daemon's log, for -R */
     const char *admit_key;  /* -M: the memory limit the daemon runs with */
     const char *marker;     /* -D: created once the job runs (node 1 then fails, -E) */
+    const char *lost;       /* -X: created once a call is answered and held (zppd then killed) */
     int death_how;          /* -E: DEATH_ZPPD_KILLED, DEATH_ZPPD_STOPPED, DEATH_CLIENT_KILLED */
     int death_bound_ms;     /* -T: a survivor's failure comes this soon at most */
     char job[64];           /* -R, -M, -D: the job id, unique per run */
@@ -376,6 +377,96 @@ static int conc_child(int c, void *arg)
     return bad;
 }
 
+#define LOST_BYTES (4u << 20)  /* the held call's tensor: over the small calls' spin */
+#define LOST_GONE_MS 30000     /* the longest wait for zppd to be killed */
+#define LOST_DRAIN_MS 10000    /* the stream must be done this soon after it is let go */
+
+/* -X MARKER: a call answered by a zppd that is then SIGKILLed with the
+ * call's work still queued (docs/cuda.md, "Done flags"). One rank, world
+ * 1, on one daemon. Its stream is held by a wait on host memory of its own
+ * before the call, so the daemon's stream, which waits for the call's ready
+ * event, cannot run the call; zppd answers at once all the same. The rank
+ * creates MARKER, the caller SIGKILLs zppd, and once the connection is
+ * gone (zpp_check says ZPP_ECLOSED) the rank lets its stream go. With done
+ * flags (zpp_cuda_done_flags) the stream must be done within
+ * LOST_DRAIN_MS: libzpp raised the flag when zppd's pipe closed. Without
+ * them (ZPP_DONE_FLAGS=0) it waits on the dead daemon's done event, which
+ * nobody completes: the known limit, reported as KNOWN and not failed. */
+static int run_lost(struct opts *o)
+{
+    struct rank_io r;
+    o->world = o->nodes = 1;
+    snprintf(o->job, sizeof o->job, "cuda-lost-%d", (int)getpid());
+    if (rank_open(o, 0, 0, o->job, NULL, 4, LOST_BYTES, LOST_BYTES, &r))
+        return 1;
+    int rank = 0, flags = zpp_cuda_done_flags(r.c);
+    zpp_conn *gc = r.c; /* (CK's words) */
+    uint32_t *hold = NULL;
+    CUdeviceptr dhold;
+    CUstream st;
+    CK("hold flag", cuMemHostAlloc((void **)&hold, 4096,
+                                   CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) !=
+                        CUDA_SUCCESS);
+    *hold = 0;
+    CK("hold flag address", cuMemHostGetDevicePointer(&dhold, hold, 0) != CUDA_SUCCESS);
+    CK("stream", cuStreamCreate(&st, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS);
+    CK("hold the stream", cuStreamWaitValue32(st, dhold, 1, CU_STREAM_WAIT_VALUE_GEQ) !=
+                              CUDA_SUCCESS);
+    zpp_coll call;
+    zpp_result res = {0};
+    uint64_t id = 0;
+    zpp_coll_init(&call, ZPP_OP_ALLGATHER, ZPP_BF16, LOST_BYTES / 2);
+    call.input = r.in;
+    call.output = r.out;
+    CK("submit", zpp_collective_async(r.c, &call, st, &id));
+    int rc = zpp_wait_stream(r.c, id, st, &res);
+    if (rc || cuStreamQuery(st) != CUDA_ERROR_NOT_READY) {
+        printf("FAIL lost: the held call was not answered and queued (%s: %s)\n",
+               rc ? zpp_err_name(rc) : "its stream ran", rc ? zpp_last_error(r.c) : "");
+        return 1;
+    }
+    int fd = open(o->lost, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CK("creating the marker", fd < 0);
+    close(fd);
+    printf("info: lost: call answered, its work queued behind the held stream; done flags %s; "
+           "%s created, waiting for zppd to go\n",
+           flags ? "on" : "off", o->lost);
+    double t0 = cut_now_us();
+    int chk;
+    while ((chk = zpp_check(r.c)) != ZPP_ECLOSED && cut_now_us() - t0 < LOST_GONE_MS * 1e3)
+        usleep(20000);
+    if (chk != ZPP_ECLOSED) {
+        printf("FAIL lost: zppd still answered %d ms after the marker (zpp_check %s)\n",
+               LOST_GONE_MS, zpp_err_name(chk));
+        return 1;
+    }
+    double t1 = cut_now_us();
+    __atomic_store_n(hold, 1u, __ATOMIC_RELEASE);
+    CUresult q;
+    while ((q = cuStreamQuery(st)) == CUDA_ERROR_NOT_READY && cut_now_us() - t1 < LOST_DRAIN_MS * 1e3)
+        usleep(1000);
+    double ms = (cut_now_us() - t1) / 1e3;
+    int drained = q == CUDA_SUCCESS;
+    if (flags)
+        printf("%s lost: zppd gone %.0f ms after the marker; the stream, let go then, %s %.1f ms "
+               "later; zpp_check %s\n",
+               drained ? "PASS" : "FAIL", (t1 - t0) / 1e3,
+               drained ? "was done" : q == CUDA_ERROR_NOT_READY ? "still waited" : "failed", ms,
+               zpp_err_name(chk));
+    else
+        printf("KNOWN lost: done flags off: the stream %s %.1f ms after it was let go (a wait on "
+               "a dead daemon's done event never ends)\n",
+               drained ? "was done (unexpected)" : q == CUDA_ERROR_NOT_READY ? "still waited"
+                                                                             : "failed",
+               ms);
+    /* a stream still waiting keeps the buffers: exit takes them */
+    if (drained)
+        rank_close(&r);
+    else
+        zpp_close(r.c);
+    return flags && !drained ? 1 : 0;
+}
+
 static int run_kill(const struct opts *o)
 {
     uint64_t before[8] = {0}, after[8] = {0};
@@ -490,7 +581,9 @@ static int coll_child(int rank, void *arg)
     char uuid[ZPP_CUDA_UUID_LEN], job[64], sock[256];
     int W = o->world, N = o->nodes, G = W / N, fails = 0, node = rank / G;
     int have_host = o->host_sock != NULL, spread = !have_host;
-    uint64_t cap = o->max_bytes + (8u << 20);
+    /* every output fits: a gather's count * 2 bytes, and a reduce-scatter
+     * into fp32 writes shard * 4, twice max_bytes for one rank */
+    uint64_t cap = (W == 1 ? 2 * o->max_bytes : o->max_bytes) + (8u << 20);
     struct cut_vmm gin, gout;
     zpp_shm *hin = NULL, *hout = NULL;
     uint64_t gid_in, gid_out, goff_in, goff_out, hid_in = 0, hid_out = 0;
@@ -1478,7 +1571,7 @@ int main(int argc, char **argv)
     struct opts o = {.world = 2, .nodes = 1, .max_bytes = 1ull << 30};
     int c, per_node = 0;
     const char *death_how = NULL;
-    while ((c = getopt(argc, argv, "s:H:w:n:m:LKC:A:G:g:Rl:M:D:T:E:")) != -1) {
+    while ((c = getopt(argc, argv, "s:H:w:n:m:LKC:A:G:g:Rl:M:D:T:E:X:")) != -1) {
         switch (c) {
         case 's':
             o.sock = optarg;
@@ -1531,6 +1624,9 @@ int main(int argc, char **argv)
         case 'E':
             death_how = optarg;
             break;
+        case 'X':
+            o.lost = optarg;
+            break;
         default:
             fprintf(stderr,
                     "usage: %s -s SOCK [-H HOST_SOCK] [-w W] [-n N] [-m MiB] [-L] [-K] [-C N]\n"
@@ -1538,8 +1634,9 @@ int main(int argc, char **argv)
                     "       %s -s 'PATH-{node}.sock' -A LEADER -n N [-G G | -w W] [-g MAP] "
                     "[-H HOST_SOCK] [-m MiB]\n"
                     "       %s -s 'PATH-{node}.sock' -A LEADER -n N [-G G | -w W] [-g MAP] "
-                    "-D MARKER -T MS [-E zppd|stop|client]\n",
-                    argv[0], argv[0], argv[0], argv[0]);
+                    "-D MARKER -T MS [-E zppd|stop|client]\n"
+                    "       %s -s SOCK -X MARKER\n",
+                    argv[0], argv[0], argv[0], argv[0], argv[0]);
             return 2;
         }
     }
@@ -1592,6 +1689,8 @@ int main(int argc, char **argv)
     signal(SIGSEGV, on_crash);
     signal(SIGBUS, on_crash);
     signal(SIGFPE, on_crash);
+    if (o.lost)
+        return o.multi ? 2 : run_lost(&o);
     if (o.kill)
         return run_kill(&o);
     if (o.rejoin)
