@@ -185,6 +185,11 @@ struct be_ops {
      * events_flags mapped the session's flags (Collective.flag_value). */
     int (*call_wait)(struct be_call *c, int s, void *events, int slot_ev, uint64_t flag_value);
     int (*call_record)(struct be_call *c, int s, void *events, int slot_ev, uint64_t flag_value);
+    /* Optional: after the replies of a call that went through call_record
+     * are out (or held back: then at once), what the backend deferred past
+     * them (cuda: done flags after a fenced launch's early record). Must
+     * run for every such call. */
+    void (*call_replied)(struct be_call *c);
     /* Copies `bytes` of slot s's device memory at src into host memory dst
      * and waits for the copy (ordered after the work already enqueued on
      * the slot's stream). Used to verify the content key of a shared hpZ

@@ -1179,11 +1179,14 @@ static int cuda_call_record(struct be_call *c, int s, void *events, int slot_ev,
     }
     /* The client's done flag (events_flags) goes on the same stream, after
      * the call's last work: before the event, or, where a fenced launch's
-     * thread recorded the event already (backend_cuda_launch.c), right
-     * after it. Not on that thread: work enqueued after its record makes
-     * us record again, and a flag written early could not be taken back.
-     * A client that finds the event complete does not wait on the flag;
-     * one that finds it not complete waits for a write still to come. */
+     * thread recorded the event already (backend_cuda_launch.c), after it,
+     * once the replies are out (be_ops.call_replied: a small call's reply
+     * does not wait for the write). Not on that thread: work enqueued
+     * after its record makes us record again, and a flag written early
+     * could not be taken back. A client that finds the event complete does
+     * not wait on the flag; one that finds it not complete waits for a
+     * write still to come. Either way the write precedes the next call's
+     * on this stream, so a flag never goes back. */
     int early = cu_call_done_early(c, s, ev->done[slot_ev]);
     CUdeviceptr flag = ev->chost ? ev->cdev + 4u * (unsigned)slot_ev : 0;
     CUresult r = CUDA_SUCCESS;
@@ -1193,10 +1196,8 @@ static int cuda_call_record(struct be_call *c, int s, void *events, int slot_ev,
         return cu_drv_fail(r, "writing the client's done flag", c->err, sizeof c->err);
     if (!early && (r = ZCU(cuEventRecord)(ev->done[slot_ev], st)) != CUDA_SUCCESS)
         return cu_drv_fail(r, "cuEventRecord", c->err, sizeof c->err);
-    if (flag && early &&
-        (r = ZCU(cuStreamWriteValue32)(st, flag, (uint32_t)flag_value,
-                                       CU_STREAM_WRITE_VALUE_DEFAULT)) != CUDA_SUCCESS)
-        return cu_drv_fail(r, "writing the client's done flag", c->err, sizeof c->err);
+    if (flag && early)
+        cu_call_flag_later(c, s, flag, (uint32_t)flag_value);
     return 0;
 }
 
@@ -1288,6 +1289,7 @@ const struct be_ops be_cuda_ops = {
     .events_open = cuda_events_open,
     .events_close = cuda_events_close,
     .events_flags = cuda_events_flags,
+    .call_replied = cu_call_replied,
     .events_release = cuda_events_release,
     .events_ready = cuda_events_ready,
     .check = cuda_check,

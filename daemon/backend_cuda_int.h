@@ -260,6 +260,12 @@ int cu_peer_gather(struct be_call *c, int comm, void *const *send, void *const *
  * a fenced launch recorded it already, after the slot's last work of the
  * call (1: nothing to record). */
 void cu_call_done_note(struct be_call *c, int s, CUevent done);
+/* A fenced launch recorded slot s's done event already: the client's done
+ * flag is written after it, once the call's replies are out
+ * (cu_call_replied: be_ops.call_replied), so that the reply does not wait
+ * for one more driver call. */
+void cu_call_flag_later(struct be_call *c, int s, CUdeviceptr flag, uint32_t value);
+void cu_call_replied(struct be_call *c);
 int cu_call_done_early(struct be_call *c, int s, CUevent done);
 /* done is about to be destroyed (its session closes): no slot keeps it
  * noted (a call that failed between call_wait and call_record left it). */

@@ -118,6 +118,11 @@ struct cu_slot {
     const struct be_call *done_call;
     unsigned enq, early_enq;
     int early;
+    /* A client's done flag held back until the call's replies are out
+     * (cu_call_flag_later, cu_call_replied); 0: none. */
+    CUdeviceptr pend_flag;
+    uint32_t pend_value;
+    const struct be_call *pend_call;
 };
 
 struct cu_job {
@@ -243,6 +248,44 @@ int cu_call_done_early(struct be_call *c, int s, CUevent done)
     sl->done_call = NULL;
     sl->early = 0;
     return early;
+}
+
+void cu_call_flag_later(struct be_call *c, int s, CUdeviceptr flag, uint32_t value)
+{
+    struct cu_job *j = call_job(c, s);
+    if (!j)
+        return;
+    j->slots[s].pend_flag = flag;
+    j->slots[s].pend_value = value;
+    j->slots[s].pend_call = c;
+}
+
+void cu_call_replied(struct be_call *c)
+{
+    struct cu_job *j = c->priv;
+    if (!j || !j->ready)
+        return;
+    for (int s = 0; s < j->t.nslots; s++) {
+        struct cu_slot *sl = &j->slots[s];
+        if (!sl->pend_flag || sl->pend_call != c)
+            continue;
+        CUresult r = cu_use(j->b, sl->device)
+                         ? CUDA_ERROR_INVALID_CONTEXT
+                         : ZCU(cuStreamWriteValue32)((CUstream)sl->stream, sl->pend_flag,
+                                                     sl->pend_value, CU_STREAM_WRITE_VALUE_DEFAULT);
+        sl->pend_flag = 0;
+        sl->pend_call = NULL;
+        if (r == CUDA_SUCCESS)
+            continue;
+        /* The client's stream waits for this flag until zppd's pipe closes:
+         * a device that cannot take a stream write is failed (sticky), or
+         * said so. */
+        if (cu_rt_sticky((cudaError_t)r))
+            cu_mark_fatal(j->b, "writing a client's done flag", (cudaError_t)r);
+        else
+            ZLOG_E("cuda", "cannot write a client's done flag: its stream waits until the session "
+                   "ends", "slot=%d rc=%d", s, (int)r);
+    }
 }
 
 void cu_call_done_forget(struct cu_backend *b, CUevent done)

@@ -1078,6 +1078,8 @@ static void call_complete(struct job *j, struct call *c)
     c->x.discard = j->state == JOB_ABORTED;
     coll_finish(&c->x);
     reply_done(j, c);
+    if (j->d->be->call_replied)
+        j->d->be->call_replied(&c->x.call);
     c->running = 0;
     call_unlink(j, c);
     if (c->seq == j->next_seq)
@@ -1200,6 +1202,8 @@ static void call_enqueued(struct job *j, struct call *c, int rc)
                "job=%s seq=%" PRIu64 " why=\"%s\"", j->id, c->seq, x->msg);
         x->status = rc; /* coll_finish rolls back what a failed call stored */
         coll_finish(x);
+        if (d->be->call_replied) /* nothing held back waits for the reply */
+            d->be->call_replied(&x->call);
         c->running = 0;
         c->held = 1;
         return;
