@@ -162,14 +162,27 @@ static int w_start(void)
     return 0;
 }
 
+/* Whether every ready write promised on b has landed (or none was made). */
+static int ready_settled(const zpp_dflags *b)
+{
+    if (!atomic_load(&b->ready_used))
+        return 1;
+    for (int i = 0; i < ZPP_DFLAGS_N; i++)
+        if (!cyc_ge(__atomic_load_n(&b->flags[ZPP_DFLAGS_N + i], __ATOMIC_ACQUIRE),
+                    atomic_load(&b->want[i])))
+            return 0;
+    return 1;
+}
+
 int zpp__dflags_get(zpp_dflags **out)
 {
     pthread_mutex_lock(&W.mu);
     w_own();
     for (zpp_dflags *b = W.blocks; b; b = b->next_blk)
-        if (!b->in_use && b->rfd < 0) {
+        if (!b->in_use && b->rfd < 0 && ready_settled(b)) {
             b->in_use = 1;
             atomic_store(&b->hup, 0);
+            atomic_store(&b->ready_used, 0);
             pthread_mutex_unlock(&W.mu);
             *out = b;
             return 0;
@@ -268,7 +281,7 @@ void zpp__dflags_counts(int *pooled, int *held)
     pthread_mutex_lock(&W.mu);
     w_own();
     for (const zpp_dflags *b = W.blocks; b; b = b->next_blk)
-        if (!b->in_use && b->rfd < 0)
+        if (!b->in_use && b->rfd < 0 && ready_settled(b))
             p++;
         else
             h++;

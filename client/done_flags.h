@@ -16,10 +16,17 @@
  * daemon has already written changes nothing (values only grow, compared
  * cyclically).
  *
+ * On a daemon that opens no interprocess event (zpp_cuda.c: evless) the
+ * block's second half holds ready flags too, ready flag i right after the
+ * done flags (proto: byte 256 + 4 i), which the client's streams write
+ * before each call and zppd's gate reads.
+ *
  * Blocks are never unmapped (a stream may still be about to read one, and
  * a CUDA registration is per process anyway): a closed connection's block
- * returns to a process-wide pool once its pipe has hung up, and values keep
- * growing across the connections that use it.
+ * returns to a process-wide pool once its pipe has hung up and, where its
+ * ready flags were used, every ready write has landed (a late one from an
+ * old stream must not lower a flag a new connection's call waits on), and
+ * values keep growing across the connections that use it.
  */
 #ifndef ZPP_DONE_FLAGS_H
 #define ZPP_DONE_FLAGS_H
@@ -32,12 +39,13 @@
 #define ZPP_DFLAGS_BYTES 4096 /* the memfd's size: one page */
 
 typedef struct zpp_dflags {
-    uint32_t *flags; /* ZPP_DFLAGS_N flags at the start of the mapping */
+    uint32_t *flags; /* ZPP_DFLAGS_N done flags at the start of the mapping, then the ready flags */
     int memfd;       /* sealed against shrinking and growing */
     void *user;      /* the owner's per-block state (zpp_cuda.c: 1 once registered) */
     _Atomic uint32_t want[ZPP_DFLAGS_N]; /* the last value promised on each flag */
     _Atomic uint32_t next;               /* the last value handed out */
     _Atomic int hup;   /* the pipe of the current session hung up: nothing writes them now */
+    _Atomic int ready_used; /* the current connection writes the ready flags (want[] values) */
     /* the watcher's (under its lock) */
     int rfd;    /* the watched pipe's read end, -1 */
     int in_use; /* a connection holds the block */

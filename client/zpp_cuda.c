@@ -39,6 +39,9 @@
 #include "zpp_cuda.h"
 #include "zpp_int.h"
 
+/* the block's done flags end where the protocol puts the ready flags */
+_Static_assert(ZPP_DFLAGS_N * 4 == ZPP_FLAGS_READY_OFF, "done_flags.h and zpp.proto disagree");
+
 #define EV_HANDLE_LEN 64
 #define SLOT_WAIT_MS 60000 /* longest wait for a slot's previous call to finish */
 /* zpp_wait_stream of a call of at most DONE_POLL_MAX_BYTES (tensor bytes)
@@ -81,7 +84,8 @@
     X(cuMemRetainAllocationHandle) \
     X(cuPointerGetAttribute) \
     X(cuStreamWaitEvent) \
-    X(cuStreamWaitValue32)
+    X(cuStreamWaitValue32) \
+    X(cuStreamWriteValue32)
 /* clang-format on */
 
 static struct {
@@ -157,6 +161,7 @@ struct zpp_cuda {
     CUdeviceptr df_dev;
     int live_rfd, live_wfd;
     int flag_sync;
+    int evless; /* flag_sync with no interprocess event: ready flags too, done[] unused */
     uint32_t *fval;
 };
 
@@ -258,11 +263,15 @@ static int ext_hello_out(void *state, Zpp__Hello *h, int *fds, int *nfds)
 static int ext_hello_in(void *state, zpp_conn *c, const Zpp__HelloReply *hr)
 {
     struct zpp_cuda *z = state;
-    if (hr->n_done_events != (size_t)z->n)
+    int on_flags = hr->flag_sync && z->df && z->live_rfd >= 0;
+    /* On the flags alone the daemon opened none of our events and sends
+     * none of its own. */
+    int evless = on_flags && hr->n_done_events == 0;
+    if (!evless && hr->n_done_events != (size_t)z->n)
         return zpp__set_err(c, ZPP_EPROTO,
                             "the daemon returned a different number of done events (is it "
                             "running the cuda backend?)");
-    for (int i = 0; i < z->n; i++) {
+    for (int i = 0; i < z->n && !evless; i++) {
         CUipcEventHandle h;
         if (hr->done_events[i].len != sizeof h)
             return zpp__set_err(c, ZPP_EPROTO, "a done event handle is not 64 bytes");
@@ -286,7 +295,10 @@ static int ext_hello_in(void *state, zpp_conn *c, const Zpp__HelloReply *hr)
     if (z->live_wfd >= 0)
         close(z->live_wfd);
     z->live_wfd = -1;
-    z->flag_sync = hr->flag_sync && z->df && z->live_rfd >= 0;
+    z->flag_sync = on_flags;
+    z->evless = evless;
+    if (evless)
+        atomic_store(&z->df->ready_used, 1);
     if (z->flag_sync) {
         int rfd = z->live_rfd;
         z->live_rfd = -1;
@@ -498,6 +510,16 @@ int zpp_register_cuda(zpp_conn *c, const void *dptr, size_t len, uint64_t *buffe
 
 /* ---- stream-ordered calls --------------------------------------------------- */
 
+/* Whether slot i's last call has finished on the daemon's side: its done
+ * event (CUDA_SUCCESS, CUDA_ERROR_NOT_READY or an error), or on the flags
+ * alone its done flag, which zppd writes after the call's work. */
+static CUresult slot_done(struct zpp_cuda *z, int i)
+{
+    if (z->evless)
+        return zpp__dflags_reached(z->df, i, z->fval[i]) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    return ZCU(cuEventQuery)(z->done[i]);
+}
+
 int zpp_collective_async(zpp_conn *c, const zpp_coll *call, CUstream stream, uint64_t *req_id)
 {
     if (!c)
@@ -522,7 +544,7 @@ int zpp_collective_async(zpp_conn *c, const zpp_coll *call, CUstream stream, uin
         int i = (z->next + k) % z->n;
         if (z->req_of[i])
             continue;
-        if (!z->used[i] || ZCU(cuEventQuery)(z->done[i]) != CUDA_ERROR_NOT_READY)
+        if (!z->used[i] || slot_done(z, i) != CUDA_ERROR_NOT_READY)
             slot = i;
         else if (oldest < 0)
             oldest = i;
@@ -530,8 +552,7 @@ int zpp_collective_async(zpp_conn *c, const zpp_coll *call, CUstream stream, uin
     CUresult r = CUDA_SUCCESS;
     if (slot < 0 && oldest >= 0) {
         const uint64_t end = zpp__mono_ns() + SLOT_WAIT_MS * 1000000ull;
-        while ((r = ZCU(cuEventQuery)(z->done[oldest])) == CUDA_ERROR_NOT_READY &&
-               zpp__mono_ns() < end)
+        while ((r = slot_done(z, oldest)) == CUDA_ERROR_NOT_READY && zpp__mono_ns() < end)
             sched_yield();
         if (r == CUDA_SUCCESS)
             slot = oldest;
@@ -547,14 +568,19 @@ int zpp_collective_async(zpp_conn *c, const zpp_coll *call, CUstream stream, uin
                                 "them (waited 60 s)");
         return drv_err(c, r, "cuEventQuery (done event)");
     }
-    r = ZCU(cuEventRecord)(z->ready[slot], stream);
+    /* promised before it is sent: a hang-up from now on raises the flag */
+    uint32_t fv = z->flag_sync ? zpp__dflags_arm(z->df, slot) : 0;
+    if (z->evless)
+        r = ZCU(cuStreamWriteValue32)(stream, z->df_dev + ZPP_FLAGS_READY_OFF + 4u * (unsigned)slot,
+                                      fv, CU_STREAM_WRITE_VALUE_DEFAULT);
+    else
+        r = ZCU(cuEventRecord)(z->ready[slot], stream);
     if (prev != z->ctx)
         ZCU(cuCtxSetCurrent)(prev);
     if (r != CUDA_SUCCESS)
-        return drv_err(c, r, "cuEventRecord (ready event)");
+        return drv_err(c, r, z->evless ? "cuStreamWriteValue32 (ready flag)"
+                                       : "cuEventRecord (ready event)");
     uint64_t id = 0;
-    /* promised before it is sent: a hang-up from now on raises the flag */
-    uint32_t fv = z->flag_sync ? zpp__dflags_arm(z->df, slot) : 0;
     int rc = zpp__submit_ev(c, call, (uint32_t)slot + 1, fv, &id);
     if (rc < 0)
         return rc;
@@ -594,12 +620,12 @@ int zpp_wait_stream(zpp_conn *c, uint64_t req_id, CUstream stream, zpp_result *r
         ZCU(cuCtxSetCurrent)(z->ctx);
     /* done[slot] was recorded before the reply was sent, so a query now
      * sees this call's record: complete means the call's work is done and
-     * the stream has nothing to wait for. */
-    CUresult r = ZCU(cuEventQuery)(z->done[slot]);
+     * the stream has nothing to wait for. On the flags alone the done flag
+     * says it (a read of host memory). */
+    CUresult r = slot_done(z, slot);
     if (r == CUDA_ERROR_NOT_READY && z->small[slot] && z->done_spin_ns) {
         const uint64_t end = zpp__mono_ns() + z->done_spin_ns;
-        while ((r = ZCU(cuEventQuery)(z->done[slot])) == CUDA_ERROR_NOT_READY &&
-               zpp__mono_ns() < end)
+        while ((r = slot_done(z, slot)) == CUDA_ERROR_NOT_READY && zpp__mono_ns() < end)
             ;
     }
     const char *what = "cuStreamWaitEvent (done event)";

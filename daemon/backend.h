@@ -112,23 +112,30 @@ struct be_ops {
     int (*events_open)(void *backend, int device, const uint8_t *const *ready, int n,
                        uint8_t (*done_out)[64], void **state, char *why, size_t why_len);
     void (*events_close)(void *backend, void *state);
-    /* Optional: the session's done flags (Hello.flags_nfds), a memfd of
-     * `size` bytes the caller has checked (sealed against shrinking, that
-     * large), and live_fd, a pipe's write end or -1. The backend owns both
-     * from here on, whatever it returns. 0: after each call that names
-     * event slot i, the slot's stream writes the call's flag value to
-     * 32-bit flag i before it records done event i, until events_close;
-     * live_fd is closed once no stream will write them again. A code with
-     * why: not mapped, nothing written, live_fd closed. */
-    int (*events_flags)(void *backend, void *state, int fd, int live_fd, uint64_t size, char *why,
-                        size_t why_len);
+    /* Optional, instead of events_open: a session of n slots on the
+     * client's flags (Hello.flags_nfds): a memfd of `size` bytes the
+     * caller has checked (sealed against shrinking, that large) and
+     * live_fd, a pipe's write end or -1, both the backend's from here on,
+     * whatever it returns. No interprocess event: a call's wait is on the
+     * client's ready flag of its slot reaching the call's flag value, and
+     * after the call the slot's stream writes that value to the client's
+     * done flag; live_fd is closed once no stream will write them again.
+     * *state as events_open's (events_close releases it); a code with why:
+     * nothing kept, live_fd closed. */
+    int (*events_open_flags)(void *backend, int device, int n, int fd, int live_fd, uint64_t size,
+                             void **state, char *why, size_t why_len);
+    /* Optional, for sessions on flags: the call of slot_ev with flag_value
+     * was answered; unless call_record took it (a stream writes its done
+     * flag), the done flag is raised to flag_value now. */
+    void (*events_settle)(void *backend, void *state, int slot_ev, uint64_t flag_value);
     /* The session's job was aborted: every wait of a job stream on its
      * ready events ends now (as at events_close), whether or not the client
      * ever completes them; the events stay open. NULL: nothing to do. */
     void (*events_release)(void *backend, void *state);
     /* 1 when the client's ready event slot_ev (0-based) of the session has
-     * completed, 0 while it has not; NULL: always 1. */
-    int (*events_ready)(void *backend, void *state, int slot_ev);
+     * completed (on flags: its ready flag has reached flag_value), 0 while
+     * it has not; NULL: always 1. */
+    int (*events_ready)(void *backend, void *state, int slot_ev, uint64_t flag_value);
     /* Whether everything this backend was asked to do for a session (its
      * event pools; NULL for none) has completed on a device that still
      * works: 0, ZPP_EBUSY while some of it runs, ZPP_EBACKEND with why

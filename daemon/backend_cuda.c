@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "backend_cuda_int.h"
+#include "frame.h"
 #include "gate_flag.h"
 #include "gpu_start.h"
 #include "log.h"
@@ -882,19 +883,28 @@ fail:
 struct cu_events {
     int device;
     int n;
-    CUevent *ready;     /* opened from the client's handles */
-    CUevent *done;      /* ours, exported */
+    CUevent *ready;     /* opened from the client's handles; NULL with the client's flags */
+    CUevent *done;      /* ours: exported, or with the client's flags our own */
     uint32_t *flags;    /* n flags of a gate block (host address) */
     CUdeviceptr dflags; /* the same, as the GPU sees them */
     uint32_t *gen;      /* the last value each flag was told to reach */
-    /* The client's done flags (events_flags; chost NULL: none): its memfd
-     * mapped and registered, flag i at cdev + 4 i, written on the slot's
-     * stream before done[i] is recorded. */
+    /* The client's flags (events_open_flags; chost NULL: none): its memfd
+     * mapped and registered. Done flag i at cdev + 4 i, written on the
+     * slot's stream after the call's work; ready flag i at chost +
+     * ZPP_FLAGS_READY_OFF + 4 i, written by the client's stream, which the
+     * gate reads from the host instead of querying an event. */
     void *chost;
     size_t clen;
     CUdeviceptr cdev;
     int clive; /* the client's pipe: closed once nothing writes the flags again (-1) */
+    uint32_t *crec; /* per slot, the value of the last call_record: a stream writes it */
 };
+
+/* The client's ready flag of slot i (host memory, written by its GPU). */
+static const uint32_t *ready_flag(const struct cu_events *ev, int i)
+{
+    return (const uint32_t *)((const char *)ev->chost + ZPP_FLAGS_READY_OFF) + i;
+}
 
 static void cflags_release_now(struct cu_backend *b, void *p)
 {
@@ -930,13 +940,25 @@ static void cuda_events_release(void *backend, void *state)
         events_open_gates(backend, ev);
 }
 
-static int cuda_events_ready(void *backend, void *state, int slot_ev)
+static int cuda_events_ready(void *backend, void *state, int slot_ev, uint64_t flag_value)
 {
     struct cu_events *ev = state;
     if (!ev || slot_ev < 0 || slot_ev >= ev->n)
         return 1; /* call_wait refuses it */
+    if (!ev->ready)
+        return gate_flag_reached(__atomic_load_n(ready_flag(ev, slot_ev), __ATOMIC_ACQUIRE),
+                                 (uint32_t)flag_value);
     cu_use(backend, ev->device);
     return ZCU(cuEventQuery)(ev->ready[slot_ev]) != CUDA_ERROR_NOT_READY;
+}
+
+static void cuda_events_settle(void *backend, void *state, int slot_ev, uint64_t flag_value)
+{
+    struct cu_events *ev = state;
+    (void)backend;
+    if (ev && ev->chost && ev->crec && slot_ev >= 0 && slot_ev < ev->n &&
+        ev->crec[slot_ev] != (uint32_t)flag_value)
+        gate_flag_raise((uint32_t *)ev->chost + slot_ev, (uint32_t)flag_value);
 }
 
 static void cuda_events_close(void *backend, void *state)
@@ -968,6 +990,7 @@ static void cuda_events_close(void *backend, void *state)
         ZLOG_W("cuda", "out of memory: a client's done flags stay mapped", "bytes=%zu", ev->clen);
     }
     free(ev->gen);
+    free(ev->crec);
     for (int i = 0; i < ev->n; i++) {
         if (ev->ready && ev->ready[i])
             ZCU(cuEventDestroy)(ev->ready[i]);
@@ -1048,45 +1071,100 @@ fail:
     return rc;
 }
 
-static int cuda_events_flags(void *backend, void *state, int fd, int live_fd, uint64_t size,
-                             char *why, size_t why_len)
+/* Maps and registers the client's flags (fd, size bytes) into ev; takes
+ * fd and live_fd whatever happens. 0, or a code with why. */
+static int cflags_map(struct cu_backend *b, struct cu_events *ev, int fd, int live_fd,
+                      uint64_t size, char *why, size_t why_len)
 {
-    struct cu_backend *b = backend;
-    struct cu_events *ev = state;
-    if (!ev || ev->chost || size < 4u * (uint64_t)ev->n || size > SIZE_MAX) {
-        close(fd);
-        if (live_fd >= 0)
-            close(live_fd);
-        snprintf(why, why_len, "no session events, flags already mapped, or a bad size");
-        return ZPP_EINVAL;
+    int rc = 0;
+    void *p = MAP_FAILED, *d = NULL;
+    cudaError_t e = cudaSuccess;
+    if (size < ZPP_FLAGS_READY_OFF + 4u * (uint64_t)ev->n || size > SIZE_MAX) {
+        snprintf(why, why_len, "the flags are too small for %d slots", ev->n);
+        rc = ZPP_EINVAL;
+    } else if ((p = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) ==
+               MAP_FAILED) {
+        snprintf(why, why_len, "mmap of the flags: %s", strerror(errno));
+        rc = ZPP_EINVAL;
+    } else {
+        e = cu_use(b, ev->device) ? cudaErrorInvalidDevice
+                                  : cudaHostRegister(p, (size_t)size,
+                                                     cudaHostRegisterMapped |
+                                                         cudaHostRegisterPortable);
+        if (e == cudaSuccess && (e = cudaHostGetDevicePointer(&d, p, 0)) != cudaSuccess)
+            cudaHostUnregister(p);
+        if (e != cudaSuccess) {
+            munmap(p, (size_t)size);
+            snprintf(why, why_len, "cudaHostRegister of the flags: %s", cudaGetErrorString(e));
+            rc = ZPP_EBACKEND;
+        }
     }
-    void *p = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
-    if (p == MAP_FAILED) {
-        snprintf(why, why_len, "mmap of the done flags: %s", strerror(errno));
+    if (rc) {
         if (live_fd >= 0)
             close(live_fd);
-        return ZPP_EINVAL;
-    }
-    void *d = NULL;
-    cudaError_t e = cu_use(b, ev->device) ? cudaErrorInvalidDevice
-                                          : cudaHostRegister(p, (size_t)size,
-                                                             cudaHostRegisterMapped |
-                                                                 cudaHostRegisterPortable);
-    if (e == cudaSuccess && (e = cudaHostGetDevicePointer(&d, p, 0)) != cudaSuccess)
-        cudaHostUnregister(p);
-    if (e != cudaSuccess) {
-        munmap(p, (size_t)size);
-        snprintf(why, why_len, "cudaHostRegister of the done flags: %s", cudaGetErrorString(e));
-        if (live_fd >= 0)
-            close(live_fd);
-        return ZPP_EBACKEND;
+        return rc;
     }
     ev->clive = live_fd;
     ev->chost = p;
     ev->clen = (size_t)size;
     ev->cdev = (CUdeviceptr)(uintptr_t)d;
     return 0;
+}
+
+/* be_ops.events_open_flags: a session whose client's streams and ours meet
+ * on its flags, with no interprocess event: ready flags the gate reads,
+ * done flags our streams write, and done events of our own for the early
+ * record of fenced launches and for check. */
+static int cuda_events_open_flags(void *backend, int device, int n, int fd, int live_fd,
+                                  uint64_t size, void **state, char *why, size_t why_len)
+{
+    struct cu_backend *b = backend;
+    struct cu_events *ev = NULL;
+    CUresult r;
+    int rc = 0;
+    if (n < 1 || n > CU_GATE_FLAGS || device < 0 || device >= b->ndev || cu_use(b, device)) {
+        snprintf(why, why_len, "bad device or slot count");
+        rc = ZPP_EINVAL;
+    } else if (!(ev = calloc(1, sizeof *ev)) ||
+               !(ev->done = calloc((size_t)n, sizeof *ev->done)) ||
+               !(ev->gen = calloc((size_t)n, sizeof *ev->gen)) ||
+               !(ev->crec = calloc((size_t)n, sizeof *ev->crec))) {
+        snprintf(why, why_len, "out of memory");
+        rc = ZPP_ENOMEM;
+    }
+    if (rc) {
+        if (ev) {
+            free(ev->done);
+            free(ev->gen);
+        }
+        free(ev);
+        close(fd);
+        if (live_fd >= 0)
+            close(live_fd);
+        return rc;
+    }
+    ev->device = device;
+    ev->n = n;
+    ev->clive = -1;
+    if ((rc = cflags_map(b, ev, fd, live_fd, size, why, why_len)))
+        goto fail;
+    if ((rc = cu_gate_flags_get(b, &ev->flags, &ev->dflags))) {
+        ev->flags = NULL;
+        snprintf(why, why_len, "cannot allocate the session's gate flags (pinned host memory)");
+        goto fail;
+    }
+    for (int i = 0; i < n; i++)
+        if ((r = ZCU(cuEventCreate)(&ev->done[i], CU_EVENT_DISABLE_TIMING)) != CUDA_SUCCESS) {
+            ev->done[i] = NULL;
+            rc = cu_drv_fail(r, "cuEventCreate", why, why_len);
+            goto fail;
+        }
+    *state = ev;
+    return 0;
+fail:
+    cuda_events_close(b, ev);
+    return rc;
 }
 
 /* be_ops.check: the GPUs' contexts asked now (cu_health), then each done
@@ -1139,7 +1217,6 @@ static int cuda_call_wait(struct be_call *c, int s, void *events, int slot_ev, u
         snprintf(c->err, sizeof c->err, "slot %d: no stream or no such event %d", s, slot_ev);
         return ZPP_EINVAL;
     }
-    (void)flag_value; /* written at call_record */
     cu_call_done_note(c, s, ev->done[slot_ev]);
     /* the job stream waits for flag slot_ev to reach v (cyclic >=); the
      * gate raises it once the client's ready event has completed */
@@ -1151,11 +1228,19 @@ static int cuda_call_wait(struct be_call *c, int s, void *events, int slot_ev, u
      * later wait on it compares against v) and the gate thread is spared
      * a round; the wait itself, a driver call and a look at host memory
      * by the GPU's front end, is left out. */
-    if (ZCU(cuEventQuery)(ev->ready[slot_ev]) == CUDA_SUCCESS) {
+    if (!ev->ready) { /* the client's ready flag: read, not queried */
+        const uint32_t *src = ready_flag(ev, slot_ev);
+        if (gate_flag_reached(__atomic_load_n(src, __ATOMIC_ACQUIRE), (uint32_t)flag_value)) {
+            gate_flag_raise(&ev->flags[slot_ev], v);
+            return 0;
+        }
+        rc = cu_gate_arm_flag(b, src, (uint32_t)flag_value, &ev->flags[slot_ev], v, ev);
+    } else if (ZCU(cuEventQuery)(ev->ready[slot_ev]) == CUDA_SUCCESS) {
         gate_flag_raise(&ev->flags[slot_ev], v);
         return 0;
+    } else {
+        rc = cu_gate_arm(b, b->devs[dev].ctx, ev->ready[slot_ev], &ev->flags[slot_ev], v, ev);
     }
-    rc = cu_gate_arm(b, b->devs[dev].ctx, ev->ready[slot_ev], &ev->flags[slot_ev], v, ev);
     if (rc) {
         snprintf(c->err, sizeof c->err, "cannot arm the gate for the client's ready event");
         return rc;
@@ -1194,6 +1279,8 @@ static int cuda_call_record(struct be_call *c, int s, void *events, int slot_ev,
         (r = ZCU(cuStreamWriteValue32)(st, flag, (uint32_t)flag_value,
                                        CU_STREAM_WRITE_VALUE_DEFAULT)) != CUDA_SUCCESS)
         return cu_drv_fail(r, "writing the client's done flag", c->err, sizeof c->err);
+    if (flag)
+        ev->crec[slot_ev] = (uint32_t)flag_value; /* written, or to be (events_settle) */
     if (!early && (r = ZCU(cuEventRecord)(ev->done[slot_ev], st)) != CUDA_SUCCESS)
         return cu_drv_fail(r, "cuEventRecord", c->err, sizeof c->err);
     if (flag && early)
@@ -1288,7 +1375,8 @@ const struct be_ops be_cuda_ops = {
     .buf_release = cuda_buf_release,
     .events_open = cuda_events_open,
     .events_close = cuda_events_close,
-    .events_flags = cuda_events_flags,
+    .events_open_flags = cuda_events_open_flags,
+    .events_settle = cuda_events_settle,
     .call_replied = cu_call_replied,
     .events_release = cuda_events_release,
     .events_ready = cuda_events_ready,

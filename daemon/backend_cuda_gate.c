@@ -61,7 +61,9 @@
 
 struct gate_entry {
     CUcontext ctx;
-    CUevent ev;
+    CUevent ev;           /* NULL: src instead */
+    const uint32_t *src;  /* a client's ready flag (done flags' sessions) */
+    uint32_t want;        /* what src must reach */
     uint32_t *flag;
     uint32_t v;
     const void *owner;
@@ -119,9 +121,16 @@ static void *gate_main(void *arg)
         int fired = 0;
         for (int i = 0; i < g->narmed;) {
             struct gate_entry *e = &g->armed[i];
-            if (cur != e->ctx && ZCU(cuCtxSetCurrent)(e->ctx) == CUDA_SUCCESS)
-                cur = e->ctx;
-            CUresult r = ZCU(cuEventQuery)(e->ev);
+            CUresult r;
+            if (!e->ev) { /* a flag in host memory: no driver call */
+                r = gate_flag_reached(__atomic_load_n(e->src, __ATOMIC_ACQUIRE), e->want)
+                        ? CUDA_SUCCESS
+                        : CUDA_ERROR_NOT_READY;
+            } else {
+                if (cur != e->ctx && ZCU(cuCtxSetCurrent)(e->ctx) == CUDA_SUCCESS)
+                    cur = e->ctx;
+                r = ZCU(cuEventQuery)(e->ev);
+            }
             if (r == CUDA_ERROR_NOT_READY) {
                 i++;
                 continue;
@@ -260,8 +269,8 @@ void cu_gate_flags_put(struct cu_backend *b, uint32_t *host)
     pthread_mutex_unlock(&g->mu);
 }
 
-int cu_gate_arm(struct cu_backend *b, CUcontext ctx, CUevent ev, uint32_t *flag, uint32_t v,
-                const void *owner)
+/* Arms entry e; 0 or ZPP_ENOMEM / ZPP_EBACKEND. */
+static int gate_push(struct cu_backend *b, struct gate_entry e)
 {
     struct cu_gate *g = b->gate;
     if (!g)
@@ -277,11 +286,23 @@ int cu_gate_arm(struct cu_backend *b, CUcontext ctx, CUevent ev, uint32_t *flag,
         g->armed = a;
         g->cap = cap;
     }
-    g->armed[g->narmed++] = (struct gate_entry){ctx, ev, flag, v, owner};
+    g->armed[g->narmed++] = e;
     if (g->narmed == 1)
         pthread_cond_signal(&g->cv);
     pthread_mutex_unlock(&g->mu);
     return 0;
+}
+
+int cu_gate_arm(struct cu_backend *b, CUcontext ctx, CUevent ev, uint32_t *flag, uint32_t v,
+                const void *owner)
+{
+    return gate_push(b, (struct gate_entry){ctx, ev, NULL, 0, flag, v, owner});
+}
+
+int cu_gate_arm_flag(struct cu_backend *b, const uint32_t *src, uint32_t want, uint32_t *flag,
+                     uint32_t v, const void *owner)
+{
+    return gate_push(b, (struct gate_entry){NULL, NULL, src, want, flag, v, owner});
 }
 
 void cu_gate_drop(struct cu_backend *b, const void *owner)

@@ -175,6 +175,10 @@ void cu_gate_flags_put(struct cu_backend *b, uint32_t *host);
 /* flag reaches v (cyclic max) once ev, of context ctx, has completed. */
 int cu_gate_arm(struct cu_backend *b, CUcontext ctx, CUevent ev, uint32_t *flag, uint32_t v,
                 const void *owner);
+/* flag reaches v once the client's ready flag *src (host memory the gate
+ * can read) has reached want. */
+int cu_gate_arm_flag(struct cu_backend *b, const uint32_t *src, uint32_t want, uint32_t *flag,
+                     uint32_t v, const void *owner);
 /* Disarms owner's entries (before its events are destroyed). */
 void cu_gate_drop(struct cu_backend *b, const void *owner);
 

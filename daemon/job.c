@@ -372,14 +372,12 @@ static void job_form(struct job *j)
     job_open_backend(j, NULL, 0);
 }
 
-/* Hello's done flags (proto: Hello.flags_nfds): fd[0] must be a memfd
- * sealed against shrinking, not against writing, of at least flags_size
- * bytes, and fd[1], if announced, the write end of a pipe; then a device
- * backend maps the flags (events_flags) and s->flag_sync says so. A
- * backend that cannot (the host backend has no streams; a driver that
- * refuses the memory) leaves the client on its done events, and closes the
- * pipe, which tells the client that nothing will write them. 0, or an
- * error already answered. */
+/* Hello's flags (proto: Hello.flags_nfds): fd[0] must be a memfd sealed
+ * against shrinking, not against writing, of at least flags_size bytes, and
+ * fd[1], if announced, the write end of a pipe. Checked on every backend;
+ * a device backend then runs the session on them (hello_on_flags), the host
+ * backend leaves them to be closed, which closes the pipe and tells the
+ * client that nothing will write them. 0, or an error already answered. */
 static int hello_flags(struct session *s, const Zpp__Hello *h, int fd[2], uint64_t req_id)
 {
     struct zppd *d = s->d;
@@ -413,17 +411,31 @@ static int hello_flags(struct session *s, const Zpp__Hello *h, int fd[2], uint64
                         (long long)st.st_size, h->flags_size);
         return -1;
     }
-    if (!s->events || !d->be->events_flags)
-        return 0; /* no streams to write them: the client waits on its done events */
+    (void)d;
+    return 0;
+}
+
+/* A device backend's session on the client's flags, checked by hello_flags:
+ * s->events, s->nevents and s->flag_sync set, no interprocess event opened
+ * (so neither one uid nor a shared /dev/shm is needed). 0; or, when the
+ * backend cannot (a driver that refuses the memory: logged), a code, the
+ * descriptors closed, and the caller opens the client's events instead. */
+static int hello_on_flags(struct session *s, const Zpp__Hello *h, int fd[2])
+{
+    struct zppd *d = s->d;
+    if (!d->be->events_open_flags)
+        return ZPP_EUNSUPPORTED;
     char why[256] = "";
-    int rc = d->be->events_flags(d->be_state, s->events, fd[0], fd[1], h->flags_size, why,
-                                 sizeof why);
-    fd[0] = fd[1] = -1; /* the backend took them, mapped or not */
-    if (rc == 0)
-        s->flag_sync = 1;
-    else
-        ZLOG_W("job", "cannot map a client's done flags: it waits on its done events", "pid=%u why=\"%s\"",
+    int rc = d->be->events_open_flags(d->be_state, s->device, (int)h->nslots, fd[0], fd[1],
+                                      h->flags_size, &s->events, why, sizeof why);
+    fd[0] = fd[1] = -1; /* the backend took them, opened or not */
+    if (rc) {
+        ZLOG_W("job", "cannot use a client's flags: it waits on interprocess events", "pid=%u why=\"%s\"",
                h->pid, why);
+        return rc;
+    }
+    s->nevents = h->nslots;
+    s->flag_sync = 1;
     return 0;
 }
 
@@ -492,6 +504,7 @@ void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h, int flag
         d->be->events_close(d->be_state, s->events);
     s->events = NULL;
     s->nevents = 0;
+    s->flag_sync = 0;
     if (d->be->device_of_uuid) {
         s->device = d->be->device_of_uuid(d->be_state, h->gpu_uuid);
         if (s->device < 0) {
@@ -503,7 +516,11 @@ void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h, int flag
             sess_send_error(s, req_id, ZPP_ELIMIT, "at most %u events per session", ZPP_MAX_EVENTS);
             return;
         }
-        if (h->n_ready_events) {
+        if (h->flags_nfds && hello_flags(s, h, flags_fd, req_id))
+            return;
+        if (h->flags_nfds && hello_on_flags(s, h, flags_fd) == 0) {
+            /* the client's flags, no events: its done events are not sent */
+        } else if (h->n_ready_events) {
             const uint8_t *ready[ZPP_MAX_EVENTS];
             for (size_t i = 0; i < h->n_ready_events; i++) {
                 if (h->ready_events[i].len != 64) {
@@ -521,10 +538,9 @@ void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h, int flag
             }
             s->nevents = ndone = (uint32_t)h->n_ready_events;
         }
+    } else if (h->flags_nfds && hello_flags(s, h, flags_fd, req_id)) {
+        return; /* the same checks on a backend without streams, which closes them */
     }
-    s->flag_sync = 0;
-    if (h->flags_nfds && hello_flags(s, h, flags_fd, req_id))
-        return;
 
     int multi = h->leader_addr[0] != 0 && nodes > 1;
     uint32_t node = multi ? h->rank / local : 0;
@@ -687,6 +703,18 @@ static void ring_push(struct job *j, struct call *c, int state, const char *msg)
     snprintf(r->msg, sizeof r->msg, "%s", msg ? msg : "");
 }
 
+/* A collective answered: on the client's flags, one whose done flag no
+ * stream of ours will write (refused, or failed before its work was
+ * enqueued) has it raised now, so that the client, which reuses a slot
+ * once its done flag has come up, does not wait for it for ever. */
+static void flag_settle(struct session *s, uint32_t event_slot, uint64_t value)
+{
+    struct zppd *d = s->d;
+    if (s->flag_sync && s->events && event_slot && event_slot <= s->nevents &&
+        d->be->events_settle)
+        d->be->events_settle(d->be_state, s->events, (int)event_slot - 1, value);
+}
+
 /* Ends one submission: drops its refs, and replies if asked (rep NULL:
  * an error with code/msg). */
 static void sub_finish(struct call_sub *sub, const Zpp__Reply *rep, uint64_t req_id, int code,
@@ -696,6 +724,7 @@ static void sub_finish(struct call_sub *sub, const Zpp__Reply *rep, uint64_t req
         return;
     sub->replied = 1;
     struct session *s = sub->s;
+    flag_settle(s, sub->event_slot, sub->flag_value);
     if (rep)
         sess_send(s, rep);
     else
@@ -889,9 +918,10 @@ static int resolve_buf(struct session *s, const Zpp__BufRef *ref, size_t need, c
  * once (zppctl status's failed calls, the metrics' "error" outcome, or
  * "aborted" when its job is): refusals for limits and bad numbering are
  * what an operator looks for. */
-static void refuse(struct session *s, uint64_t req_id, int op, int code, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-static void refuse(struct session *s, uint64_t req_id, int op, int code, const char *fmt, ...)
+static void refuse(struct session *s, uint64_t req_id, const Zpp__Collective *w, int code,
+                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void refuse(struct session *s, uint64_t req_id, const Zpp__Collective *w, int code,
+                   const char *fmt, ...)
 {
     char msg[512];
     va_list ap;
@@ -899,8 +929,9 @@ static void refuse(struct session *s, uint64_t req_id, int op, int code, const c
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     s->d->stats.calls_failed++;
-    metrics_call(s->d, s->job ? s->job->uid : s->uid, op,
+    metrics_call(s->d, s->job ? s->job->uid : s->uid, w->op,
                  code == ZPP_EABORTED ? MET_ABORTED : MET_ERROR, NULL, 0);
+    flag_settle(s, w->event_slot, w->flag_value);
     sess_send_error(s, req_id, code, "%s", msg);
 }
 
@@ -909,26 +940,26 @@ void job_submit(struct session *s, uint64_t req_id, const Zpp__Collective *w)
     struct zppd *d = s->d;
     struct job *j = s->job;
     if (!j || s->role != SESS_ROLE_RANK) {
-        refuse(s, req_id, w->op, ZPP_ESTATE, "say Hello as a rank of a job before collectives");
+        refuse(s, req_id, w, ZPP_ESTATE, "say Hello as a rank of a job before collectives");
         return;
     }
     if (j->state == JOB_ABORTED) {
-        refuse(s, req_id, w->op, ZPP_EABORTED, "job %s was aborted: %s", j->id, j->abort_reason);
+        refuse(s, req_id, w, ZPP_EABORTED, "job %s was aborted: %s", j->id, j->abort_reason);
         return;
     }
     if (w->seq < j->next_seq || w->seq >= j->next_seq + JOB_SEQ_WINDOW) {
-        refuse(s, req_id, w->op, ZPP_EINVAL,
+        refuse(s, req_id, w, ZPP_EINVAL,
                "seq %" PRIu64 " is outside the job's window [%" PRIu64 ", %" PRIu64 ")", w->seq,
                j->next_seq, j->next_seq + JOB_SEQ_WINDOW);
         return;
     }
     if (s->pending >= d->cfg.max_pending_per_session) {
-        refuse(s, req_id, w->op, ZPP_ELIMIT, "%u calls pending on this session (max_pending)",
+        refuse(s, req_id, w, ZPP_ELIMIT, "%u calls pending on this session (max_pending)",
                s->pending);
         return;
     }
     if (w->event_slot > s->nevents) {
-        refuse(s, req_id, w->op, ZPP_EINVAL, "event_slot %u: this session has %u events",
+        refuse(s, req_id, w, ZPP_EINVAL, "event_slot %u: this session has %u events",
                w->event_slot, s->nevents);
         return;
     }
@@ -936,17 +967,17 @@ void job_submit(struct session *s, uint64_t req_id, const Zpp__Collective *w)
     struct call *c = call_get(j, w->seq, &code);
     if (!c) {
         if (code == ZPP_ELIMIT)
-            refuse(s, req_id, w->op, code,
+            refuse(s, req_id, w, code,
                    "job %s holds %u calls that wait for other ranks (%u ranks joined "
                    "x max_pending_per_session)",
                    j->id, j->ncalls, j->njoined + j->ndetached);
         else
-            refuse(s, req_id, w->op, ZPP_ENOMEM, "out of memory for a call");
+            refuse(s, req_id, w, ZPP_ENOMEM, "out of memory for a call");
         return;
     }
     struct call_sub *sub = &c->subs[s->rank];
     if (sub->submitted) {
-        refuse(s, req_id, w->op, ZPP_EINVAL, "rank %u already submitted call %" PRIu64, s->rank,
+        refuse(s, req_id, w, ZPP_EINVAL, "rank %u already submitted call %" PRIu64, s->rank,
                w->seq);
         return;
     }
@@ -1306,7 +1337,8 @@ static int ranks_ready(struct job *j, struct call *c)
     for (uint32_t r = 0; r < j->world; r++) {
         const struct call_sub *sub = &c->subs[r];
         if (sub->submitted && sub->event_slot && sub->s &&
-            !be->events_ready(j->d->be_state, sub->s->events, (int)sub->event_slot - 1))
+            !be->events_ready(j->d->be_state, sub->s->events, (int)sub->event_slot - 1,
+                              sub->flag_value))
             return 0;
     }
     return 1;

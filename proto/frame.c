@@ -209,8 +209,10 @@ static int validate_hello(const Zpp__Hello *h, const char **why)
     if (h->flags_nfds) {
         CHECK(h->nslots >= 1 && h->nslots == h->n_ready_events, ZPP_EINVAL,
               "hello.nslots: one done flag per ready event");
-        CHECK(h->flags_size >= 4u * (uint64_t)h->nslots && h->flags_size <= ZPP_MAX_FLAGS_BYTES,
-              ZPP_EINVAL, "hello.flags_size: must hold nslots 32-bit flags (at most 64 KiB)");
+        CHECK(h->flags_size >= ZPP_FLAGS_READY_OFF + 4u * (uint64_t)h->nslots &&
+                  h->flags_size <= ZPP_MAX_FLAGS_BYTES,
+              ZPP_EINVAL,
+              "hello.flags_size: must hold the done and the ready flags (at most 64 KiB)");
     } else {
         CHECK(h->nslots == 0 && h->flags_size == 0, ZPP_EINVAL,
               "hello.nslots: flag slots without a flag array");

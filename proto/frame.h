@@ -66,6 +66,8 @@ int zpp_request_validate(const Zpp__Request *req, const char **why);
 #define ZPP_MAX_ADDR 256u
 #define ZPP_MAX_LABEL 64u
 #define ZPP_MAX_EVENTS 64u /* interprocess events per session */
+/* Hello's done flags (zpp.proto): ready flag i at this byte offset + 4 i */
+#define ZPP_FLAGS_READY_OFF 256u
 
 #ifdef __cplusplus
 }

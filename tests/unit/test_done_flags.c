@@ -136,6 +136,36 @@ static void test_put_before_hangup(void)
     zpp__dflags_put(other);
 }
 
+/* A connection on the flags alone writes ready flags from its streams: its
+ * block is pooled only once every promised ready write has landed, so that
+ * a late one cannot lower a flag a later connection's call waits on. */
+static void test_ready_writes_hold_the_block(void)
+{
+    zpp_dflags *b = NULL;
+    int rfd, wfd, p0, h0, pooled, held;
+    ASSERT_EQ(zpp__dflags_get(&b), 0);
+    ASSERT_EQ(atomic_load(&b->ready_used), 0);
+    ASSERT_EQ(zpp__dflags_pipe(&rfd, &wfd), 0);
+    ASSERT_EQ(zpp__dflags_watch(b, rfd), 0);
+    atomic_store(&b->ready_used, 1);
+    uint32_t v = zpp__dflags_arm(b, 2);
+    zpp__dflags_counts(&p0, &h0);
+    close(wfd);
+    ASSERT_EQ(wait_reached(b, 2, v, 5000), 1); /* the done flag, raised at the hang-up */
+    zpp__dflags_put(b);
+    usleep(20000);
+    zpp__dflags_counts(&pooled, &held);
+    ASSERT_EQ(pooled, p0); /* ready flag 2 still below v: "a stream" may write it yet */
+    __atomic_store_n(&b->flags[ZPP_DFLAGS_N + 2], v, __ATOMIC_RELEASE);
+    zpp__dflags_counts(&pooled, &held);
+    ASSERT_EQ(pooled, p0 + 1);
+    zpp_dflags *again = NULL;
+    ASSERT_EQ(zpp__dflags_get(&again), 0);
+    ASSERT(again == b);
+    ASSERT_EQ(atomic_load(&again->ready_used), 0);
+    zpp__dflags_put(again);
+}
+
 /* zppd as another process that holds the write end and dies: the flags
  * stay down while it lives, and come up within a bound once it is gone.
  * Bytes written on the pipe (zppd writes none) do not count as a hang-up. */
@@ -226,9 +256,10 @@ int main(void)
     test_fresh_block();
     test_session_end();
     test_put_before_hangup();
+    test_ready_writes_hold_the_block();
     test_daemon_process_dies();
     test_fork_child_has_a_watcher();
     test_wrap();
-    printf("6 passed, 0 failed\n");
+    printf("7 passed, 0 failed\n");
     return 0;
 }

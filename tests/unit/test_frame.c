@@ -452,10 +452,10 @@ static void base(fixture_t *f, int kind)
     X(coll_input_missing, K_COLL, ZPP_EINVAL, "collective.input", f->coll.input = NULL)            \
     X(coll_output_missing, K_COLL, ZPP_EINVAL, "collective.output", f->coll.output = NULL)         \
     X(hello_flags_nfds_three, K_HELLO, ZPP_EINVAL, "hello.flags_nfds",                             \
-      (f->hello.flags_nfds = 3, f->hello.nslots = 1, f->hello.flags_size = 4))                     \
+      (f->hello.flags_nfds = 3, f->hello.nslots = 1, f->hello.flags_size = 260))                   \
     X(hello_nslots_too_many, K_HELLO, ZPP_EINVAL, "hello.nslots",                                  \
       (f->hello.flags_nfds = 1, f->hello.nslots = ZPP_MAX_EVENTS + 1,                              \
-       f->hello.flags_size = 4u * (ZPP_MAX_EVENTS + 1)))                                           \
+       f->hello.flags_size = 512))                                                                 \
     X(hello_flag_bits_sixteen, K_HELLO, ZPP_EINVAL, "hello.flag_bits", f->hello.flag_bits = 16)    \
     X(hello_flag_bits_one, K_HELLO, ZPP_EINVAL, "hello.flag_bits", f->hello.flag_bits = 1)         \
     X(hello_flag_bits_sixty_four, K_HELLO, ZPP_EINVAL, "hello.flag_bits",                          \
@@ -463,10 +463,10 @@ static void base(fixture_t *f, int kind)
     X(hello_flags_array_without_slots, K_HELLO, ZPP_EINVAL, "hello.nslots",                        \
       (f->hello.flags_nfds = 1, f->hello.nslots = 0, f->hello.flags_size = 4096))                  \
     X(hello_flags_nslots_not_ready_events, K_HELLO, ZPP_EINVAL, "hello.nslots",                    \
-      (f->hello.flags_nfds = 1, f->hello.nslots = 4, f->hello.flags_size = 16,                     \
+      (f->hello.flags_nfds = 1, f->hello.nslots = 4, f->hello.flags_size = 272,                    \
        f->hello.n_ready_events = 3, f->hello.ready_events = f->events))                            \
-    X(hello_flags_size_below_one_flag_per_slot, K_HELLO, ZPP_EINVAL, "hello.flags_size",           \
-      (f->hello.flags_nfds = 1, f->hello.nslots = 4, f->hello.flags_size = 15,                     \
+    X(hello_flags_size_below_the_ready_flags, K_HELLO, ZPP_EINVAL, "hello.flags_size",             \
+      (f->hello.flags_nfds = 1, f->hello.nslots = 4, f->hello.flags_size = 271,                    \
        f->hello.n_ready_events = 4, f->hello.ready_events = f->events))                            \
     X(hello_flags_size_zero_with_array, K_HELLO, ZPP_EINVAL, "hello.flags_size",                   \
       (f->hello.flags_nfds = 1, f->hello.nslots = 1, f->hello.flags_size = 0,                      \
@@ -577,18 +577,18 @@ static void test_validate_accepts_flag_array_and_content_key_fields(void)
         f.hello.flag_bits = bits[i];
         ASSERT_EQ(zpp_request_validate(&f.req, &why), 0);
     }
-    /* One flag array beside the event pool: nslots 4-byte flags fit
-     * exactly; the most slots; the largest array. */
+    /* One flag array beside the event pool: the ready flags of nslots
+     * slots end exactly at its end; the most slots; the largest array. */
     base(&f, K_HELLO);
     f.hello.flags_nfds = 1;
     f.hello.nslots = 1;
-    f.hello.flags_size = 4;
+    f.hello.flags_size = 260;
     f.hello.flag_bits = 32;
     f.hello.n_ready_events = 1;
     f.hello.ready_events = f.events;
     ASSERT_EQ(zpp_request_validate(&f.req, &why), 0);
     f.hello.nslots = f.hello.n_ready_events = ZPP_MAX_EVENTS;
-    f.hello.flags_size = 4u * ZPP_MAX_EVENTS;
+    f.hello.flags_size = 512;
     ASSERT_EQ(zpp_request_validate(&f.req, &why), 0);
     f.hello.flags_size = 64u << 10;
     ASSERT_EQ(zpp_request_validate(&f.req, &why), 0);
