@@ -319,6 +319,7 @@ int zpp__sessions_json(const Zpp__SessionsReply *sr, char **out)
         jw_u64(&w, &f, "buffers", x->buffers);
         jw_u64(&w, &f, "connected_s", x->connected_s);
         jw_u64(&w, &f, "output_bytes", x->output_bytes);
+        jw_kstr(&w, &f, "sync", x->sync);
         jw_raw(&w, "}");
     }
     jw_raw(&w, "]}");

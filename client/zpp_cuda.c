@@ -18,13 +18,17 @@
  * always finished long ago; if none has, the caller waits here for the
  * oldest (SLOT_WAIT_MS at most).
  *
- * Done flags (done_flags.h; docs/cuda.md, "Done flags"): unless
+ * Flags (done_flags.h; docs/cuda.md, "Done flags"): unless
  * ZPP_DONE_FLAGS=0, the connection also offers a block of 32-bit flags in
  * host memory, registered with CUDA once per process. When the daemon takes
- * them (HelloReply.flag_sync), it writes call k's value to flag i before it
- * records done[i], and the stream waits for the flag instead of the event:
- * a flag can be raised from here, an event of another process cannot, so a
- * stream whose zppd died with the call answered does not wait for good.
+ * them (HelloReply.flag_sync, with no done events: evless) no interprocess
+ * event is used at all: the stream writes call k's value to ready flag i
+ * where it would record ready[i], zppd writes it to done flag i after the
+ * call's work, and the stream waits for that flag instead of done[i]; a
+ * read of the done flag says whether slot i is free. A flag can be raised
+ * from here, an event of another process cannot, so a stream whose zppd
+ * died with the call answered does not wait for good; and with no IPC
+ * event, a client needs neither zppd's uid nor its /dev/shm.
  */
 #include <dlfcn.h>
 #include <errno.h>

@@ -335,8 +335,8 @@ static int cmd_sessions(zpp_conn *c, const opts_t *o)
     const Zpp__SessionsReply *sr = rep->sessions;
     if (o->json)
         PRINT_JSON(zpp__sessions_json, sr);
-    printf("%-8s %-7s %-8s %-6s %-24s %-5s %-8s %-8s %s\n", "SESSION", "UID", "PID", "ROLE", "JOB",
-           "RANK", "PENDING", "BUFFERS", "AGE_S");
+    printf("%-8s %-7s %-8s %-6s %-24s %-5s %-8s %-8s %-6s %s\n", "SESSION", "UID", "PID", "ROLE",
+           "JOB", "RANK", "PENDING", "BUFFERS", "SYNC", "AGE_S");
     for (size_t i = 0; i < sr->n_sessions; i++) {
         const Zpp__SessionInfo *x = sr->sessions[i];
         printf("%-8" PRIu64 " %-7" PRIu32 " %-8" PRIu32 " ", x->session_id, x->uid, x->pid);
@@ -347,8 +347,9 @@ static int cmd_sessions(zpp_conn *c, const opts_t *o)
             printf(" %-5" PRIu32, x->rank);
         else
             printf(" %-5s", "-");
-        printf(" %-8" PRIu32 " %-8" PRIu32 " %" PRIu64 "\n", x->pending, x->buffers,
-               x->connected_s);
+        printf(" %-8" PRIu32 " %-8" PRIu32 " ", x->pending, x->buffers);
+        put_safe(x->sync && x->sync[0] ? x->sync : "-", 6);
+        printf(" %" PRIu64 "\n", x->connected_s);
     }
     zpp_reply_free(rep);
     return EXIT_OK;

@@ -287,6 +287,7 @@ void admin_sessions(struct session *s, uint64_t req_id)
         si->buffers = x->nbufs;
         si->connected_s = (now - x->connected_ms) / 1000;
         si->output_bytes = x->out_bytes;
+        si->sync = (char *)(x->flag_sync ? "flags" : x->events ? "events" : "");
     }
     Zpp__SessionsReply sr = ZPP__SESSIONS_REPLY__INIT;
     sr.n_sessions = i;

@@ -380,7 +380,6 @@ static void job_form(struct job *j)
  * client that nothing will write them. 0, or an error already answered. */
 static int hello_flags(struct session *s, const Zpp__Hello *h, int fd[2], uint64_t req_id)
 {
-    struct zppd *d = s->d;
     struct stat st;
     if (fd[0] < 0 || (h->flags_nfds == 2 && fd[1] < 0)) {
         sess_send_error(s, req_id, ZPP_EINVAL,
@@ -411,7 +410,6 @@ static int hello_flags(struct session *s, const Zpp__Hello *h, int fd[2], uint64
                         (long long)st.st_size, h->flags_size);
         return -1;
     }
-    (void)d;
     return 0;
 }
 

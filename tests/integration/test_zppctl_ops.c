@@ -134,8 +134,11 @@ int main(void)
                     "\"role\":\"rank\",\"tenant_label\":\"\",\"job_id\":\"ops-a\",\"rank\":0");
     ASSERT_CONTAINS(g_out, "\"job_id\":\"ops-a\",\"rank\":1");
     ASSERT_CONTAINS(g_out, "\"buffers\":2");
+    /* the host backend's sessions meet no stream: no events, no flags */
+    ASSERT_CONTAINS(g_out, "\"sync\":\"\"");
     ASSERT_EQ(ctl("sessions", NULL, NULL), 0);
     ASSERT_CONTAINS(g_out, "SESSION");
+    ASSERT_CONTAINS(g_out, "SYNC");
     ASSERT_CONTAINS(g_out, "ops-a");
 
     ASSERT_EQ(ctl("store", "--json", NULL), 0);
