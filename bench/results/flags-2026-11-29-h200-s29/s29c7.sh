@@ -18,11 +18,11 @@ $C/bin/zppd -s $T/h.sock -l info -o peer_listen=127.0.0.1:0 -b host -o host_thre
 hp=$!
 for _ in $(seq 100); do [ -S $T/c.sock ] && [ -S $T/h.sock ] && break; sleep 0.1; done
 echo "$DEV" > $R/sessions.txt
-timeout 60 $C/bin/zpp-cuda-test -s $T/c.sock -w 1 -C 200000 > $R/conc-flags.log 2>&1 &
+timeout 90 $C/bin/zpp-cuda-test -s $T/c.sock -w 1 -C 150000 > $R/conc-flags.log 2>&1 &
 a=$!
-ZPP_DONE_FLAGS=0 timeout 60 $C/bin/zpp-cuda-test -s $T/c.sock -w 1 -C 200000 > $R/conc-events.log 2>&1 &
+ZPP_DONE_FLAGS=0 timeout 90 $C/bin/zpp-cuda-test -s $T/c.sock -w 1 -C 15000 > $R/conc-events.log 2>&1 &
 b=$!
-sleep 4
+sleep 2
 $C/bin/zppctl -s $T/c.sock sessions >> $R/sessions.txt 2>&1
 $C/bin/zppctl -s $T/c.sock sessions --json >> $R/sessions.txt 2>&1
 wait $a; echo "   concurrent (flags) rc=$? $(tail -1 $R/conc-flags.log)" >> $H
