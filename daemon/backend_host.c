@@ -41,10 +41,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "backend.h"
+#include "frame.h"
+#include "gate_flag.h"
 #include "log.h"
 #include "zpp.h"
 
@@ -82,6 +85,74 @@ int be_host_fatal(char *why, size_t why_len)
 
 /* be_ops.check: host work completes before its reply; only the injected
  * sticky error can make a completed call's results untrustworthy. */
+/* ---- sessions on the client's flags (be_ops.events_open_flags) ---------
+ * The same protocol as the cuda backend's (docs/cuda.md, "Done flags"),
+ * so that clients and the job layer meet one contract, and CI runs it. A
+ * host call completes before its reply, so a call's done flag is raised
+ * when it is answered (events_settle), by the loop; there are no streams,
+ * so the ready flags are not read. The memfd stays mapped and the pipe
+ * open until the session closes: nothing writes the flags after that. */
+struct host_flags {
+    uint32_t *map;
+    size_t len;
+    int n, live_fd;
+};
+
+static int host_events_open_flags(void *backend, int device, int n, int fd, int live_fd,
+                                  uint64_t size, void **state, char *why, size_t why_len)
+{
+    (void)backend;
+    (void)device;
+    struct host_flags *f = NULL;
+    void *p = MAP_FAILED;
+    int rc = 0;
+    if (n < 1 || n > (int)ZPP_MAX_EVENTS || size < ZPP_FLAGS_READY_OFF + 4u * (uint64_t)n ||
+        size > SIZE_MAX) {
+        snprintf(why, why_len, "bad slot count or size");
+        rc = ZPP_EINVAL;
+    } else if ((p = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) ==
+               MAP_FAILED) {
+        snprintf(why, why_len, "mmap of the flags: %s", strerror(errno));
+        rc = ZPP_EINVAL;
+    } else if (!(f = calloc(1, sizeof *f))) {
+        munmap(p, (size_t)size);
+        snprintf(why, why_len, "out of memory");
+        rc = ZPP_ENOMEM;
+    }
+    close(fd);
+    if (rc) {
+        if (live_fd >= 0)
+            close(live_fd);
+        return rc;
+    }
+    f->map = p;
+    f->len = (size_t)size;
+    f->n = n;
+    f->live_fd = live_fd;
+    *state = f;
+    return 0;
+}
+
+static void host_events_settle(void *backend, void *state, int slot_ev, uint64_t flag_value)
+{
+    struct host_flags *f = state;
+    (void)backend;
+    if (f && slot_ev >= 0 && slot_ev < f->n)
+        gate_flag_raise(&f->map[slot_ev], (uint32_t)flag_value);
+}
+
+static void host_events_close(void *backend, void *state)
+{
+    struct host_flags *f = state;
+    (void)backend;
+    if (!f)
+        return;
+    munmap(f->map, f->len);
+    if (f->live_fd >= 0)
+        close(f->live_fd);
+    free(f);
+}
+
 static int host_check(void *backend, void *events, char *why, size_t why_len)
 {
     (void)backend;
@@ -641,7 +712,8 @@ static int host_to_host(struct be_call *c, int s, void *dst, const void *src, si
     .store_free = host_store_free, .job_open = host_job_open, .job_close = host_job_close,         \
     .job_poll = host_job_poll, .job_open_ids = host_job_open_ids, .peer_ok = host_peer_ok,         \
     .peer_fence = host_peer_fence, .peer_gather = host_peer_gather, .peer_qwz = host_peer_qwz,     \
-    .buf_shared = host_buf_shared
+    .buf_shared = host_buf_shared, .events_open_flags = host_events_open_flags,                    \
+    .events_settle = host_events_settle, .events_close = host_events_close
 
 const struct be_ops be_host_enqueue_ops = {
     .name = "host",

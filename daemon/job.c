@@ -536,8 +536,12 @@ void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h, int flag
             }
             s->nevents = ndone = (uint32_t)h->n_ready_events;
         }
-    } else if (h->flags_nfds && hello_flags(s, h, flags_fd, req_id)) {
-        return; /* the same checks on a backend without streams, which closes them */
+    } else if (h->flags_nfds) {
+        /* a backend without devices (host): the same checks, and the same
+         * sessions on flags where it has them */
+        if (hello_flags(s, h, flags_fd, req_id))
+            return;
+        hello_on_flags(s, h, flags_fd);
     }
 
     int multi = h->leader_addr[0] != 0 && nodes > 1;
@@ -1175,7 +1179,7 @@ static void call_enqueue(struct job *j, struct call *c)
     int rc = 0;
     for (uint32_t s = 0; s < j->nlocal && !rc; s++) {
         struct call_sub *sub = &c->subs[j->lo + s];
-        if (sub->event_slot)
+        if (sub->event_slot && d->be->call_wait)
             rc = d->be->call_wait(&x->call, (int)s, sub->s->events, (int)sub->event_slot - 1,
                                   sub->flag_value);
     }

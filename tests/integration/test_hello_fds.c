@@ -2,11 +2,11 @@
  * test_hello_fds.c — the descriptors that ride on a Hello (its done flags:
  * a memfd and a pipe's write end, proto Hello.flags_nfds).
  *
- * - Good ones are taken and, on the host backend (no streams to write
- *   them), closed: the reply says flag_sync false, the pipe's read end
- *   sees its last writer go (what tells libzpp that nothing will write the
- *   flags), and the next RegisterBuffer registers the memfd it carries
- *   itself, not the Hello's leftover.
+ * - Good ones are taken: the reply says flag_sync (the host backend runs
+ *   sessions on flags too), the pipe's read end sees its last writer go
+ *   once the session has closed (what tells libzpp that nothing will write
+ *   the flags), and the next RegisterBuffer registers the memfd it carries
+ *   itself, not the Hello's leftover. (test_flags_host: the flags' values.)
  * - Bad ones get ZPP_EINVAL with a message naming what is wrong: not a
  *   memfd, not sealed against shrinking, sealed against writing, smaller
  *   than flags_size, a second descriptor that is not a pipe's write end,
@@ -114,14 +114,14 @@ int main(void)
     int fds_before = zh_steady_fds(d.pid);
     ASSERT(fds_before > 0);
 
-    /* Good done flags on the host backend: taken, not used, closed. */
+    /* Good flags on the host backend: taken, and closed with the session. */
     zpp_shm *flags;
     ASSERT_EQ(zpp_shm_create(4096, &flags), 0);
     int p[2], sync = -1;
     ASSERT_EQ(pipe(p), 0);
     int ffds[2] = {zpp_shm_fd(flags), p[1]};
     ASSERT_EQ(flags_hello(&d, "flags-host", ffds, 2, 2, 4096, &sync, NULL), 0);
-    ASSERT_EQ(sync, 0);
+    ASSERT_EQ(sync, 1);
     close(p[1]); /* the daemon's copy is the only other writer */
     ASSERT_EQ(pipe_ends(p[0], 5000), 1);
     close(p[0]);
