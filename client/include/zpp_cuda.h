@@ -44,9 +44,11 @@ ZPP_EXPORT int zpp_cuda_attach(zpp_conn *c, int n_events);
 /* 1 when the daemon took the connection's done flags at zpp_hello: streams
  * wait on flags zppd writes, and that libzpp raises itself should zppd's
  * process end with calls answered and not done (their output is then
- * undefined, and zpp_check and the next call say ZPP_ECLOSED); 0 when they
- * wait on the daemon's done events (ZPP_DONE_FLAGS=0, the host backend, a
- * daemon that could not map them) or c is not attached. */
+ * undefined, and zpp_check and the next call say ZPP_ECLOSED); and no CUDA
+ * IPC event is used, so the client needs neither zppd's uid nor its
+ * /dev/shm. 0 when they wait on the daemon's done events (ZPP_DONE_FLAGS=0,
+ * a daemon that could not map them or of before session 29) or c is not
+ * attached. */
 ZPP_EXPORT int zpp_cuda_done_flags(const zpp_conn *c);
 
 /* Registers the device memory around [dptr, dptr + len): a VMM allocation
