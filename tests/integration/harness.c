@@ -870,6 +870,36 @@ int zh_raw_closed(int fd, int timeout_ms)
     }
 }
 
+int zh_raw_flags_hello(int fd, const char *job, const int *fds, int nfds, uint32_t announced,
+                       uint64_t size, Zpp__Reply **out)
+{
+    static uint8_t handle[64];
+    ProtobufCBinaryData ev[4];
+    for (int i = 0; i < 4; i++) {
+        ev[i].len = sizeof handle;
+        ev[i].data = handle;
+    }
+    Zpp__Hello h = ZPP__HELLO__INIT;
+    h.job_id = (char *)job;
+    h.world_size = 1;
+    h.node_count = 1;
+    h.gpu_uuid = (char *)"host";
+    h.n_ready_events = 4;
+    h.ready_events = ev;
+    h.flags_nfds = announced;
+    h.flags_size = size;
+    h.nslots = 4;
+    h.flag_bits = 32;
+    Zpp__Request req = ZPP__REQUEST__INIT;
+    req.version = ZPP__PROTOCOL_VERSION__PROTOCOL_VERSION;
+    req.req_id = 1;
+    req.body_case = ZPP__REQUEST__BODY_HELLO;
+    req.hello = &h;
+    if (zh_raw_request(fd, &req, fds, nfds) != 0)
+        return -1;
+    return zh_raw_reply(fd, 5000, out) == 0 ? 0 : -1;
+}
+
 int zh_count_fds(pid_t pid)
 {
     char path[64];

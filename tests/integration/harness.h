@@ -167,6 +167,14 @@ int zh_raw_reply(int fd, int timeout_ms, Zpp__Reply **out);
  * when none came. */
 int zh_raw_hello(int fd, const char *job, uint32_t world);
 
+/* A raw Hello (req_id 1) of rank 0 of a one-rank job on the host backend
+ * offering 4 ready events (dummy handles) and flags: Hello.flags_nfds =
+ * announced, flags_size = size, nslots 4, with the nfds descriptors fds.
+ * Returns 0 and *out (its reply within 5 s; free with zpp_reply_free), or
+ * -1 when none came. */
+int zh_raw_flags_hello(int fd, const char *job, const int *fds, int nfds, uint32_t announced,
+                       uint64_t size, Zpp__Reply **out);
+
 /* 1 if the peer closes fd within timeout_ms (whatever it sends first is
  * read and dropped), 0 otherwise. */
 int zh_raw_closed(int fd, int timeout_ms);

@@ -26,8 +26,6 @@
 #include "test.h"
 #include "zpp.h"
 
-static uint8_t handle[64];
-static ProtobufCBinaryData events[4] = {{64, handle}, {64, handle}, {64, handle}, {64, handle}};
 static uint64_t g_req = 1;
 
 /* Sends a collective and returns its reply's code. */
@@ -61,27 +59,10 @@ int main(void)
 
     int fd = zh_raw_connect(d.socket);
     ASSERT(fd >= 0);
-    Zpp__Hello h = ZPP__HELLO__INIT;
-    h.job_id = "flags-host";
-    h.world_size = 1;
-    h.node_count = 1;
-    h.gpu_uuid = "host";
-    h.n_ready_events = 4;
-    h.ready_events = events;
-    h.flags_nfds = 2;
-    h.flags_size = 4096;
-    h.nslots = 4;
-    h.flag_bits = 32;
-    Zpp__Request req = ZPP__REQUEST__INIT;
-    req.version = ZPP__PROTOCOL_VERSION__PROTOCOL_VERSION;
-    req.req_id = 1;
-    req.body_case = ZPP__REQUEST__BODY_HELLO;
-    req.hello = &h;
     int ffds[2] = {zpp_shm_fd(flags), p[1]};
-    ASSERT_EQ(zh_raw_request(fd, &req, ffds, 2), 0);
-    close(p[1]); /* the daemon's copy is the only writer now */
     Zpp__Reply *rep = NULL;
-    ASSERT_EQ(zh_raw_reply(fd, 5000, &rep), 0);
+    ASSERT_EQ(zh_raw_flags_hello(fd, "flags-host", ffds, 2, 2, 4096, &rep), 0);
+    close(p[1]); /* the daemon's copy is the only writer now */
     ASSERT_EQ(rep->code, 0);
     ASSERT_EQ(rep->hello->flag_sync, 1);
     ASSERT_EQ(rep->hello->n_done_events, 0);

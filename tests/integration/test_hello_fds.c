@@ -22,9 +22,6 @@
 #include "test.h"
 #include "zpp.h"
 
-static uint8_t handle[64];
-static ProtobufCBinaryData events[4] = {{64, handle}, {64, handle}, {64, handle}, {64, handle}};
-
 /* A Hello of a 1-rank job with 4 ready events and done flags of size bytes
  * in the nfds descriptors fds (flags_nfds = announced), on a fresh
  * connection. Returns the reply's code; *sync its flag_sync; the message
@@ -34,25 +31,8 @@ static int flags_hello(const zh_daemon *d, const char *job, const int *fds, int 
 {
     int fd = zh_raw_connect(d->socket);
     ASSERT(fd >= 0);
-    Zpp__Hello h = ZPP__HELLO__INIT;
-    h.job_id = (char *)job;
-    h.world_size = 1;
-    h.node_count = 1;
-    h.gpu_uuid = "host";
-    h.n_ready_events = 4;
-    h.ready_events = events;
-    h.flags_nfds = announced;
-    h.flags_size = size;
-    h.nslots = 4;
-    h.flag_bits = 32;
-    Zpp__Request req = ZPP__REQUEST__INIT;
-    req.version = ZPP__PROTOCOL_VERSION__PROTOCOL_VERSION;
-    req.req_id = 1;
-    req.body_case = ZPP__REQUEST__BODY_HELLO;
-    req.hello = &h;
-    ASSERT_EQ(zh_raw_request(fd, &req, fds, nfds), 0);
     Zpp__Reply *rep = NULL;
-    ASSERT_EQ(zh_raw_reply(fd, 5000, &rep), 0);
+    ASSERT_EQ(zh_raw_flags_hello(fd, job, fds, nfds, announced, size, &rep), 0);
     int code = rep->code;
     if (sync)
         *sync = rep->hello ? rep->hello->flag_sync : -1;
@@ -137,25 +117,9 @@ int main(void)
     zpp_shm *decoy, *buf;
     ASSERT_EQ(zpp_shm_create(8192, &decoy), 0);
     ASSERT_EQ(zpp_shm_create(4096, &buf), 0);
-    Zpp__Hello h = ZPP__HELLO__INIT;
-    h.job_id = "hello-fds";
-    h.world_size = 1;
-    h.node_count = 1;
-    h.gpu_uuid = "host";
-    h.flags_nfds = 1;
-    h.flags_size = 8192;
-    h.nslots = 4;
-    h.n_ready_events = 4;
-    h.ready_events = events;
-    Zpp__Request req = ZPP__REQUEST__INIT;
-    req.version = ZPP__PROTOCOL_VERSION__PROTOCOL_VERSION;
-    req.req_id = 1;
-    req.body_case = ZPP__REQUEST__BODY_HELLO;
-    req.hello = &h;
     int dfd = zpp_shm_fd(decoy);
-    ASSERT_EQ(zh_raw_request(fd, &req, &dfd, 1), 0);
     Zpp__Reply *rep = NULL;
-    ASSERT_EQ(zh_raw_reply(fd, 5000, &rep), 0);
+    ASSERT_EQ(zh_raw_flags_hello(fd, "hello-fds", &dfd, 1, 1, 8192, &rep), 0);
     ASSERT_EQ(rep->code, 0);
     zpp_reply_free(rep);
 
