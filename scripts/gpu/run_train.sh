@@ -136,6 +136,7 @@ if torch.cuda.is_available(): print("nccl", ".".join(map(str, torch.cuda.nccl.ve
 } > "$S" 2>&1
 # the console names the machine too (it is kept beside the summary)
 DEVICE_LINE="device: $(smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | sort | uniq -c | paste -sd';' | sed 's/^ *//'), $(date -u +%FT%TZ)"
+[ "$CPU_TEST" = 1 ] && DEVICE_LINE="device: none (CPU_TEST dry run on $(hostname)), $(date -u +%FT%TZ)"
 log "$DEVICE_LINE"
 
 # ---- checks before anything starts --------------------------------------
@@ -479,12 +480,14 @@ EOF
 
 cleanup
 trap - EXIT
-tar czf "$OUT/train-results.tar.gz" -C "$T" runs 2>/dev/null
+# the archive names its machine too (its first member), as every result does
+echo "# $DEVICE_LINE; plan: $PLAN" > "$RUNS/DEVICE.txt"
+tar czf "$OUT/train-results.tar.gz" --sort=name -C "$T" runs 2>/dev/null
 sz=$(stat -c %s "$OUT/train-results.tar.gz" 2>/dev/null || echo 0)
 if [ "$sz" -gt $(( 15 * 1024 * 1024 )) ]; then  # the device tool brings back 16 MiB a file
   log "tarball ${sz} bytes: logs cut to their last 2 MiB"
   find "$RUNS" -name '*.log' -size +2M -exec sh -c 'tail -c 2M "$1" > "$1.t" && mv "$1.t" "$1"' _ {} \;
-  tar czf "$OUT/train-results.tar.gz" -C "$T" runs 2>/dev/null
+  tar czf "$OUT/train-results.tar.gz" --sort=name -C "$T" runs 2>/dev/null
 fi
 log "done in $(( $(now) - T_START )) s, exit $rc"
 exit $rc
