@@ -16,7 +16,7 @@
  * daemon has already written changes nothing (values only grow, compared
  * cyclically).
  *
- * On a daemon that opens no interprocess event (zpp_cuda.c: evless) the
+ * On the flags (HelloReply.flag_sync: no interprocess event at all) the
  * block's second half holds ready flags too, ready flag i right after the
  * done flags (proto: byte 256 + 4 i), which the client's streams write
  * before each call and zppd's gate reads.

@@ -21,7 +21,7 @@
  * Flags (done_flags.h; docs/cuda.md, "Done flags"): unless
  * ZPP_DONE_FLAGS=0, the connection also offers a block of 32-bit flags in
  * host memory, registered with CUDA once per process. When the daemon takes
- * them (HelloReply.flag_sync, with no done events: evless) no interprocess
+ * them (HelloReply.flag_sync, with no done events) no interprocess
  * event is used at all: the stream writes call k's value to ready flag i
  * where it would record ready[i], zppd writes it to done flag i after the
  * call's work, and the stream waits for that flag instead of done[i]; a
@@ -164,8 +164,7 @@ struct zpp_cuda {
     zpp_dflags *df;
     CUdeviceptr df_dev;
     int live_rfd, live_wfd;
-    int flag_sync;
-    int evless; /* flag_sync with no interprocess event: ready flags too, done[] unused */
+    int flag_sync; /* on the flags: no interprocess event, done[] unused */
     uint32_t *fval;
 };
 
@@ -267,15 +266,18 @@ static int ext_hello_out(void *state, Zpp__Hello *h, int *fds, int *nfds)
 static int ext_hello_in(void *state, zpp_conn *c, const Zpp__HelloReply *hr)
 {
     struct zpp_cuda *z = state;
-    int on_flags = hr->flag_sync && z->df && z->live_rfd >= 0;
-    /* On the flags alone the daemon opened none of our events and sends
-     * none of its own. */
-    int evless = on_flags && hr->n_done_events == 0;
-    if (!evless && hr->n_done_events != (size_t)z->n)
+    /* On the flags the daemon opened none of our events and sends none of
+     * its own (proto: HelloReply.flag_sync). */
+    int on_flags = hr->flag_sync != 0;
+    if (on_flags && (!z->df || z->live_rfd < 0 || hr->n_done_events))
+        return zpp__set_err(c, ZPP_EPROTO,
+                            "the daemon says it took flags this Hello did not offer, or sent done "
+                            "events with them");
+    if (!on_flags && hr->n_done_events != (size_t)z->n)
         return zpp__set_err(c, ZPP_EPROTO,
                             "the daemon returned a different number of done events (is it "
                             "running the cuda backend?)");
-    for (int i = 0; i < z->n && !evless; i++) {
+    for (int i = 0; i < z->n && !on_flags; i++) {
         CUipcEventHandle h;
         if (hr->done_events[i].len != sizeof h)
             return zpp__set_err(c, ZPP_EPROTO, "a done event handle is not 64 bytes");
@@ -300,10 +302,8 @@ static int ext_hello_in(void *state, zpp_conn *c, const Zpp__HelloReply *hr)
         close(z->live_wfd);
     z->live_wfd = -1;
     z->flag_sync = on_flags;
-    z->evless = evless;
-    if (evless)
-        atomic_store(&z->df->ready_used, 1);
     if (z->flag_sync) {
+        atomic_store(&z->df->ready_used, 1);
         int rfd = z->live_rfd;
         z->live_rfd = -1;
         zpp__dflags_watch(z->df, rfd); /* on failure every wait raises its own flag */
@@ -519,7 +519,7 @@ int zpp_register_cuda(zpp_conn *c, const void *dptr, size_t len, uint64_t *buffe
  * alone its done flag, which zppd writes after the call's work. */
 static CUresult slot_done(struct zpp_cuda *z, int i)
 {
-    if (z->evless)
+    if (z->flag_sync)
         return zpp__dflags_reached(z->df, i, z->fval[i]) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
     return ZCU(cuEventQuery)(z->done[i]);
 }
@@ -574,7 +574,7 @@ int zpp_collective_async(zpp_conn *c, const zpp_coll *call, CUstream stream, uin
     }
     /* promised before it is sent: a hang-up from now on raises the flag */
     uint32_t fv = z->flag_sync ? zpp__dflags_arm(z->df, slot) : 0;
-    if (z->evless)
+    if (z->flag_sync)
         r = ZCU(cuStreamWriteValue32)(stream, z->df_dev + ZPP_FLAGS_READY_OFF + 4u * (unsigned)slot,
                                       fv, CU_STREAM_WRITE_VALUE_DEFAULT);
     else
@@ -582,7 +582,7 @@ int zpp_collective_async(zpp_conn *c, const zpp_coll *call, CUstream stream, uin
     if (prev != z->ctx)
         ZCU(cuCtxSetCurrent)(prev);
     if (r != CUDA_SUCCESS)
-        return drv_err(c, r, z->evless ? "cuStreamWriteValue32 (ready flag)"
+        return drv_err(c, r, z->flag_sync ? "cuStreamWriteValue32 (ready flag)"
                                        : "cuEventRecord (ready event)");
     uint64_t id = 0;
     int rc = zpp__submit_ev(c, call, (uint32_t)slot + 1, fv, &id);
@@ -624,8 +624,9 @@ int zpp_wait_stream(zpp_conn *c, uint64_t req_id, CUstream stream, zpp_result *r
         ZCU(cuCtxSetCurrent)(z->ctx);
     /* done[slot] was recorded before the reply was sent, so a query now
      * sees this call's record: complete means the call's work is done and
-     * the stream has nothing to wait for. On the flags alone the done flag
-     * says it (a read of host memory). */
+     * the stream has nothing to wait for. On the flags the done flag says
+     * it (a read of host memory); a call zppd did not run has it raised
+     * before its reply. */
     CUresult r = slot_done(z, slot);
     if (r == CUDA_ERROR_NOT_READY && z->small[slot] && z->done_spin_ns) {
         const uint64_t end = zpp__mono_ns() + z->done_spin_ns;
@@ -634,8 +635,8 @@ int zpp_wait_stream(zpp_conn *c, uint64_t req_id, CUstream stream, zpp_result *r
     }
     const char *what = "cuStreamWaitEvent (done event)";
     if (r != CUDA_SUCCESS && z->flag_sync) {
-        /* not yet: the stream waits for the flag zppd writes before the
-         * event, which libzpp raises itself should zppd go first */
+        /* not yet: the stream waits for the flag zppd's stream writes
+         * after the call, which libzpp raises itself should zppd go first */
         what = "cuStreamWaitValue32 (done flag)";
         r = ZCU(cuStreamWaitValue32)(stream, z->df_dev + 4u * (unsigned)slot, z->fval[slot],
                                      CU_STREAM_WAIT_VALUE_GEQ);

@@ -113,16 +113,16 @@ struct be_ops {
                        uint8_t (*done_out)[64], void **state, char *why, size_t why_len);
     void (*events_close)(void *backend, void *state);
     /* Optional, instead of events_open: a session of n slots on the
-     * client's flags (Hello.flags_nfds): a memfd of `size` bytes the
-     * caller has checked (sealed against shrinking, that large) and
-     * live_fd, a pipe's write end or -1, both the backend's from here on,
-     * whatever it returns. No interprocess event: a call's wait is on the
-     * client's ready flag of its slot reaching the call's flag value, and
-     * after the call the slot's stream writes that value to the client's
-     * done flag; live_fd is closed once no stream will write them again.
-     * *state as events_open's (events_close releases it); a code with why:
-     * nothing kept, live_fd closed. */
-    int (*events_open_flags)(void *backend, int device, int n, int fd, int live_fd, uint64_t size,
+     * client's flags (Hello.flags_nfds): map, len bytes of its memfd as the
+     * caller mapped and checked it (sess_map_memfd; at least
+     * ZPP_FLAGS_READY_OFF + 4 n bytes), and live_fd, a pipe's write end or
+     * -1, both the backend's from here on, whatever it returns (munmap,
+     * close). No interprocess event: a call's wait is on the client's ready
+     * flag of its slot reaching the call's flag value, and after the call
+     * its done flag gets that value; live_fd is closed once nothing will
+     * write them again. *state as events_open's (events_close releases it);
+     * a code with why: nothing kept. */
+    int (*events_open_flags)(void *backend, int device, int n, void *map, size_t len, int live_fd,
                              void **state, char *why, size_t why_len);
     /* Optional, for sessions on flags: the call of slot_ev with flag_value
      * was answered; unless call_record took it (a stream writes its done

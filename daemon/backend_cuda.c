@@ -888,29 +888,37 @@ struct cu_events {
     uint32_t *flags;    /* n flags of a gate block (host address) */
     CUdeviceptr dflags; /* the same, as the GPU sees them */
     uint32_t *gen;      /* the last value each flag was told to reach */
-    /* The client's flags (events_open_flags; chost NULL: none): its memfd
-     * mapped and registered. Done flag i at cdev + 4 i, written on the
-     * slot's stream after the call's work; ready flag i at chost +
-     * ZPP_FLAGS_READY_OFF + 4 i, written by the client's stream, which the
-     * gate reads from the host instead of querying an event. */
-    void *chost;
-    size_t clen;
-    CUdeviceptr cdev;
-    int clive; /* the client's pipe: closed once nothing writes the flags again (-1) */
+    /* The client's flags (events_open_flags; NULL: none). Done flag i at
+     * cf->dev + 4 i, written on the slot's stream after the call's work;
+     * ready flag i at cf->host + ZPP_FLAGS_READY_OFF + 4 i, written by the
+     * client's stream, which the gate reads from the host instead of
+     * querying an event. */
+    struct cu_cflags *cf;
     uint32_t *crec; /* per slot, the value of the last call_record: a stream writes it */
+};
+
+/* A client's flags: its memfd mapped (by the job layer) and registered,
+ * and its pipe, closed once nothing writes them again (-1: none). Handed
+ * whole to the reaper when the session closes (cflags_release_now). */
+struct cu_cflags {
+    int device;
+    void *host;
+    size_t len;
+    CUdeviceptr dev;
+    int live_fd;
 };
 
 /* The client's ready flag of slot i (host memory, written by its GPU). */
 static const uint32_t *ready_flag(const struct cu_events *ev, int i)
 {
-    return (const uint32_t *)((const char *)ev->chost + ZPP_FLAGS_READY_OFF) + i;
+    return (const uint32_t *)((const char *)ev->cf->host + ZPP_FLAGS_READY_OFF) + i;
 }
 
 static void cflags_release_now(struct cu_backend *b, void *p)
 {
-    struct cu_events *ev = p;
-    cu_reaper_host_release(b, ev->device, ev->chost, ev->clen, ev->clive);
-    free(ev);
+    struct cu_cflags *cf = p;
+    cu_reaper_host_release(b, cf->device, cf->host, cf->len, cf->live_fd);
+    free(cf);
 }
 
 static void flags_put_now(struct cu_backend *b, void *p)
@@ -956,9 +964,9 @@ static void cuda_events_settle(void *backend, void *state, int slot_ev, uint64_t
 {
     struct cu_events *ev = state;
     (void)backend;
-    if (ev && ev->chost && ev->crec && slot_ev >= 0 && slot_ev < ev->n &&
+    if (ev && ev->cf && ev->crec && slot_ev >= 0 && slot_ev < ev->n &&
         ev->crec[slot_ev] != (uint32_t)flag_value)
-        gate_flag_raise((uint32_t *)ev->chost + slot_ev, (uint32_t)flag_value);
+        gate_flag_raise((uint32_t *)ev->cf->host + slot_ev, (uint32_t)flag_value);
 }
 
 static void cuda_events_close(void *backend, void *state)
@@ -975,20 +983,10 @@ static void cuda_events_close(void *backend, void *state)
     /* the block is reused once the job streams' pending waits have read it */
     if (ev->flags)
         cu_defer(b, ev->device, flags_put_now, ev->flags);
-    /* the client's done flags are unmapped once the job streams have
-     * written them (on the reaper: cu_reaper_host_release) */
-    struct cu_events *cf = ev->chost ? calloc(1, sizeof *cf) : NULL;
-    if (cf) {
-        cf->device = ev->device;
-        cf->chost = ev->chost;
-        cf->clen = ev->clen;
-        cf->clive = ev->clive;
-        cu_defer(b, ev->device, cflags_release_now, cf);
-    } else if (ev->chost) {
-        /* the pipe stays open too: the client never takes the flags for
-         * abandoned while they may still be written */
-        ZLOG_W("cuda", "out of memory: a client's done flags stay mapped", "bytes=%zu", ev->clen);
-    }
+    /* the client's flags are unmapped once the job streams have written
+     * them (on the reaper: cu_reaper_host_release) */
+    if (ev->cf)
+        cu_defer(b, ev->device, cflags_release_now, ev->cf);
     free(ev->gen);
     free(ev->crec);
     for (int i = 0; i < ev->n; i++) {
@@ -1029,7 +1027,6 @@ static int cuda_events_open(void *backend, int device, const uint8_t *const *rea
     }
     ev->device = device;
     ev->n = n;
-    ev->clive = -1;
     if ((rc = cu_gate_flags_get(b, &ev->flags, &ev->dflags))) {
         ev->flags = NULL;
         snprintf(why, why_len, "cannot allocate the session's gate flags (pinned host memory)");
@@ -1071,44 +1068,31 @@ fail:
     return rc;
 }
 
-/* Maps and registers the client's flags (fd, size bytes) into ev; takes
- * fd and live_fd whatever happens. 0, or a code with why. */
-static int cflags_map(struct cu_backend *b, struct cu_events *ev, int fd, int live_fd,
-                      uint64_t size, char *why, size_t why_len)
+/* Registers the client's flags (map, len: its memfd as the job layer
+ * mapped it) into ev->cf; takes map and live_fd whatever happens. 0, or a
+ * code with why. */
+static int cflags_register(struct cu_backend *b, struct cu_events *ev, void *map, size_t len,
+                           int live_fd, char *why, size_t why_len)
 {
-    int rc = 0;
-    void *p = MAP_FAILED, *d = NULL;
-    cudaError_t e = cudaSuccess;
-    if (size < ZPP_FLAGS_READY_OFF + 4u * (uint64_t)ev->n || size > SIZE_MAX) {
-        snprintf(why, why_len, "the flags are too small for %d slots", ev->n);
-        rc = ZPP_EINVAL;
-    } else if ((p = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) ==
-               MAP_FAILED) {
-        snprintf(why, why_len, "mmap of the flags: %s", strerror(errno));
-        rc = ZPP_EINVAL;
-    } else {
-        e = cu_use(b, ev->device) ? cudaErrorInvalidDevice
-                                  : cudaHostRegister(p, (size_t)size,
-                                                     cudaHostRegisterMapped |
-                                                         cudaHostRegisterPortable);
-        if (e == cudaSuccess && (e = cudaHostGetDevicePointer(&d, p, 0)) != cudaSuccess)
-            cudaHostUnregister(p);
-        if (e != cudaSuccess) {
-            munmap(p, (size_t)size);
-            snprintf(why, why_len, "cudaHostRegister of the flags: %s", cudaGetErrorString(e));
-            rc = ZPP_EBACKEND;
-        }
-    }
-    close(fd);
-    if (rc) {
+    struct cu_cflags *cf = calloc(1, sizeof *cf);
+    void *d = NULL;
+    cudaError_t e = !cf ? cudaErrorMemoryAllocation
+                    : cu_use(b, ev->device)
+                        ? cudaErrorInvalidDevice
+                        : cudaHostRegister(map, len,
+                                           cudaHostRegisterMapped | cudaHostRegisterPortable);
+    if (e == cudaSuccess && (e = cudaHostGetDevicePointer(&d, map, 0)) != cudaSuccess)
+        cudaHostUnregister(map);
+    if (e != cudaSuccess) {
+        free(cf);
+        munmap(map, len);
         if (live_fd >= 0)
             close(live_fd);
-        return rc;
+        snprintf(why, why_len, "cudaHostRegister of the flags: %s", cudaGetErrorString(e));
+        return e == cudaErrorMemoryAllocation ? ZPP_ENOMEM : ZPP_EBACKEND;
     }
-    ev->clive = live_fd;
-    ev->chost = p;
-    ev->clen = (size_t)size;
-    ev->cdev = (CUdeviceptr)(uintptr_t)d;
+    *cf = (struct cu_cflags){ev->device, map, len, (CUdeviceptr)(uintptr_t)d, live_fd};
+    ev->cf = cf;
     return 0;
 }
 
@@ -1116,8 +1100,8 @@ static int cflags_map(struct cu_backend *b, struct cu_events *ev, int fd, int li
  * on its flags, with no interprocess event: ready flags the gate reads,
  * done flags our streams write, and done events of our own for the early
  * record of fenced launches and for check. */
-static int cuda_events_open_flags(void *backend, int device, int n, int fd, int live_fd,
-                                  uint64_t size, void **state, char *why, size_t why_len)
+static int cuda_events_open_flags(void *backend, int device, int n, void *map, size_t len,
+                                  int live_fd, void **state, char *why, size_t why_len)
 {
     struct cu_backend *b = backend;
     struct cu_events *ev = NULL;
@@ -1139,15 +1123,14 @@ static int cuda_events_open_flags(void *backend, int device, int n, int fd, int 
             free(ev->gen);
         }
         free(ev);
-        close(fd);
+        munmap(map, len);
         if (live_fd >= 0)
             close(live_fd);
         return rc;
     }
     ev->device = device;
     ev->n = n;
-    ev->clive = -1;
-    if ((rc = cflags_map(b, ev, fd, live_fd, size, why, why_len)))
+    if ((rc = cflags_register(b, ev, map, len, live_fd, why, why_len)))
         goto fail;
     if ((rc = cu_gate_flags_get(b, &ev->flags, &ev->dflags))) {
         ev->flags = NULL;
@@ -1273,7 +1256,7 @@ static int cuda_call_record(struct be_call *c, int s, void *events, int slot_ev,
      * write still to come. Either way the write precedes the next call's
      * on this stream, so a flag never goes back. */
     int early = cu_call_done_early(c, s, ev->done[slot_ev]);
-    CUdeviceptr flag = ev->chost ? ev->cdev + 4u * (unsigned)slot_ev : 0;
+    CUdeviceptr flag = ev->cf ? ev->cf->dev + 4u * (unsigned)slot_ev : 0;
     CUresult r = CUDA_SUCCESS;
     if (flag && !early &&
         (r = ZCU(cuStreamWriteValue32)(st, flag, (uint32_t)flag_value,

@@ -46,7 +46,6 @@
 #include <unistd.h>
 
 #include "backend.h"
-#include "frame.h"
 #include "gate_flag.h"
 #include "log.h"
 #include "zpp.h"
@@ -98,35 +97,21 @@ struct host_flags {
     int n, live_fd;
 };
 
-static int host_events_open_flags(void *backend, int device, int n, int fd, int live_fd,
-                                  uint64_t size, void **state, char *why, size_t why_len)
+static int host_events_open_flags(void *backend, int device, int n, void *map, size_t len,
+                                  int live_fd, void **state, char *why, size_t why_len)
 {
     (void)backend;
     (void)device;
-    struct host_flags *f = NULL;
-    void *p = MAP_FAILED;
-    int rc = 0;
-    if (n < 1 || n > (int)ZPP_MAX_EVENTS || size < ZPP_FLAGS_READY_OFF + 4u * (uint64_t)n ||
-        size > SIZE_MAX) {
-        snprintf(why, why_len, "bad slot count or size");
-        rc = ZPP_EINVAL;
-    } else if ((p = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) ==
-               MAP_FAILED) {
-        snprintf(why, why_len, "mmap of the flags: %s", strerror(errno));
-        rc = ZPP_EINVAL;
-    } else if (!(f = calloc(1, sizeof *f))) {
-        munmap(p, (size_t)size);
-        snprintf(why, why_len, "out of memory");
-        rc = ZPP_ENOMEM;
-    }
-    close(fd);
-    if (rc) {
+    struct host_flags *f = calloc(1, sizeof *f);
+    if (!f) {
+        munmap(map, len);
         if (live_fd >= 0)
             close(live_fd);
-        return rc;
+        snprintf(why, why_len, "out of memory");
+        return ZPP_ENOMEM;
     }
-    f->map = p;
-    f->len = (size_t)size;
+    f->map = map;
+    f->len = len;
     f->n = n;
     f->live_fd = live_fd;
     *state = f;

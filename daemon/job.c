@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "cluster.h"
@@ -372,14 +373,16 @@ static void job_form(struct job *j)
     job_open_backend(j, NULL, 0);
 }
 
-/* Hello's flags (proto: Hello.flags_nfds): fd[0] must be a memfd sealed
- * against shrinking, not against writing, of at least flags_size bytes, and
- * fd[1], if announced, the write end of a pipe. Checked on every backend;
- * a device backend then runs the session on them (hello_on_flags), the host
- * backend leaves them to be closed, which closes the pipe and tells the
- * client that nothing will write them. 0, or an error already answered. */
+/* Hello's flags (proto: Hello.flags_nfds): fd[0] a client memfd as any
+ * (sess_map_memfd's checks) of at least flags_size bytes, and fd[1], if
+ * announced, the write end of a pipe. The backend then runs the session on
+ * them, taking the mapping and the pipe (s->flag_sync); one that cannot (a
+ * driver that refuses the memory: logged) closes the pipe, which tells the
+ * client that nothing will write them, and a device backend opens the
+ * client's events instead. 0 (on them or not), or -1 after an error reply. */
 static int hello_flags(struct session *s, const Zpp__Hello *h, int fd[2], uint64_t req_id)
 {
+    struct zppd *d = s->d;
     struct stat st;
     if (fd[0] < 0 || (h->flags_nfds == 2 && fd[1] < 0)) {
         sess_send_error(s, req_id, ZPP_EINVAL,
@@ -390,47 +393,29 @@ static int hello_flags(struct session *s, const Zpp__Hello *h, int fd[2], uint64
     if (fd[1] >= 0 && (fstat(fd[1], &st) != 0 || !S_ISFIFO(st.st_mode) ||
                        (fcntl(fd[1], F_GETFL) & O_ACCMODE) != O_WRONLY)) {
         sess_send_error(s, req_id, ZPP_EINVAL,
-                        "hello: the done flags' second descriptor is not a pipe's write end");
+                        "hello: the flags' second descriptor is not a pipe's write end");
         return -1;
     }
-    int seals = fcntl(fd[0], F_GET_SEALS);
-    if (seals < 0 || fstat(fd[0], &st) != 0 || !S_ISREG(st.st_mode)) {
-        sess_send_error(s, req_id, ZPP_EINVAL, "hello: the done-flag descriptor is not a memfd");
-        return -1;
-    }
-    if (!(seals & F_SEAL_SHRINK) || (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE))) {
-        sess_send_error(s, req_id, ZPP_EINVAL,
-                        "hello: the done-flag memfd must be sealed against shrinking "
-                        "(F_SEAL_SHRINK) and not against writing");
-        return -1;
-    }
-    if ((uint64_t)st.st_size < h->flags_size) {
-        sess_send_error(s, req_id, ZPP_EINVAL,
-                        "hello: the done-flag memfd holds %lld bytes; flags_size says %" PRIu64,
-                        (long long)st.st_size, h->flags_size);
-        return -1;
-    }
-    return 0;
-}
-
-/* A device backend's session on the client's flags, checked by hello_flags:
- * s->events, s->nevents and s->flag_sync set, no interprocess event opened
- * (so neither one uid nor a shared /dev/shm is needed). 0; or, when the
- * backend cannot (a driver that refuses the memory: logged), a code, the
- * descriptors closed, and the caller opens the client's events instead. */
-static int hello_on_flags(struct session *s, const Zpp__Hello *h, int fd[2])
-{
-    struct zppd *d = s->d;
-    if (!d->be->events_open_flags)
-        return ZPP_EUNSUPPORTED;
+    void *map = NULL;
+    size_t map_len = 0;
+    uint8_t *ptr = NULL;
     char why[256] = "";
-    int rc = d->be->events_open_flags(d->be_state, s->device, (int)h->nslots, fd[0], fd[1],
-                                      h->flags_size, &s->events, why, sizeof why);
-    fd[0] = fd[1] = -1; /* the backend took them, opened or not */
+    int rc = sess_map_memfd(s, fd[0], 0, h->flags_size, &map, &map_len, &ptr, why, sizeof why);
+    if (rc) {
+        sess_send_error(s, req_id, rc, "hello: the flags' memfd: %s", why);
+        return -1;
+    }
+    if (!d->be->events_open_flags) {
+        munmap(map, map_len);
+        return 0;
+    }
+    rc = d->be->events_open_flags(d->be_state, s->device, (int)h->nslots, map, map_len, fd[1],
+                                  &s->events, why, sizeof why);
+    fd[1] = -1; /* the backend took the mapping and the pipe, opened or not */
     if (rc) {
         ZLOG_W("job", "cannot use a client's flags: it waits on interprocess events", "pid=%u why=\"%s\"",
                h->pid, why);
-        return rc;
+        return 0;
     }
     s->nevents = h->nslots;
     s->flag_sync = 1;
@@ -516,7 +501,7 @@ void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h, int flag
         }
         if (h->flags_nfds && hello_flags(s, h, flags_fd, req_id))
             return;
-        if (h->flags_nfds && hello_on_flags(s, h, flags_fd) == 0) {
+        if (s->flag_sync) {
             /* the client's flags, no events: its done events are not sent */
         } else if (h->n_ready_events) {
             const uint8_t *ready[ZPP_MAX_EVENTS];
@@ -536,12 +521,8 @@ void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h, int flag
             }
             s->nevents = ndone = (uint32_t)h->n_ready_events;
         }
-    } else if (h->flags_nfds) {
-        /* a backend without devices (host): the same checks, and the same
-         * sessions on flags where it has them */
-        if (hello_flags(s, h, flags_fd, req_id))
-            return;
-        hello_on_flags(s, h, flags_fd);
+    } else if (h->flags_nfds && hello_flags(s, h, flags_fd, req_id)) {
+        return; /* a backend without devices (host): the same sessions on flags */
     }
 
     int multi = h->leader_addr[0] != 0 && nodes > 1;

@@ -66,9 +66,8 @@ void sess_release_buffers(struct session *s)
     s->nbufs = s->cap_bufs = 0;
 }
 
-/* Maps [off, off+len) of a sealed memfd owned by the session's uid. */
-static int map_memfd(struct session *s, int fd, uint64_t off, uint64_t len, struct buffer *b,
-                     char *why, size_t why_len)
+int sess_map_memfd(struct session *s, int fd, uint64_t off, uint64_t len, void **map,
+                   size_t *map_len, uint8_t **ptr, char *why, size_t why_len)
 {
     struct stat st;
     if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
@@ -96,6 +95,10 @@ static int map_memfd(struct session *s, int fd, uint64_t off, uint64_t len, stru
         snprintf(why, why_len, "the memfd must be sealed with F_SEAL_SHRINK (zpp_shm_create does)");
         return ZPP_EPERM;
     }
+    if (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)) {
+        snprintf(why, why_len, "the memfd must not be sealed against writing (zppd writes into it)");
+        return ZPP_EINVAL;
+    }
     uint64_t size = (uint64_t)st.st_size;
     if (len == 0 || off > size || len > size - off) {
         snprintf(why, why_len,
@@ -105,16 +108,15 @@ static int map_memfd(struct session *s, int fd, uint64_t off, uint64_t len, stru
     }
     uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
     uint64_t start = off / page * page;
-    size_t map_len = (size_t)(off - start + len);
-    void *p = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)start);
+    size_t n = (size_t)(off - start + len);
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)start);
     if (p == MAP_FAILED) {
         snprintf(why, why_len, "cannot map the shared memory: %s", strerror(errno));
         return errno == ENOMEM ? ZPP_ENOMEM : ZPP_EINVAL;
     }
-    b->map = p;
-    b->map_len = map_len;
-    b->ptr = (uint8_t *)p + (off - start);
-    b->len = len;
+    *map = p;
+    *map_len = n;
+    *ptr = (uint8_t *)p + (off - start);
     return 0;
 }
 
@@ -192,7 +194,9 @@ static void do_register(struct session *s, uint64_t req_id, const Zpp__RegisterB
         rc = ZPP_ENOMEM;
         snprintf(why, sizeof why, "out of memory");
     } else {
-        rc = map_memfd(s, fd, r->offset, r->length, b, why, sizeof why);
+        rc = sess_map_memfd(s, fd, r->offset, r->length, &b->map, &b->map_len, &b->ptr, why,
+                            sizeof why);
+        b->len = r->length;
     }
     if (!rc && s->nbufs == s->cap_bufs) {
         uint32_t cap = s->cap_bufs ? s->cap_bufs * 2 : 16;

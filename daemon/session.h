@@ -121,6 +121,15 @@ void sess_close_later(struct session *s, const char *reason);
 void sess_ref(struct session *s);
 void sess_unref(struct session *s);
 
+/* Maps [off, off + len) of a client's memfd, read and write, after the
+ * checks every memfd from a client passes: a tmpfs file (not hugetlbfs:
+ * its owner could free a page under the mapping, and zppd's next access
+ * would be a SIGBUS) owned by the session's uid, sealed against shrinking
+ * and not against writing, holding the range. 0 with *map / *map_len (for
+ * munmap) and *ptr (the range's start), or a ZPP_E* code with why. */
+int sess_map_memfd(struct session *s, int fd, uint64_t off, uint64_t len, void **map,
+                   size_t *map_len, uint8_t **ptr, char *why, size_t why_len);
+
 /* server.c: pops the oldest descriptor received on the connection and not
  * yet claimed, or -1; the caller owns it. */
 int sess_take_fd(struct session *s);

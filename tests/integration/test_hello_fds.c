@@ -7,10 +7,11 @@
  *   once the session has closed (what tells libzpp that nothing will write
  *   the flags), and the next RegisterBuffer registers the memfd it carries
  *   itself, not the Hello's leftover. (test_flags_host: the flags' values.)
- * - Bad ones get ZPP_EINVAL with a message naming what is wrong: not a
- *   memfd, not sealed against shrinking, sealed against writing, smaller
- *   than flags_size, a second descriptor that is not a pipe's write end,
- *   fewer descriptors than announced.
+ * - Bad ones get an error with a message naming what is wrong (the memfd
+ *   passes the checks of a registered one, sess_map_memfd): not a memfd,
+ *   not sealed against shrinking, sealed against writing, smaller than
+ *   flags_size; a second descriptor that is not a pipe's write end; fewer
+ *   descriptors than announced.
  * - None of them stays open in the daemon.
  */
 #include <fcntl.h>
@@ -63,20 +64,20 @@ static void test_bad_flags(const zh_daemon *d)
 
     /* the flags in a pipe, not a memfd */
     fds[0] = p[1];
-    ASSERT_EQ(flags_hello(d, "bad-1", fds, 1, 1, 4096, NULL, "not a memfd"), ZPP_EINVAL);
+    ASSERT_EQ(flags_hello(d, "bad-1", fds, 1, 1, 4096, NULL, "not a shared-memory file"), ZPP_EINVAL);
     /* a memfd not sealed against shrinking */
     int raw = memfd_create("unsealed", MFD_CLOEXEC | MFD_ALLOW_SEALING);
     ASSERT(raw >= 0);
     ASSERT_EQ(ftruncate(raw, 4096), 0);
     fds[0] = raw;
-    ASSERT_EQ(flags_hello(d, "bad-2", fds, 1, 1, 4096, NULL, "F_SEAL_SHRINK"), ZPP_EINVAL);
+    ASSERT_EQ(flags_hello(d, "bad-2", fds, 1, 1, 4096, NULL, "F_SEAL_SHRINK"), ZPP_EPERM);
     /* sealed against writing: zppd's stream must write it */
     ASSERT_EQ(fcntl(raw, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_WRITE), 0);
-    ASSERT_EQ(flags_hello(d, "bad-3", fds, 1, 1, 4096, NULL, "not against writing"), ZPP_EINVAL);
+    ASSERT_EQ(flags_hello(d, "bad-3", fds, 1, 1, 4096, NULL, "sealed against writing"), ZPP_EINVAL);
     close(raw);
     /* smaller than flags_size says */
     fds[0] = mfd;
-    ASSERT_EQ(flags_hello(d, "bad-4", fds, 1, 1, 8192, NULL, "holds 4096 bytes"), ZPP_EINVAL);
+    ASSERT_EQ(flags_hello(d, "bad-4", fds, 1, 1, 8192, NULL, "4096-byte object"), ZPP_ERANGE);
     /* a pipe's read end where the write end belongs */
     fds[1] = p[0];
     ASSERT_EQ(flags_hello(d, "bad-5", fds, 2, 2, 4096, NULL, "write end"), ZPP_EINVAL);
