@@ -348,12 +348,12 @@ int main(int argc, char **argv)
     } mixes[] = {
         {2, ZKB_LOAD8, "read 8B/lane"},    {2, ZKB_LOAD16, "read 16B/lane"},
         {2, ZKB_BULK, "read 16B/lane, bulk st"}, {2, ZKB_APART, "readers apart"},
-        {2, ZKB_PHASED, "reads, then writes"},   {4, ZKB_LOAD4, "read 4B/lane"},
+        {2, ZKB_PHASED, "reads, then writes"}, {2, ZKB_AHEAD, "read ahead, 16B/lane"}, {2, ZKB_AHEAD_NORMAL, "read ahead (normal)"},   {4, ZKB_LOAD4, "read 4B/lane"},
         {4, ZKB_LOAD16, "read 16B/lane"},  {4, ZKB_BULK, "read 16B/lane, bulk st"},
-        {4, ZKB_APART, "readers apart"},   {4, ZKB_PHASED, "reads, then writes"},
+        {4, ZKB_APART, "readers apart"},   {4, ZKB_PHASED, "reads, then writes"}, {4, ZKB_AHEAD, "read ahead, 16B/lane"}, {4, ZKB_AHEAD_NORMAL, "read ahead (normal)"},
         {8, ZKB_LOAD2, "read 2B/lane"},    {8, ZKB_LOAD16, "read 16B/lane"},
         {8, ZKB_BULK, "read 16B/lane, bulk st"}, {8, ZKB_APART, "readers apart"},
-        {8, ZKB_PHASED, "reads, then writes"},
+        {8, ZKB_PHASED, "reads, then writes"}, {8, ZKB_AHEAD, "read ahead, 16B/lane"}, {8, ZKB_AHEAD_NORMAL, "read ahead (normal)"},
     };
     for (size_t m = 0; m < sizeof mixes / sizeof mixes[0] && section_on("traffic"); m++) {
         if (mixes[m].form == ZKB_BULK && prop.major < 9)

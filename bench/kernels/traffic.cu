@@ -14,6 +14,9 @@
  *     that no store waits for a load: if it runs no faster, the mix itself
  *     sets the rate.
  *   - phase_kernel: all the reads, then (a second kernel) all the writes.
+ *   - AHEAD: spans of 16 MiB read, each read ahead into L2 by a kernel of
+ *     prefetches (zk_cuda_common.cuh's l2_read_ahead), then moved by
+ *     traffic_kernel, as the dequantize of ZK_DQPF builds does.
  * Bench code, not a kernel of the library: no reference, no byte-compare.
  */
 #include "traffic.h"
@@ -119,6 +122,19 @@ cudaError_t launch_mix(const uint8_t *in, unsigned tiles, uint4 *out, zkb_form f
         break;
     case ZKB_APART:
         split_kernel<RATIO><<<tiles * (RATIO + 1), kThreads, 0, st>>>(in, out);
+        break;
+    case ZKB_AHEAD:
+    case ZKB_AHEAD_NORMAL:
+        /* spans of 16 MiB read: read ahead into L2, then the plain mix */
+        for (unsigned t0 = 0; t0 < tiles; t0 += 4096) {
+            const unsigned nt = tiles - t0 < 4096 ? tiles - t0 : 4096;
+            if (form == ZKB_AHEAD)
+                zk::l2_read_ahead<true>(in + (uint64_t)t0 * 4096, (uint64_t)nt * 4096, in, 0, st);
+            else
+                zk::l2_read_ahead<false>(in + (uint64_t)t0 * 4096, (uint64_t)nt * 4096, in, 0, st);
+            traffic_kernel<16, RATIO, false><<<nt, kThreads, 0, st>>>(in + (uint64_t)t0 * 4096,
+                                                                      out + (uint64_t)t0 * RATIO * kThreads);
+        }
         break;
     case ZKB_PHASED:
         phase_kernel<true><<<tiles, kThreads, 0, st>>>(in, out);

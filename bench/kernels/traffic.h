@@ -22,6 +22,8 @@ enum zkb_form {
     ZKB_BULK = 17,   /* one 16-byte load, the CTA's writes as one bulk copy (sm_90 only) */
     ZKB_APART = 18,  /* reading CTAs and writing CTAs apart: no store waits for a load */
     ZKB_PHASED = 19, /* two kernels: all the reads, then all the writes */
+    ZKB_AHEAD = 20,  /* spans read ahead into L2 (evict-last), then read 16B/lane */
+    ZKB_AHEAD_NORMAL = 21, /* the same, read ahead with normal eviction */
 };
 
 /* Reads in_bytes (a multiple of 4096) from in and writes ratio (2, 4 or 8)

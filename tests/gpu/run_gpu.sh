@@ -23,6 +23,8 @@
 #   ZK_SANITIZE   1 (default) runs compute-sanitizer memcheck, 0 skips it;
 #       ZK_SANITIZE_TIMEOUT its limit in seconds (default 150)
 #   ZK_TORCH      1 (default) runs bench/kernels/torch_quant.py where torch is, 0 skips it
+#   ZK_BUILD_ONLY 1 builds (the default build and the variants) and stops: on a
+#       machine without a GPU, to carry $ZK_BUILD's programs to one that has
 # Writes OUTDIR/build.log (with the -Xptxas -v register report),
 # OUTDIR/registers.txt, OUTDIR/compare.log, OUTDIR/bench.log,
 # OUTDIR/variants.log, OUTDIR/sanitizer.log, OUTDIR/summary.txt.
@@ -92,6 +94,11 @@ if [ $rc -ne 0 ]; then
     tail -40 "$OUTDIR/build.log"
     echo "run_gpu: BUILD FAILED"
     exit 1
+fi
+
+if [ "${ZK_BUILD_ONLY:-0}" = 1 ]; then
+    echo "run_gpu: built in $BUILD (ZK_BUILD_ONLY=1: nothing run), $(($(date +%s) - T0)) s"
+    exit 0
 fi
 
 # The GPU's clocks, power and throttle reasons just before a benchmark: the
