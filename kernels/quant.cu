@@ -414,46 +414,6 @@ void launch_quantize(const void *x, uint64_t n, uint64_t n_valid, uint32_t block
         x, n_valid, block, out, zk_payload_bytes(n, BITS), nb, d_poisoned);
 }
 
-#ifndef ZK_DQPF
-#define ZK_DQPF 0 /* experiment: write-heavy dequantize in read-ahead spans (launch_dqpf) */
-#endif
-#ifndef ZK_DQPF_SPAN
-#define ZK_DQPF_SPAN (16u << 20) /* code bytes per span */
-#endif
-#ifndef ZK_DQPF_LAST
-#define ZK_DQPF_LAST 1 /* the read-ahead keeps its lines evict-last */
-#endif
-#if ZK_DQPF
-/* Dequantize in spans of ZK_DQPF_SPAN code bytes: for each, one kernel
- * reads the span's codes and scales ahead into L2 (prefetches only), then
- * dqx_kernel decodes the span from L2 and writes it. DRAM then sees each
- * span's reads as one burst and then only writes. 0 when it does not
- * apply: an unaligned output, or fewer than ZK_DQS_MIN code bytes. */
-template <int DT, int BITS>
-int launch_dqpf(const uint8_t *in, uint64_t n, uint64_t n_out, int lgb, void *y, cudaStream_t stream)
-{
-    constexpr int es = shape<DT>::es;
-    if (((uintptr_t)y & 15) || n_out * BITS / 8 < ZK_DQS_MIN)
-        return 0;
-    const uint64_t pay = zk_payload_bytes(n, BITS);
-    /* a span's first element: a multiple of 2^16, so of every power-of-two
-     * block up to 2^16, of a 16-byte code vector and of a 16-byte output */
-    const uint64_t span = (uint64_t)ZK_DQPF_SPAN * 8 / BITS & ~(uint64_t)0xFFFF;
-    for (uint64_t e0 = 0; e0 < n_out; e0 += span) {
-        const uint64_t m = n_out - e0 < span ? n_out - e0 : span;
-        const uint8_t *c = in + e0 * BITS / 8, *s = in + pay + (e0 >> lgb) * 4;
-        l2_read_ahead<ZK_DQPF_LAST != 0>(c, (m * BITS + 7) / 8, s,
-                                         (((m - 1) >> lgb) + 1) * 4, stream);
-        const uint64_t nvec = (m + shape<DT>::ve - 1) / shape<DT>::ve;
-        const uint64_t xctas = (nvec + ZK_CTA_THREADS * ZK_DQX_NV - 1) / (ZK_CTA_THREADS * ZK_DQX_NV);
-        /* the span's scales at c + (pay - e0 * BITS / 8 + (e0 >> lgb) * 4) */
-        dqx_kernel<DT, BITS, ZK_DQX_NV><<<grid_for(xctas), ZK_CTA_THREADS, 0, stream>>>(
-            c, (uint64_t)(s - c), m, lgb, (uint8_t *)y + e0 * es);
-    }
-    return 1;
-}
-#endif
-
 template <int DT, int BITS>
 void launch_dequantize(const uint8_t *in, uint64_t n, uint64_t n_out, uint32_t block, void *y,
                        cudaStream_t stream)
@@ -464,13 +424,6 @@ void launch_dequantize(const uint8_t *in, uint64_t n, uint64_t n_out, uint32_t b
         int lgb = 0;
         while ((1u << lgb) < block)
             lgb++;
-#if ZK_DQPF
-        /* the write-heavy shapes: 4 or 8 bytes written per byte read */
-        if constexpr (shape<DT>::es * 8 / BITS >= 4) {
-            if (launch_dqpf<DT, BITS>(in, n, n_out, lgb, y, stream))
-                return;
-        }
-#endif
 #if ZK_DQS
         if constexpr (ZK_DQS == 2 || (DT == ZK_FP32 && BITS == 4)) {
             if (launch_dqs<DT, BITS>(in, n, n_out, lgb, y, stream))

@@ -579,42 +579,6 @@ static inline unsigned grid_for(uint64_t units)
     return (unsigned)(units < ZK_GRID_CAP ? units : ZK_GRID_CAP);
 }
 
-/* Reads ahead into L2: one thread per 128-byte line of [a, a + na) and then
- * of [b, b + nb), a prefetch each (no register waits for the data, and the
- * kernel ends once every prefetch is issued, not when the lines arrive).
- * LAST: the lines are kept in L2 ahead of others (evict-last), so that the
- * writes of the kernel that reads them do not push them out first. A hint
- * only: no result depends on it. */
-template <bool LAST>
-__global__ void __launch_bounds__(ZK_CTA_THREADS)
-    l2_read_ahead_kernel(const uint8_t *a, uint64_t na, const uint8_t *b, uint64_t nb)
-{
-    const uint64_t i = (uint64_t)blockIdx.x * ZK_CTA_THREADS + threadIdx.x;
-    const uint64_t a0 = (uintptr_t)a & ~(uintptr_t)127, b0 = (uintptr_t)b & ~(uintptr_t)127;
-    const uint64_t la = na ? ((uintptr_t)a + na - a0 + 127) / 128 : 0;
-    const uint64_t lb = nb ? ((uintptr_t)b + nb - b0 + 127) / 128 : 0;
-    uint64_t p;
-    if (i < la)
-        p = a0 + i * 128;
-    else if (i - la < lb)
-        p = b0 + (i - la) * 128;
-    else
-        return;
-    if (LAST)
-        asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(p));
-    else
-        asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
-}
-/* Launches l2_read_ahead_kernel over both ranges. */
-template <bool LAST>
-static inline void l2_read_ahead(const uint8_t *a, uint64_t na, const uint8_t *b, uint64_t nb,
-                                 cudaStream_t stream)
-{
-    const uint64_t lines = (na + 127) / 128 + 1 + (nb + 127) / 128 + 1;
-    l2_read_ahead_kernel<LAST><<<grid_for((lines + ZK_CTA_THREADS - 1) / ZK_CTA_THREADS),
-                                 ZK_CTA_THREADS, 0, stream>>>(a, na, b, nb);
-}
-
 /* The entry points' checks (zpp_kernels_cuda.h): a dtype the kernels
  * take, a pointer aligned to ZK_ALIGN, and the launch's own error. */
 static inline int dtype_ok(int dt)

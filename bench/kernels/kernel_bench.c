@@ -43,9 +43,9 @@ _Static_assert(BENCH_REPS % BENCH_ROUNDS == 0, "a row's timed launches split eve
 #define QGZ_K 8 /* peers summed by the fused reductions (G or N) */
 
 static cudaEvent_t ev0, ev1;
-static double g_copy_tbs;  /* the first copy rows' bandwidth */
-static double g_pair_tbs;  /* the copy timed next to the last kernel (0: none) */
-static struct ctx *g_pair; /* the paired copy's rotation */
+static double g_copy_tbs;     /* the first copy rows' bandwidth */
+static double g_pair_tbs;     /* the copy timed next to the last kernel (0: none) */
+static struct ctx *g_pair;    /* the paired copy's rotation */
 static uint64_t g_pair_bytes; /* its bytes per launch */
 
 /* One launch of the kernel under test on rotation set r. */
@@ -346,14 +346,27 @@ int main(int argc, char **argv)
         enum zkb_form form;
         const char *what;
     } mixes[] = {
-        {2, ZKB_LOAD8, "read 8B/lane"},    {2, ZKB_LOAD16, "read 16B/lane"},
-        {2, ZKB_BULK, "read 16B/lane, bulk st"}, {2, ZKB_APART, "readers apart"},
-        {2, ZKB_PHASED, "reads, then writes"}, {2, ZKB_AHEAD, "read ahead, 16B/lane"}, {2, ZKB_AHEAD_NORMAL, "read ahead (normal)"},   {4, ZKB_LOAD4, "read 4B/lane"},
-        {4, ZKB_LOAD16, "read 16B/lane"},  {4, ZKB_BULK, "read 16B/lane, bulk st"},
-        {4, ZKB_APART, "readers apart"},   {4, ZKB_PHASED, "reads, then writes"}, {4, ZKB_AHEAD, "read ahead, 16B/lane"}, {4, ZKB_AHEAD_NORMAL, "read ahead (normal)"},
-        {8, ZKB_LOAD2, "read 2B/lane"},    {8, ZKB_LOAD16, "read 16B/lane"},
-        {8, ZKB_BULK, "read 16B/lane, bulk st"}, {8, ZKB_APART, "readers apart"},
-        {8, ZKB_PHASED, "reads, then writes"}, {8, ZKB_AHEAD, "read ahead, 16B/lane"}, {8, ZKB_AHEAD_NORMAL, "read ahead (normal)"},
+        {2, ZKB_LOAD8, "read 8B/lane"},
+        {2, ZKB_LOAD16, "read 16B/lane"},
+        {2, ZKB_BULK, "read 16B/lane, bulk st"},
+        {2, ZKB_APART, "readers apart"},
+        {2, ZKB_PHASED, "reads, then writes"},
+        {2, ZKB_AHEAD, "read ahead, 16B/lane"},
+        {2, ZKB_AHEAD_NORMAL, "read ahead (normal)"},
+        {4, ZKB_LOAD4, "read 4B/lane"},
+        {4, ZKB_LOAD16, "read 16B/lane"},
+        {4, ZKB_BULK, "read 16B/lane, bulk st"},
+        {4, ZKB_APART, "readers apart"},
+        {4, ZKB_PHASED, "reads, then writes"},
+        {4, ZKB_AHEAD, "read ahead, 16B/lane"},
+        {4, ZKB_AHEAD_NORMAL, "read ahead (normal)"},
+        {8, ZKB_LOAD2, "read 2B/lane"},
+        {8, ZKB_LOAD16, "read 16B/lane"},
+        {8, ZKB_BULK, "read 16B/lane, bulk st"},
+        {8, ZKB_APART, "readers apart"},
+        {8, ZKB_PHASED, "reads, then writes"},
+        {8, ZKB_AHEAD, "read ahead, 16B/lane"},
+        {8, ZKB_AHEAD_NORMAL, "read ahead (normal)"},
     };
     for (size_t m = 0; m < sizeof mixes / sizeof mixes[0] && section_on("traffic"); m++) {
         if (mixes[m].form == ZKB_BULK && prop.major < 9)

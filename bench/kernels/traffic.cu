@@ -15,8 +15,8 @@
  *     sets the rate.
  *   - phase_kernel: all the reads, then (a second kernel) all the writes.
  *   - AHEAD: spans of 16 MiB read, each read ahead into L2 by a kernel of
- *     prefetches (zk_cuda_common.cuh's l2_read_ahead), then moved by
- *     traffic_kernel, as the dequantize of ZK_DQPF builds does.
+ *     prefetches (read_ahead_kernel below), then moved by
+ *     traffic_kernel, as a prototype dequantize did (bench/results/kernels-2026-11-29-s30/).
  * Bench code, not a kernel of the library: no reference, no byte-compare.
  */
 #include "traffic.h"
@@ -27,6 +27,23 @@ namespace
 {
 
 constexpr int kThreads = 256;
+
+/* Reads [a, a + na) ahead into L2: one thread per 128-byte line, a
+ * prefetch each (the kernel ends once they are issued, not when the lines
+ * arrive). LAST: the lines are kept ahead of others (evict-last), so that
+ * the writes of the kernel that then reads them do not push them out. */
+template <bool LAST>
+__global__ void __launch_bounds__(kThreads) read_ahead_kernel(const uint8_t *a, uint64_t na)
+{
+    const uint64_t i = (uint64_t)blockIdx.x * kThreads + threadIdx.x;
+    if (i * 128 >= na)
+        return;
+    const uint8_t *p = a + i * 128;
+    if (LAST)
+        asm volatile("prefetch.global.L2::evict_last [%0];" ::"l"(p));
+    else
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
 
 /* Reads 16 bytes of in for thread i and keeps the load alive: it writes
  * them to out only in a case random data never meets. */
@@ -62,7 +79,8 @@ __global__ void __launch_bounds__(kThreads) traffic_kernel(const uint8_t *in, ui
     if constexpr (!BULK) {
 #pragma unroll
         for (int s = 0; s < RATIO; s++)
-            out[(tile * RATIO + s) * kThreads + threadIdx.x] = make_uint4(acc, acc + s, acc ^ s, ~acc);
+            out[(tile * RATIO + s) * kThreads + threadIdx.x] =
+                make_uint4(acc, acc + s, acc ^ s, ~acc);
     } else {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
         __shared__ __align__(128) uint4 st[RATIO * kThreads];
@@ -81,17 +99,20 @@ __global__ void __launch_bounds__(kThreads) traffic_kernel(const uint8_t *in, ui
 
 /* Of every RATIO + 1 CTAs one only reads a 4 KiB tile, the others only
  * write one each. */
-template <int RATIO> __global__ void __launch_bounds__(kThreads) split_kernel(const uint8_t *in, uint4 *out)
+template <int RATIO>
+__global__ void __launch_bounds__(kThreads) split_kernel(const uint8_t *in, uint4 *out)
 {
     const uint64_t b = blockIdx.x, t = b / (RATIO + 1), k = b % (RATIO + 1);
     if (k == 0)
         read_sink(in, t * kThreads + threadIdx.x, out);
     else
-        out[(t * RATIO + k - 1) * kThreads + threadIdx.x] = make_uint4((uint32_t)b, threadIdx.x, 0, ~0u);
+        out[(t * RATIO + k - 1) * kThreads + threadIdx.x] =
+            make_uint4((uint32_t)b, threadIdx.x, 0, ~0u);
 }
 
 /* 4 KiB per CTA, only read (READ) or only written. */
-template <bool READ> __global__ void __launch_bounds__(kThreads) phase_kernel(const uint8_t *in, uint4 *out)
+template <bool READ>
+__global__ void __launch_bounds__(kThreads) phase_kernel(const uint8_t *in, uint4 *out)
 {
     const uint64_t i = (uint64_t)blockIdx.x * kThreads + threadIdx.x;
     if (READ)
@@ -102,7 +123,8 @@ template <bool READ> __global__ void __launch_bounds__(kThreads) phase_kernel(co
 
 /* One mix (RATIO) in one form; tiles: 4 KiB tiles read. */
 template <int RATIO>
-cudaError_t launch_mix(const uint8_t *in, unsigned tiles, uint4 *out, zkb_form form, cudaStream_t st)
+cudaError_t launch_mix(const uint8_t *in, unsigned tiles, uint4 *out, zkb_form form,
+                       cudaStream_t st)
 {
     switch (form) {
     case ZKB_LOAD2:
@@ -121,19 +143,22 @@ cudaError_t launch_mix(const uint8_t *in, unsigned tiles, uint4 *out, zkb_form f
         traffic_kernel<16, RATIO, true><<<tiles, kThreads, 0, st>>>(in, out);
         break;
     case ZKB_APART:
-        split_kernel<RATIO><<<tiles * (RATIO + 1), kThreads, 0, st>>>(in, out);
+        split_kernel<RATIO><<<tiles *(RATIO + 1), kThreads, 0, st>>>(in, out);
         break;
     case ZKB_AHEAD:
     case ZKB_AHEAD_NORMAL:
         /* spans of 16 MiB read: read ahead into L2, then the plain mix */
         for (unsigned t0 = 0; t0 < tiles; t0 += 4096) {
             const unsigned nt = tiles - t0 < 4096 ? tiles - t0 : 4096;
+            const uint8_t *span = in + (uint64_t)t0 * 4096; /* 4 KiB tiles, 128-aligned */
             if (form == ZKB_AHEAD)
-                zk::l2_read_ahead<true>(in + (uint64_t)t0 * 4096, (uint64_t)nt * 4096, in, 0, st);
+                read_ahead_kernel<true><<<(nt * 32 + kThreads - 1) / kThreads, kThreads, 0, st>>>(
+                    span, (uint64_t)nt * 4096);
             else
-                zk::l2_read_ahead<false>(in + (uint64_t)t0 * 4096, (uint64_t)nt * 4096, in, 0, st);
-            traffic_kernel<16, RATIO, false><<<nt, kThreads, 0, st>>>(in + (uint64_t)t0 * 4096,
-                                                                      out + (uint64_t)t0 * RATIO * kThreads);
+                read_ahead_kernel<false><<<(nt * 32 + kThreads - 1) / kThreads, kThreads, 0, st>>>(
+                    span, (uint64_t)nt * 4096);
+            traffic_kernel<16, RATIO, false><<<nt, kThreads, 0, st>>>(
+                in + (uint64_t)t0 * 4096, out + (uint64_t)t0 * RATIO * kThreads);
         }
         break;
     case ZKB_PHASED:

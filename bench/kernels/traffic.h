@@ -15,14 +15,14 @@ extern "C" {
 
 /* How a mix is moved. */
 enum zkb_form {
-    ZKB_LOAD2 = 2,   /* each CTA reads 16 bytes per thread as 2-byte loads, then writes */
-    ZKB_LOAD4 = 4,   /* ... as 4-byte loads */
-    ZKB_LOAD8 = 8,   /* ... as 8-byte loads */
-    ZKB_LOAD16 = 16, /* ... as one 16-byte load */
-    ZKB_BULK = 17,   /* one 16-byte load, the CTA's writes as one bulk copy (sm_90 only) */
-    ZKB_APART = 18,  /* reading CTAs and writing CTAs apart: no store waits for a load */
-    ZKB_PHASED = 19, /* two kernels: all the reads, then all the writes */
-    ZKB_AHEAD = 20,  /* spans read ahead into L2 (evict-last), then read 16B/lane */
+    ZKB_LOAD2 = 2,         /* each CTA reads 16 bytes per thread as 2-byte loads, then writes */
+    ZKB_LOAD4 = 4,         /* ... as 4-byte loads */
+    ZKB_LOAD8 = 8,         /* ... as 8-byte loads */
+    ZKB_LOAD16 = 16,       /* ... as one 16-byte load */
+    ZKB_BULK = 17,         /* one 16-byte load, the CTA's writes as one bulk copy (sm_90 only) */
+    ZKB_APART = 18,        /* reading CTAs and writing CTAs apart: no store waits for a load */
+    ZKB_PHASED = 19,       /* two kernels: all the reads, then all the writes */
+    ZKB_AHEAD = 20,        /* spans read ahead into L2 (evict-last), then read 16B/lane */
     ZKB_AHEAD_NORMAL = 21, /* the same, read ahead with normal eviction */
 };
 
