@@ -21,7 +21,8 @@
  * -n 1: 1 node x 2 GPUs; -n 2: 2 virtual nodes x 1 GPU (the host daemon
  * must run with virtual_nodes = 2). -L also registers a cudaMalloc buffer
  * through a legacy IPC handle (the cuda daemon needs allow_legacy_ipc).
- * -K: a client is SIGKILLed during a stream of collectives; the daemon's
+ * -K: a client is SIGKILLed during a stream of collectives (-w 1: with
+ * calls answered and queued behind its own held stream); the daemon's
  * device memory must come back to its level before the job.
  * -R (W >= 2): a job whose ranks leave between calls and come back within
  * the daemon's rejoin_timeout_ms: rank W-1's process closes its connection
@@ -229,6 +230,49 @@ static void rank_close(struct rank_io *r)
         cut_vmm_free(&r->vout);
 }
 
+/* The rank of a one-rank kill test, after its warm-up calls: calls
+ * answered by zppd whose work is queued behind the rank's own stream, held
+ * by a wait on host memory nobody raises; then the rank waits for its
+ * SIGKILL. zppd's stream waits for the calls' ready flags (or events),
+ * which the dead client never writes: closing the session must let it go,
+ * or the job's buffers and streams stay held (run_kill checks the memory). */
+static int kill_held(struct rank_io *r, uint64_t count)
+{
+    int rank = 0;
+    zpp_conn *gc = r->c; /* (CK's words) */
+    uint32_t *hold = NULL;
+    CUdeviceptr dhold;
+    CUstream st;
+    CK("hold flag", cuMemHostAlloc((void **)&hold, 4096,
+                                   CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) !=
+                        CUDA_SUCCESS);
+    *hold = 0;
+    CK("hold flag address", cuMemHostGetDevicePointer(&dhold, hold, 0) != CUDA_SUCCESS);
+    CK("stream", cuStreamCreate(&st, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS);
+    CK("hold the stream", cuStreamWaitValue32(st, dhold, 1, CU_STREAM_WAIT_VALUE_GEQ) !=
+                              CUDA_SUCCESS);
+    for (int i = 0; i < 4; i++) {
+        zpp_coll call;
+        zpp_result res = {0};
+        uint64_t id = 0;
+        zpp_coll_init(&call, i % 2 ? ZPP_OP_ALLGATHER : ZPP_OP_QWZ_ALLGATHER, ZPP_BF16, count);
+        call.input = r->in;
+        call.output = r->out;
+        CK("submit", zpp_collective_async(r->c, &call, st, &id));
+        CK("wait_stream", zpp_wait_stream(r->c, id, st, &res));
+    }
+    if (cuStreamQuery(st) != CUDA_ERROR_NOT_READY) {
+        printf("FAIL kill-test: the held calls' stream ran\n");
+        return 1;
+    }
+    printf("info: kill-test: 4 calls answered, their work queued behind a held stream (done "
+           "flags %s); waiting for the SIGKILL\n",
+           zpp_cuda_done_flags(r->c) ? "on" : "off");
+    fflush(stdout);
+    for (;;)
+        pause();
+}
+
 static int kill_child(int rank, void *arg)
 {
     const struct opts *o = arg;
@@ -239,7 +283,8 @@ static int kill_child(int rank, void *arg)
         rank_close(&r);
         return 1;
     }
-    for (int i = 0; i < (o->after_kill ? 20 : 1000000); i++) {
+    const int held = !o->after_kill && o->world == 1;
+    for (int i = 0; i < (o->after_kill || held ? 20 : 1000000); i++) {
         zpp_coll call;
         zpp_coll_init(&call, i % 2 ? ZPP_OP_ALLGATHER : ZPP_OP_QWZ_ALLGATHER, ZPP_BF16, count);
         call.input = r.in;
@@ -262,6 +307,8 @@ static int kill_child(int rank, void *arg)
         zpp_close(r.c);
         return 0;
     }
+    if (held)
+        return kill_held(&r, count);
     return 1;
 }
 
@@ -486,7 +533,10 @@ static int run_kill(const struct opts *o)
         printf("FAIL kill-test: the daemon did not settle before the test\n");
         return 1;
     }
-    int failed = cut_spawn(o->world, kill_child, (void *)o, 1, 3000);
+    /* two ranks or more: rank 1 dies during a stream of calls; one rank:
+     * it dies with calls queued behind its held stream (kill_held) */
+    int failed = cut_spawn(o->world, kill_child, (void *)o, o->world > 1 ? 1 : 0,
+                           o->world > 1 ? 3000 : 15000);
     /* The daemon notices the closed session, aborts the job, drains its
      * streams and releases everything; it must stay responsive. */
     int st = settle(o, after, 60);
