@@ -77,6 +77,28 @@ static void requests(void)
     req.body_case = ZPP__REQUEST__BODY_HELLO;
     req.hello = &h;
     put_request(&req, &stream, &slen);
+    /* a GPU rank's Hello with its ready events and done flags (the
+     * validation of session 29's fields: counts, sizes, widths) */
+    uint8_t ev[4][64] = {{7}, {8}, {9}, {10}};
+    ProtobufCBinaryData evs[4];
+    for (int i = 0; i < 4; i++)
+        evs[i] = (ProtobufCBinaryData){sizeof ev[i], ev[i]};
+    h.gpu_uuid = (char *)"GPU-5e1f0c2a-0000-0000-0000-000000000000";
+    h.n_ready_events = 4;
+    h.ready_events = evs;
+    h.flags_nfds = 2;
+    h.flags_size = 4096;
+    h.nslots = 4;
+    h.flag_bits = 32;
+    h.says_goodbye = 1;
+    put_request(&req, &stream, &slen);
+    h.gpu_uuid = (char *)"host";
+    h.n_ready_events = 0;
+    h.ready_events = NULL;
+    h.flags_nfds = 0;
+    h.flags_size = 0;
+    h.nslots = 0;
+    h.flag_bits = 0;
     h.role = ZPP__ROLE__ROLE_ADMIN;
     put_request(&req, &stream, &slen);
 
@@ -123,6 +145,12 @@ static void requests(void)
         req.body_case = ZPP__REQUEST__BODY_COLLECTIVE;
         req.collective = &co;
         put_request(&req, &stream, &slen);
+        if (op == ZPP__OP__ALLGATHER) {
+            /* a stream-ordered call: its event slot and flag value */
+            co.event_slot = 3;
+            co.flag_value = 0xFFFFFFF0u;
+            put_request(&req, &stream, &slen);
+        }
     }
 
     Zpp__StatusQuery sq = ZPP__STATUS_QUERY__INIT;
@@ -157,6 +185,9 @@ static void replies(void)
     hr.limits = &lim;
     rep.body_case = ZPP__REPLY__BODY_HELLO;
     rep.hello = &hr;
+    put_reply(&rep);
+    hr.backend = (char *)"cuda";
+    hr.flag_sync = 1; /* a session on the client's done flags */
     put_reply(&rep);
 
     Zpp__CollectiveReply cr = ZPP__COLLECTIVE_REPLY__INIT;
