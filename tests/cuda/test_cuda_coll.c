@@ -230,6 +230,21 @@ static void rank_close(struct rank_io *r)
         cut_vmm_free(&r->vout);
 }
 
+/* A new stream held by a wait on host memory of the caller's (*hold, 0):
+ * nothing enqueued on it runs until the caller stores 1 there. 0, or 1 if
+ * CUDA refused. */
+static int held_stream(uint32_t **hold, CUstream *st)
+{
+    CUdeviceptr dhold;
+    if (cuMemHostAlloc((void **)hold, 4096, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) !=
+        CUDA_SUCCESS)
+        return 1;
+    **hold = 0;
+    return cuMemHostGetDevicePointer(&dhold, *hold, 0) != CUDA_SUCCESS ||
+           cuStreamCreate(st, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
+           cuStreamWaitValue32(*st, dhold, 1, CU_STREAM_WAIT_VALUE_GEQ) != CUDA_SUCCESS;
+}
+
 /* The rank of a one-rank kill test, after its warm-up calls: calls
  * answered by zppd whose work is queued behind the rank's own stream, held
  * by a wait on host memory nobody raises; then the rank waits for its
@@ -241,16 +256,8 @@ static int kill_held(struct rank_io *r, uint64_t count)
     int rank = 0;
     zpp_conn *gc = r->c; /* (CK's words) */
     uint32_t *hold = NULL;
-    CUdeviceptr dhold;
     CUstream st;
-    CK("hold flag", cuMemHostAlloc((void **)&hold, 4096,
-                                   CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) !=
-                        CUDA_SUCCESS);
-    *hold = 0;
-    CK("hold flag address", cuMemHostGetDevicePointer(&dhold, hold, 0) != CUDA_SUCCESS);
-    CK("stream", cuStreamCreate(&st, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS);
-    CK("hold the stream", cuStreamWaitValue32(st, dhold, 1, CU_STREAM_WAIT_VALUE_GEQ) !=
-                              CUDA_SUCCESS);
+    CK("holding a stream", held_stream(&hold, &st));
     for (int i = 0; i < 4; i++) {
         zpp_coll call;
         zpp_result res = {0};
@@ -449,16 +456,8 @@ static int run_lost(struct opts *o)
     int rank = 0, flags = zpp_cuda_done_flags(r.c);
     zpp_conn *gc = r.c; /* (CK's words) */
     uint32_t *hold = NULL;
-    CUdeviceptr dhold;
     CUstream st;
-    CK("hold flag", cuMemHostAlloc((void **)&hold, 4096,
-                                   CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) !=
-                        CUDA_SUCCESS);
-    *hold = 0;
-    CK("hold flag address", cuMemHostGetDevicePointer(&dhold, hold, 0) != CUDA_SUCCESS);
-    CK("stream", cuStreamCreate(&st, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS);
-    CK("hold the stream", cuStreamWaitValue32(st, dhold, 1, CU_STREAM_WAIT_VALUE_GEQ) !=
-                              CUDA_SUCCESS);
+    CK("holding a stream", held_stream(&hold, &st));
     zpp_coll call;
     zpp_result res = {0};
     uint64_t id = 0;
