@@ -83,22 +83,18 @@ static void requests(void)
     ProtobufCBinaryData evs[4];
     for (int i = 0; i < 4; i++)
         evs[i] = (ProtobufCBinaryData){sizeof ev[i], ev[i]};
-    h.gpu_uuid = (char *)"GPU-5e1f0c2a-0000-0000-0000-000000000000";
-    h.n_ready_events = 4;
-    h.ready_events = evs;
-    h.flags_nfds = 2;
-    h.flags_size = 4096;
-    h.nslots = 4;
-    h.flag_bits = 32;
-    h.says_goodbye = 1;
+    Zpp__Hello g = h;
+    g.gpu_uuid = (char *)"GPU-5e1f0c2a-0000-0000-0000-000000000000";
+    g.n_ready_events = 4;
+    g.ready_events = evs;
+    g.flags_nfds = 2;
+    g.flags_size = 4096;
+    g.nslots = 4;
+    g.flag_bits = 32;
+    g.says_goodbye = 1;
+    req.hello = &g;
     put_request(&req, &stream, &slen);
-    h.gpu_uuid = (char *)"host";
-    h.n_ready_events = 0;
-    h.ready_events = NULL;
-    h.flags_nfds = 0;
-    h.flags_size = 0;
-    h.nslots = 0;
-    h.flag_bits = 0;
+    req.hello = &h;
     h.role = ZPP__ROLE__ROLE_ADMIN;
     put_request(&req, &stream, &slen);
 
