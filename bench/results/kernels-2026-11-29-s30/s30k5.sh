@@ -8,14 +8,14 @@
 #   rqt      -DZK_RQT=1 (8 consumer warps, 3 stages, 2 CTAs per SM)
 #   rqt3     -DZK_RQT=1 -DZK_RQT_NS=2 -DZK_RQT_MINB=3 (2 stages, 3 CTAs per SM)
 #   rqt12    -DZK_RQT=1 -DZK_RQT_WC=12 -DZK_RQT_NS=2 (12 consumer warps, 2 stages, 2 CTAs per SM)
-# 1. the full byte-compare of rqt and rqt3 (their reduce cases with k <= 8 and blocks 32-1024 go
-#    through frt_kernel; rqt12's was dropped, the carry limit), compute-sanitizer memcheck of rqt's quick one;
+# 1. the full byte-compare of rqt (its reduce cases with k <= 8 and blocks 32-1024 go through
+#    frt_kernel; rqt3's and rqt12's were dropped: the carry limit), compute-sanitizer memcheck of rqt's quick one;
 # 2. kernel_bench 256 MiB, section reduce, the four builds alternated three times.
 R=$OUT/r; mkdir -p $R
 Z=$PWD/.carry/zk
 DEV="# device: $(nvidia-smi --query-gpu=name,clocks.max.sm,clocks.max.mem,power.limit,driver_version --format=csv,noheader | head -1); tree $(cat .carry/tree) + the switches above; command: bash bench/results/kernels-2026-11-29-s30/s30k5.sh"
 echo "$DEV" > $R/head.txt
-for v in rqt rqt3; do
+for v in rqt; do
   { echo "$DEV"; timeout 200 $Z/$v/gpu_compare 0x5EED; echo "gpu_compare rc=$?"; } > $R/compare-$v.log 2>&1
   echo "== $v" >> $R/head.txt; tail -8 $R/compare-$v.log >> $R/head.txt
 done
