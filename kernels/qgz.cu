@@ -7,7 +7,6 @@
  * zpp_kernels_cuda.h; geometry and layout in zpp_kernels.h.
  */
 #include "zk_fast.cuh"
-#include "zk_rqt.cuh"
 
 using namespace zk;
 
@@ -259,8 +258,6 @@ extern "C" int zk_reduce_requant_cuda(const uint8_t *in, uint64_t in_stride, int
     uint64_t nb = zk_num_blocks(piece, block);
     uint64_t groups = (nb + (uint64_t)sh.tpc - 1) / (uint64_t)sh.tpc;
     uint64_t pay = zk_payload_bytes(piece, bits);
-    if (bits == 4 && rqt_dispatch(in, in_stride, k, piece, block, pay, nb, out, d_poisoned, stream))
-        return launch_status();
     if (bits == 8
             ? frq_dispatch<8>(in, in_stride, k, piece, block, pay, nb, out, d_poisoned, stream)
             : frq_dispatch<4>(in, in_stride, k, piece, block, pay, nb, out, d_poisoned, stream))
