@@ -524,16 +524,28 @@ static CUresult slot_done(struct zpp_cuda *z, int i)
     return ZCU(cuEventQuery)(z->done[i]);
 }
 
-int zpp_collective_async(zpp_conn *c, const zpp_coll *call, CUstream stream, uint64_t *req_id)
+/* zpp_collective_async, and with `early` zpp_collective_stream: the
+ * stream's wait on the done flag enqueued here, the slot then not held for
+ * the reply (slot_done alone says when it is free again). */
+static int submit_on(zpp_conn *c, const zpp_coll *call, CUstream stream, uint64_t *req_id,
+                     int early)
 {
     if (!c)
         return ZPP_EINVAL;
     struct zpp_cuda *z = attached(c);
     if (!z || !z->have_done)
         return zpp__set_err(c, ZPP_ESTATE,
-                            "zpp_collective_async: call zpp_cuda_attach before zpp_hello");
+                            early ? "zpp_collective_stream: call zpp_cuda_attach before zpp_hello"
+                                  : "zpp_collective_async: call zpp_cuda_attach before zpp_hello");
     if (!req_id)
-        return zpp__set_err(c, ZPP_EINVAL, "zpp_collective_async: no req_id");
+        return zpp__set_err(c, ZPP_EINVAL,
+                            early ? "zpp_collective_stream: no req_id"
+                                  : "zpp_collective_async: no req_id");
+    if (early && !z->flag_sync)
+        return zpp__set_err(c, ZPP_EUNSUPPORTED,
+                            "zpp_collective_stream: this connection has no done flags "
+                            "(zpp_cuda_done_flags is 0): use zpp_collective_async and "
+                            "zpp_wait_stream");
     /* The events belong to the context attached at zpp_cuda_attach; a
      * caller's thread (autograd's backward thread, say) may have none or
      * another current. */
@@ -589,13 +601,36 @@ int zpp_collective_async(zpp_conn *c, const zpp_coll *call, CUstream stream, uin
     if (rc < 0)
         return rc;
     z->fval[slot] = fv;
-    z->req_of[slot] = id;
+    z->req_of[slot] = early ? 0 : id;
     z->used[slot] = 1;
     uint64_t es = call->dtype == ZPP_FP32 ? 4 : 2;
     z->small[slot] = call->count <= DONE_POLL_MAX_BYTES / es;
     z->next = (slot + 1) % z->n;
     *req_id = id;
-    return 0;
+    if (!early)
+        return 0;
+    /* The stream waits for the value zppd's stream writes after the call,
+     * or zppd from the CPU when it refuses the call, or the watcher when
+     * zppd's pipe hangs up: every way the call can end raises it. */
+    if (prev != z->ctx)
+        ZCU(cuCtxSetCurrent)(z->ctx);
+    r = ZCU(cuStreamWaitValue32)(stream, z->df_dev + 4u * (unsigned)slot, fv,
+                                 CU_STREAM_WAIT_VALUE_GEQ);
+    if (r == CUDA_SUCCESS)
+        zpp__dflags_after_wait(z->df, slot, fv);
+    if (prev != z->ctx)
+        ZCU(cuCtxSetCurrent)(prev);
+    return r == CUDA_SUCCESS ? 0 : drv_err(c, r, "cuStreamWaitValue32 (done flag)");
+}
+
+int zpp_collective_async(zpp_conn *c, const zpp_coll *call, CUstream stream, uint64_t *req_id)
+{
+    return submit_on(c, call, stream, req_id, 0);
+}
+
+int zpp_collective_stream(zpp_conn *c, const zpp_coll *call, CUstream stream, uint64_t *req_id)
+{
+    return submit_on(c, call, stream, req_id, 1);
 }
 
 int zpp_wait_stream(zpp_conn *c, uint64_t req_id, CUstream stream, zpp_result *res)

@@ -10,7 +10,9 @@
  *   zpp_collective_async(c, &call, stream, &req) ... zpp_wait_stream(c,
  *   req, stream, &res): the daemon's stream waits for `stream`'s work
  *   before the call, and `stream` waits for the daemon's work after it; no
- *   CPU waits for a GPU. zpp_collective on an attached connection does the
+ *   CPU waits for a GPU. On done flags, zpp_collective_stream(c, &call,
+ *   stream, &req) does both without waiting for the reply, and zpp_wait
+ *   reads it later. zpp_collective on an attached connection does the
  *   same on the legacy default stream (stream 0).
  * A connection is used by one thread at a time, with a current CUDA context
  * on the device it was attached on.
@@ -79,6 +81,26 @@ ZPP_EXPORT int zpp_collective_async(zpp_conn *c, const zpp_coll *call, CUstream 
  * wait on the stream, and gets none. The wait is on the call's done flag
  * where zpp_cuda_done_flags says 1, else on its done event. */
 ZPP_EXPORT int zpp_wait_stream(zpp_conn *c, uint64_t req_id, CUstream stream, zpp_result *res);
+/* zpp_collective_async and the stream's wait in one, with no wait for the
+ * reply: on done flags (zpp_cuda_done_flags) the value the stream waits for
+ * is known when the call is sent, so `stream` is made to wait for the
+ * call's work here, and the calling thread goes on at once, as with an
+ * in-process collective. The call's flag is raised whatever becomes of it:
+ * by zppd's stream after the work, by zppd from the CPU when it refuses the
+ * call, by libzpp when zppd's process ends; so the stream never waits for
+ * good, and a refused call's output is left as it was. Read the reply
+ * (result, or why it failed) with zpp_wait or zpp_test on *req_id, when it
+ * suits: before using results of a call that may have failed, and often
+ * enough that replies do not pile up. Synchronising `stream` before the
+ * reply is in is allowed; it waits until zppd has done the call (or
+ * refused it), which needs the job's other ranks to submit theirs. A slot
+ * of the pool is free again once its call's work is done. ZPP_EUNSUPPORTED
+ * on a connection without done flags (use zpp_collective_async and
+ * zpp_wait_stream); ZPP_EBUSY, ZPP_ETIMEDOUT as zpp_collective_async; a
+ * driver error after the call was sent leaves *req_id set, so that its
+ * reply can still be read. */
+ZPP_EXPORT int zpp_collective_stream(zpp_conn *c, const zpp_coll *call, CUstream stream,
+                                     uint64_t *req_id);
 
 #ifdef __cplusplus
 }

@@ -14,6 +14,7 @@
  *   zpp-cuda-test -s CUDA_SOCK -w 2 -C 10000   (two jobs of two tenants at once)
  *   zpp-cuda-test -s CUDA_SOCK -w 2 -R -l ZPPD_LOG  (ranks leave and rejoin)
  *   zpp-cuda-test -s CUDA_SOCK -w 2 -M KEY     (admission by GPU memory)
+ *   zpp-cuda-test -s CUDA_SOCK -Y N            (N calls with no wait for replies)
  *   zpp-cuda-test -s 'PATH-{node}.sock' -A LEADER -n N -G G -D MARKER -T MS
  *                 [-E zppd|stop|client]    (a member daemon killed or stopped,
  *                                           or a client of node 1 killed)
@@ -40,6 +41,17 @@
  * (refused when the communicators exist, not a hang); twice with the same
  * job id (the refused job must be gone in between); then the daemon must
  * answer with no job, no imported buffer and no deferred release left.
+ * -Y N (one rank, one daemon, done flags): zpp_collective_stream, which
+ * makes the stream wait for a call without waiting for its reply. N plain
+ * all-gathers of 2 MiB, each after a memset of the input to its own byte
+ * on the stream and followed on it by a copy of the output's first and
+ * last 4 KiB to the host; replies read 16 calls behind. Every copy must
+ * hold its call's byte (the daemon ran after the memset, the copy after
+ * the daemon). Then a call naming a buffer the daemon does not have: it
+ * must be refused in its reply, leave the output as it was, and not hold
+ * the stream (synchronised within 10 s). Then the CPU time of 2000 calls of
+ * 4 KiB each way, replies read 32 behind or each waited (info lines: a
+ * figure, not a verdict).
  * -D MARKER -T MS (across daemons, N >= 2): every rank runs plain
  * all-gathers of 1 MiB of bf16 (the first ones checked element for
  * element) until a call fails; rank 0 creates the file MARKER after its
@@ -107,6 +119,7 @@ struct opts {
     const char *admit_key;  /* -M: the memory limit the daemon runs with */
     const char *marker;     /* -D: created once the job runs (node 1 then fails, -E) */
     const char *lost;       /* -X: created once a call is answered and held (zppd then killed) */
+    int stream_calls;       /* -Y: calls through zpp_collective_stream (one rank) */
     int death_how;          /* -E: DEATH_ZPPD_KILLED, DEATH_ZPPD_STOPPED, DEATH_CLIENT_KILLED */
     int death_bound_ms;     /* -T: a survivor's failure comes this soon at most */
     char job[64];           /* -R, -M, -D: the job id, unique per run */
@@ -511,6 +524,133 @@ static int run_lost(struct opts *o)
     else
         zpp_close(r.c);
     return flags && !drained ? 1 : 0;
+}
+
+#define STREAM_COUNT (1u << 20) /* -Y: bf16 elements of each checked call (2 MiB) */
+#define STREAM_SNAP 4096        /* bytes copied back from each end of the output */
+#define STREAM_BEHIND 16        /* replies read this many calls behind */
+#define STREAM_TIMED 2000       /* calls of the CPU-time comparison */
+
+/* -Y N: see the top of the file. */
+static int run_stream(struct opts *o)
+{
+    struct rank_io r;
+    o->world = o->nodes = 1;
+    snprintf(o->job, sizeof o->job, "cuda-stream-%d", (int)getpid());
+    if (rank_open(o, 0, 0, o->job, NULL, 16, STREAM_COUNT * 2, STREAM_COUNT * 2, &r))
+        return 1;
+    int rank = 0, bad = 0, n = o->stream_calls;
+    zpp_conn *gc = r.c; /* (CK's words) */
+    if (!zpp_cuda_done_flags(r.c)) {
+        printf("FAIL stream: the connection has no done flags\n");
+        return 1;
+    }
+    CUstream st;
+    uint8_t *snap = NULL;
+    uint64_t ids[STREAM_BEHIND] = {0};
+    CK("stream", cuStreamCreate(&st, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS);
+    CK("host buffer", cuMemHostAlloc((void **)&snap, (size_t)n * 2 * STREAM_SNAP, 0) !=
+                          CUDA_SUCCESS);
+    zpp_coll call;
+    zpp_coll_init(&call, ZPP_OP_ALLGATHER, ZPP_BF16, STREAM_COUNT);
+    call.input = r.in;
+    call.output = r.out;
+    double t0 = cut_now_us();
+    for (int i = 0; i < n + STREAM_BEHIND && !bad; i++) {
+        if (i >= STREAM_BEHIND) {
+            int rc = zpp_wait(r.c, ids[i % STREAM_BEHIND], NULL);
+            if (rc) {
+                printf("FAIL stream: call %d's reply: %s: %s\n", i - STREAM_BEHIND,
+                       zpp_err_name(rc), zpp_last_error(r.c));
+                bad = 1;
+            }
+        }
+        if (i >= n)
+            continue;
+        uint64_t id = 0;
+        uint8_t *h = snap + (size_t)i * 2 * STREAM_SNAP;
+        CK("memset", cuMemsetD8Async(r.vin.ptr, (unsigned char)(i * 7 + 1), STREAM_COUNT * 2, st) !=
+                         CUDA_SUCCESS);
+        CK("zpp_collective_stream", zpp_collective_stream(r.c, &call, st, &id));
+        CK("copy back", cuMemcpyDtoHAsync(h, r.vout.ptr, STREAM_SNAP, st) != CUDA_SUCCESS ||
+                            cuMemcpyDtoHAsync(h + STREAM_SNAP,
+                                              r.vout.ptr + STREAM_COUNT * 2 - STREAM_SNAP,
+                                              STREAM_SNAP, st) != CUDA_SUCCESS);
+        ids[i % STREAM_BEHIND] = id;
+    }
+    CK("synchronize", cuStreamSynchronize(st) != CUDA_SUCCESS);
+    double t1 = cut_now_us();
+    int wrong = -1;
+    for (int i = 0; i < n && wrong < 0 && !bad; i++)
+        for (size_t b = 0; b < 2 * STREAM_SNAP; b++)
+            if (snap[(size_t)i * 2 * STREAM_SNAP + b] != (uint8_t)(i * 7 + 1)) {
+                wrong = i;
+                break;
+            }
+    if (!bad)
+        printf("%s stream: %d calls of 2 MiB with no wait for their replies, %s, %.1f ms\n",
+               wrong < 0 ? "PASS" : "FAIL", n,
+               wrong < 0 ? "each output after its input's memset and before its copy back"
+                         : "a copy back does not hold its call's bytes",
+               (t1 - t0) / 1e3);
+    bad |= wrong >= 0;
+
+    /* a refused call: the daemon raises its flag; the output stays */
+    zpp_coll no = call;
+    no.input.buffer_id = 0x7fffffff;
+    uint64_t id = 0;
+    CK("memset", cuMemsetD8Async(r.vout.ptr, 0x5A, STREAM_COUNT * 2, st) != CUDA_SUCCESS);
+    int rc = zpp_collective_stream(r.c, &no, st, &id);
+    CK("copy back", cuMemcpyDtoHAsync(snap, r.vout.ptr, STREAM_SNAP, st) != CUDA_SUCCESS);
+    double t2 = cut_now_us();
+    CUresult q;
+    while ((q = cuStreamQuery(st)) == CUDA_ERROR_NOT_READY && cut_now_us() - t2 < 10e6)
+        usleep(1000);
+    int wrc = rc ? rc : zpp_wait(r.c, id, NULL);
+    int kept = q == CUDA_SUCCESS && snap[0] == 0x5A && snap[STREAM_SNAP - 1] == 0x5A;
+    int ok = rc == 0 && wrc != 0 && q == CUDA_SUCCESS && kept;
+    printf("%s stream: a call naming an unknown buffer: sent %s, reply %s (%s), the stream %s "
+           "%.1f ms later, the output %s\n",
+           ok ? "PASS" : "FAIL", rc ? zpp_err_name(rc) : "ok", zpp_err_name(wrc),
+           wrc ? zpp_last_error(r.c) : "", q == CUDA_SUCCESS ? "done" : "still waiting",
+           (cut_now_us() - t2) / 1e3, kept ? "as it was" : "CHANGED");
+    bad |= !ok;
+    if (q != CUDA_SUCCESS) {
+        zpp_close(r.c); /* a stream still waiting keeps the buffers: exit takes them */
+        return 1;
+    }
+
+    /* CPU time per call, 4 KiB: every reply waited for, or read behind */
+    zpp_coll small = call;
+    small.count = 2048;
+    for (int way = 0; way < 2 && !bad; way++) {
+        double a = cut_now_us();
+        for (int i = 0; i < STREAM_TIMED + (way ? STREAM_BEHIND : 0); i++) {
+            if (way && i >= STREAM_BEHIND)
+                CK("wait", zpp_wait(r.c, ids[i % STREAM_BEHIND], NULL));
+            if (i >= STREAM_TIMED)
+                continue;
+            if (way) {
+                CK("zpp_collective_stream", zpp_collective_stream(r.c, &small, st, &id));
+                ids[i % STREAM_BEHIND] = id;
+            } else {
+                CK("zpp_collective_async", zpp_collective_async(r.c, &small, st, &id));
+                CK("zpp_wait_stream", zpp_wait_stream(r.c, id, st, NULL));
+            }
+        }
+        double b = cut_now_us();
+        CK("synchronize", cuStreamSynchronize(st) != CUDA_SUCCESS);
+        double e = cut_now_us();
+        printf("info: stream: %d calls of 4 KiB, %s: %.1f us of the calling thread per call, "
+               "%.1f us per call until the stream was done\n",
+               STREAM_TIMED,
+               way ? "zpp_collective_stream, replies read 16 behind"
+                   : "zpp_collective_async + zpp_wait_stream each",
+               (b - a) / STREAM_TIMED, (e - a) / STREAM_TIMED);
+    }
+    rank_close(&r);
+    cuMemFreeHost(snap);
+    return bad;
 }
 
 static int run_kill(const struct opts *o)
@@ -1620,7 +1760,7 @@ int main(int argc, char **argv)
     struct opts o = {.world = 2, .nodes = 1, .max_bytes = 1ull << 30};
     int c, per_node = 0;
     const char *death_how = NULL;
-    while ((c = getopt(argc, argv, "s:H:w:n:m:LKC:A:G:g:Rl:M:D:T:E:X:")) != -1) {
+    while ((c = getopt(argc, argv, "s:H:w:n:m:LKC:A:G:g:Rl:M:D:T:E:X:Y:")) != -1) {
         switch (c) {
         case 's':
             o.sock = optarg;
@@ -1676,6 +1816,9 @@ int main(int argc, char **argv)
         case 'X':
             o.lost = optarg;
             break;
+        case 'Y':
+            o.stream_calls = atoi(optarg);
+            break;
         default:
             fprintf(stderr,
                     "usage: %s -s SOCK [-H HOST_SOCK] [-w W] [-n N] [-m MiB] [-L] [-K] [-C N]\n"
@@ -1684,8 +1827,9 @@ int main(int argc, char **argv)
                     "[-H HOST_SOCK] [-m MiB]\n"
                     "       %s -s 'PATH-{node}.sock' -A LEADER -n N [-G G | -w W] [-g MAP] "
                     "-D MARKER -T MS [-E zppd|stop|client]\n"
-                    "       %s -s SOCK -X MARKER\n",
-                    argv[0], argv[0], argv[0], argv[0], argv[0]);
+                    "       %s -s SOCK -X MARKER\n"
+                    "       %s -s SOCK -Y N\n",
+                    argv[0], argv[0], argv[0], argv[0], argv[0], argv[0]);
             return 2;
         }
     }
@@ -1740,6 +1884,8 @@ int main(int argc, char **argv)
     signal(SIGFPE, on_crash);
     if (o.lost)
         return o.multi ? 2 : run_lost(&o);
+    if (o.stream_calls > 0)
+        return o.multi ? 2 : run_stream(&o);
     if (o.kill)
         return run_kill(&o);
     if (o.rejoin)

@@ -194,6 +194,7 @@ SIGNATURES: Dict[str, Tuple[Any, Sequence[Any]]] = {
     "zpp_register_cuda": (c_int, [conn_p, c_void_p, c_size_t, P(c_uint64), P(c_uint64)]),
     "zpp_collective_async": (c_int, [conn_p, P(CollC), c_void_p, P(c_uint64)]),
     "zpp_wait_stream": (c_int, [conn_p, c_uint64, c_void_p, P(ResultC)]),
+    "zpp_collective_stream": (c_int, [conn_p, P(CollC), c_void_p, P(c_uint64)]),
     # ---- end zpp_cuda.h ----------------------------------------------------------
 }
 
@@ -203,7 +204,7 @@ SIGNATURES: Dict[str, Tuple[Any, Sequence[Any]]] = {
 # whether the library really has it.
 OPTIONAL = frozenset(
     ["zpp_cuda_device_uuid", "zpp_cuda_attach", "zpp_cuda_sync_mode", "zpp_register_cuda",
-     "zpp_collective_async", "zpp_wait_stream"]
+     "zpp_collective_async", "zpp_wait_stream", "zpp_collective_stream"]
 )  # fmt: skip
 
 _BUNDLED = ("libzpp.so", "libzpp.so.0")

@@ -33,7 +33,7 @@ from ._lib import LIB, CollC, ResultC
 from .client import BufRef, Connection, Result
 
 __all__ = ["available", "device_uuid", "attach", "sync_mode", "Registry", "submit", "wait_stream",
-           "stream_handle"]  # fmt: skip
+           "submit_stream", "wait_reply", "stream_handle"]  # fmt: skip
 
 _NEEDED = ("zpp_cuda_device_uuid", "zpp_cuda_attach", "zpp_register_cuda",
            "zpp_collective_async", "zpp_wait_stream")  # fmt: skip
@@ -150,6 +150,29 @@ def submit(conn: Connection, call: CollC, stream: Any = None) -> int:
                                        ctypes.c_void_p(h) if h else None, ctypes.byref(rid))  # fmt: skip
     conn._check(rc, "zpp_collective_async")
     return int(rid.value)
+
+
+def submit_stream(conn: Connection, call: CollC, stream: Any = None) -> int:
+    """zpp_collective_stream (done flags only: sync_mode(conn) == "flags"):
+    the call ordered after the work on stream, and stream made to wait for
+    the call's work, with no wait for the reply; returns the request id for
+    wait_reply, to be read when it suits (before trusting the results).
+    Raises ZppError (EUNSUPPORTED without done flags; EBUSY as submit)."""
+    rid = ctypes.c_uint64()
+    h = stream_handle(stream)
+    rc = _need("zpp_collective_stream")(conn._handle(), ctypes.byref(call),
+                                        ctypes.c_void_p(h) if h else None, ctypes.byref(rid))  # fmt: skip
+    conn._check(rc, "zpp_collective_stream")
+    return int(rid.value)
+
+
+def wait_reply(conn: Connection, req_id: int) -> Result:
+    """zpp_wait: the reply of a submit_stream request (its Result, or its
+    error raised); the stream already waits for the call's work."""
+    res = ResultC()
+    rc = LIB.zpp_wait(conn._handle(), req_id, ctypes.byref(res))
+    conn._check(rc, f"zpp_wait({req_id})")
+    return Result._from_c(res)
 
 
 def wait_stream(conn: Connection, req_id: int, stream: Any = None) -> Result:
