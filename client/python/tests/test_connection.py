@@ -279,3 +279,23 @@ def test_strings_with_a_NUL_byte_are_refused_not_cut(daemon, job) -> None:
             c.hpz_invalidate("k\0a")
         assert calls(c) == before
         del a
+
+
+def test_submit_stream_needs_a_connection_attached_to_a_gpu(solo) -> None:
+    """zpp_collective_stream on a host connection (no zpp_cuda_attach, so no
+    done flags): refused before anything is sent, with the C function's
+    message; a host-only libzpp refuses it by name."""
+    import zpp.cuda as zc
+    from zpp._lib import LIB, CollC
+
+    c, shm = solo
+    call = CollC()
+    LIB.zpp_coll_init(call, zpp.Op.ALLGATHER, 1, 16)
+    before = calls(c)
+    with pytest.raises(zpp.ZppError) as e:
+        zc.submit_stream(c, call)
+    if LIB.has("zpp_collective_stream"):
+        assert "zpp_cuda_attach" in str(e.value)
+    else:
+        assert "not a CUDA build" in str(e.value)
+    assert calls(c) == before
