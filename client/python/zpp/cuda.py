@@ -140,16 +140,20 @@ class Registry:
     close = clear
 
 
+def _submit(fn: str, conn: Connection, call: CollC, stream: Any) -> int:
+    rid = ctypes.c_uint64()
+    h = stream_handle(stream)
+    rc = _need(fn)(conn._handle(), ctypes.byref(call), ctypes.c_void_p(h) if h else None,
+                   ctypes.byref(rid))  # fmt: skip
+    conn._check(rc, fn)
+    return int(rid.value)
+
+
 def submit(conn: Connection, call: CollC, stream: Any = None) -> int:
     """zpp_collective_async: call ordered after the work on stream; returns
     the request id for wait_stream. Raises ZppError (EBUSY: every event of
     the pool is in flight: wait for an earlier request first)."""
-    rid = ctypes.c_uint64()
-    h = stream_handle(stream)
-    rc = _need("zpp_collective_async")(conn._handle(), ctypes.byref(call),
-                                       ctypes.c_void_p(h) if h else None, ctypes.byref(rid))  # fmt: skip
-    conn._check(rc, "zpp_collective_async")
-    return int(rid.value)
+    return _submit("zpp_collective_async", conn, call, stream)
 
 
 def submit_stream(conn: Connection, call: CollC, stream: Any = None) -> int:
@@ -158,12 +162,7 @@ def submit_stream(conn: Connection, call: CollC, stream: Any = None) -> int:
     the call's work, with no wait for the reply; returns the request id for
     wait_reply, to be read when it suits (before trusting the results).
     Raises ZppError (EUNSUPPORTED without done flags; EBUSY as submit)."""
-    rid = ctypes.c_uint64()
-    h = stream_handle(stream)
-    rc = _need("zpp_collective_stream")(conn._handle(), ctypes.byref(call),
-                                        ctypes.c_void_p(h) if h else None, ctypes.byref(rid))  # fmt: skip
-    conn._check(rc, "zpp_collective_stream")
-    return int(rid.value)
+    return _submit("zpp_collective_stream", conn, call, stream)
 
 
 def wait_reply(conn: Connection, req_id: int) -> Result:
