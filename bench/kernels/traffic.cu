@@ -143,7 +143,7 @@ cudaError_t launch_mix(const uint8_t *in, unsigned tiles, uint4 *out, zkb_form f
         traffic_kernel<16, RATIO, true><<<tiles, kThreads, 0, st>>>(in, out);
         break;
     case ZKB_APART:
-        split_kernel<RATIO><<<tiles *(RATIO + 1), kThreads, 0, st>>>(in, out);
+        split_kernel<RATIO><<<tiles * (RATIO + 1), kThreads, 0, st>>>(in, out);
         break;
     case ZKB_AHEAD:
     case ZKB_AHEAD_NORMAL:
