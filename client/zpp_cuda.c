@@ -532,15 +532,14 @@ static int submit_on(zpp_conn *c, const zpp_coll *call, CUstream stream, uint64_
 {
     if (!c)
         return ZPP_EINVAL;
+    const char *fn = early ? "zpp_collective_stream" : "zpp_collective_async";
+    char msg[96];
     struct zpp_cuda *z = attached(c);
-    if (!z || !z->have_done)
-        return zpp__set_err(c, ZPP_ESTATE,
-                            early ? "zpp_collective_stream: call zpp_cuda_attach before zpp_hello"
-                                  : "zpp_collective_async: call zpp_cuda_attach before zpp_hello");
-    if (!req_id)
-        return zpp__set_err(c, ZPP_EINVAL,
-                            early ? "zpp_collective_stream: no req_id"
-                                  : "zpp_collective_async: no req_id");
+    if (!z || !z->have_done || !req_id) {
+        snprintf(msg, sizeof msg, "%s: %s", fn,
+                 req_id ? "call zpp_cuda_attach before zpp_hello" : "no req_id");
+        return zpp__set_err(c, req_id ? ZPP_ESTATE : ZPP_EINVAL, msg);
+    }
     if (early && !z->flag_sync)
         return zpp__set_err(c, ZPP_EUNSUPPORTED,
                             "zpp_collective_stream: this connection has no done flags "
