@@ -63,12 +63,30 @@ int zpp__dflags_reached(const zpp_dflags *b, int slot, uint32_t v)
 }
 
 /* The session's pipe hung up: nothing writes b's flags now; every promised
- * value is raised. hup is set first (zpp__dflags_after_wait). W.mu held. */
+ * value is raised, after the outputs of the calls that will never run
+ * (their flag short of it) were filled. hup is set first
+ * (zpp__dflags_after_wait). W.mu held. */
 static void hung_up(zpp_dflags *b)
 {
     atomic_store(&b->hup, 1);
+    uint32_t v[ZPP_DFLAGS_N];
+    uint64_t at[ZPP_DFLAGS_N], len[ZPP_DFLAGS_N];
+    int n = 0;
+    for (int i = 0; i < ZPP_DFLAGS_N; i++) {
+        /* a note is made before its arm: seeing the value, we see the note */
+        v[i] = atomic_load(&b->want[i]);
+        if (zpp__dflags_reached(b, i, v[i]))
+            continue;
+        uint64_t l = atomic_exchange(&b->lost_len[i], 0);
+        if (l) {
+            at[n] = atomic_load(&b->lost_at[i]);
+            len[n++] = l;
+        }
+    }
+    if (n && b->on_lost)
+        b->on_lost(b->lost_ctx, at, len, n);
     for (int i = 0; i < ZPP_DFLAGS_N; i++)
-        zpp__dflags_raise(b, i, atomic_load(&b->want[i]));
+        zpp__dflags_raise(b, i, v[i]);
     close(b->rfd);
     b->rfd = -1;
 }
@@ -257,6 +275,31 @@ uint32_t zpp__dflags_arm(zpp_dflags *b, int slot)
     return v;
 }
 
+void zpp__dflags_note(zpp_dflags *b, int slot, uint64_t at, uint64_t len)
+{
+    atomic_store(&b->lost_at[slot], at);
+    atomic_store(&b->lost_len[slot], len);
+}
+
+/* Forgets every note meeting [lo, hi). W.mu held. */
+static void forget(zpp_dflags *b, uint64_t lo, uint64_t hi)
+{
+    for (int i = 0; i < ZPP_DFLAGS_N; i++) {
+        uint64_t at = atomic_load(&b->lost_at[i]), len = atomic_load(&b->lost_len[i]);
+        if (len && at < hi && lo < at + len)
+            atomic_store(&b->lost_len[i], 0);
+    }
+}
+
+void zpp__dflags_forget(zpp_dflags *b, uint64_t lo, uint64_t hi)
+{
+    if (!b)
+        return;
+    pthread_mutex_lock(&W.mu);
+    forget(b, lo, hi);
+    pthread_mutex_unlock(&W.mu);
+}
+
 void zpp__dflags_after_wait(zpp_dflags *b, int slot, uint32_t v)
 {
     /* The wait was enqueued after want[slot] = v (zpp__dflags_arm): either
@@ -271,6 +314,7 @@ void zpp__dflags_put(zpp_dflags *b)
     if (!b)
         return;
     pthread_mutex_lock(&W.mu);
+    forget(b, 0, UINT64_MAX);
     b->in_use = 0; /* pooled again once b->rfd < 0: its pipe hung up */
     pthread_mutex_unlock(&W.mu);
 }

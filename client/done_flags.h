@@ -27,6 +27,15 @@
  * ready flags were used, every ready write has landed (a late one from an
  * old stream must not lower a flag a new connection's call waits on), and
  * values keep growing across the connections that use it.
+ *
+ * Lost calls' outputs: the owner notes where each slot's call in flight
+ * writes (zpp__dflags_note, before it arms the slot). When the pipe hangs
+ * up with a flag short of its promised value, that call's work will never
+ * run: the watcher hands every such range to the block's on_lost (libzpp's
+ * CUDA side fills them with 0xFF bytes, NaN in every float type) and only
+ * then raises the flags, so a stream that goes on reads NaN, never a
+ * silently stale or half-written tensor. A connection that closes, or a
+ * buffer deregistered, forgets its notes first: the memory may be freed.
  */
 #ifndef ZPP_DONE_FLAGS_H
 #define ZPP_DONE_FLAGS_H
@@ -46,6 +55,13 @@ typedef struct zpp_dflags {
     _Atomic uint32_t next;               /* the last value handed out */
     _Atomic int hup;   /* the pipe of the current session hung up: nothing writes them now */
     _Atomic int ready_used; /* the current connection writes the ready flags (want[] values) */
+    /* lost calls' outputs: slot i's call in flight writes [lost_at[i], +lost_len[i])
+     * (0: nothing noted); on_lost(lost_ctx, ...) fills them (set by the owner
+     * before the block is watched; NULL: not filled) */
+    _Atomic uint64_t lost_at[ZPP_DFLAGS_N];
+    _Atomic uint64_t lost_len[ZPP_DFLAGS_N];
+    void (*on_lost)(void *ctx, const uint64_t *at, const uint64_t *len, int n);
+    void *lost_ctx;
     /* the watcher's (under its lock) */
     int rfd;    /* the watched pipe's read end, -1 */
     int in_use; /* a connection holds the block */
@@ -71,6 +87,14 @@ int zpp__dflags_watch(zpp_dflags *b, int rfd);
  * sent, so that a hang-up from now on raises the flag to it. */
 uint32_t zpp__dflags_arm(zpp_dflags *b, int slot);
 
+/* The output range of the call about to be armed on slot (len 0: none to
+ * fill should it be lost). Call before zpp__dflags_arm. */
+void zpp__dflags_note(zpp_dflags *b, int slot, uint64_t at, uint64_t len);
+
+/* Forgets the notes of every slot whose range meets [lo, hi): that memory
+ * may be freed. Waits for a hang-up being handled. */
+void zpp__dflags_forget(zpp_dflags *b, uint64_t lo, uint64_t hi);
+
 /* After a stream wait on flag slot for value v was enqueued: if the
  * session's pipe has hung up, nothing else may raise it, so raise it here. */
 void zpp__dflags_after_wait(zpp_dflags *b, int slot, uint32_t v);
@@ -81,8 +105,9 @@ void zpp__dflags_raise(zpp_dflags *b, int slot, uint32_t v);
 /* 1 once flag slot has reached v (cyclic >=). */
 int zpp__dflags_reached(const zpp_dflags *b, int slot, uint32_t v);
 
-/* The connection is done with b: it returns to the pool once its pipe has
- * hung up (at once if it was never watched or has hung up). */
+/* The connection is done with b: its notes are forgotten, and it returns
+ * to the pool once its pipe has hung up (at once if it was never watched or
+ * has hung up). */
 void zpp__dflags_put(zpp_dflags *b);
 
 /* Tests: blocks in the pool, and blocks a connection or a pipe still holds. */

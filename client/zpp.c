@@ -869,6 +869,8 @@ int zpp_deregister(zpp_conn *c, uint64_t buffer_id)
     if (rc < 0)
         return rc;
     zpp_reply_free(rep);
+    if (c->ext.deregistered)
+        c->ext.deregistered(c->ext.state, buffer_id);
     return 0;
 }
 

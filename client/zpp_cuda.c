@@ -83,10 +83,14 @@ _Static_assert(ZPP_DFLAGS_N * 4 == ZPP_FLAGS_READY_OFF, "done_flags.h and zpp.pr
     X(cuMemExportToShareableHandle) \
     X(cuMemHostGetDevicePointer) \
     X(cuMemHostRegister) \
+    X(cuMemsetD8Async) \
     X(cuMemGetAddressRange) \
     X(cuMemRelease) \
     X(cuMemRetainAllocationHandle) \
     X(cuPointerGetAttribute) \
+    X(cuStreamCreate) \
+    X(cuStreamDestroy) \
+    X(cuStreamSynchronize) \
     X(cuStreamWaitEvent) \
     X(cuStreamWaitValue32) \
     X(cuStreamWriteValue32)
@@ -166,6 +170,16 @@ struct zpp_cuda {
     int live_rfd, live_wfd;
     int flag_sync; /* on the flags: no interprocess event, done[] unused */
     uint32_t *fval;
+    /* the device memory registered on this connection, for the ranges a
+     * lost call's output is filled in (done_flags.h), and the job's world
+     * size (a reduce-scatter's output is its rank's shard) */
+    struct zcu_reg {
+        uint64_t id;
+        CUdeviceptr base;
+        uint64_t len;
+    } *regs;
+    size_t n_regs, cap_regs;
+    uint32_t world;
 };
 
 static int drv_err(zpp_conn *c, CUresult r, const char *what)
@@ -200,6 +214,78 @@ int zpp_cuda_device_uuid(char out[ZPP_CUDA_UUID_LEN])
     return 0;
 }
 
+/* ---- lost calls' outputs ------------------------------------------------ */
+
+/* The watcher's on_lost (done_flags.h): the outputs of calls that zppd
+ * answered and will never run, filled with 0xFF bytes (NaN in fp32, fp16
+ * and bf16) on a stream of its own before their flags are raised. Runs on
+ * the watcher thread with the connection's context, which it leaves as it
+ * found it. It waits for the fill however long it takes: the flags rise
+ * only after it, and the connection that owns the memory is held until
+ * then (a closing one forgets its ranges under the watcher's lock), so the
+ * memory cannot be freed under it. A CUDA failure leaves the outputs as
+ * they are: undefined, as before. */
+static void fill_lost(void *ctx, const uint64_t *at, const uint64_t *len, int n)
+{
+    CUcontext prev = NULL;
+    CUstream s = NULL;
+    ZCU(cuCtxGetCurrent)(&prev);
+    if (ZCU(cuCtxSetCurrent)((CUcontext)ctx) != CUDA_SUCCESS)
+        return;
+    /* non-blocking: a legacy-stream memset would wait for the very streams
+     * held by the flags it is to let go */
+    if (ZCU(cuStreamCreate)(&s, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS) {
+        for (int i = 0; i < n; i++)
+            ZCU(cuMemsetD8Async)((CUdeviceptr)at[i], 0xFF, (size_t)len[i], s);
+        ZCU(cuStreamSynchronize)(s);
+        ZCU(cuStreamDestroy)(s);
+    }
+    ZCU(cuCtxSetCurrent)(prev);
+}
+
+/* Where call's output lies: 0 when it is not wholly inside one device
+ * registration of this connection, or its size is not known here (a
+ * reduce-scatter before the world size is); else its length, and *at. */
+static uint64_t out_span(const struct zpp_cuda *z, const zpp_coll *call, uint64_t *at)
+{
+    int reduce = call->op == ZPP_OP_REDUCE_SCATTER || call->op == ZPP_OP_QGZ_REDUCE_SCATTER;
+    int gather = call->op == ZPP_OP_ALLGATHER || call->op == ZPP_OP_QWZ_ALLGATHER ||
+                 call->op == ZPP_OP_HPZ_GATHER;
+    int dt = reduce && call->out_dtype ? (int)call->out_dtype : (int)call->dtype;
+    uint64_t es = dt == ZPP_FP32 ? 4 : dt == ZPP_FP16 || dt == ZPP_BF16 ? 2 : 0;
+    uint64_t elems = gather ? call->count
+                     : reduce && z->world ? call->count / z->world + !!(call->count % z->world)
+                                          : 0;
+    if (!es || !elems || elems > UINT64_MAX / es)
+        return 0;
+    uint64_t bytes = elems * es;
+    for (size_t i = 0; i < z->n_regs; i++) {
+        const struct zcu_reg *g = &z->regs[i];
+        if (g->id != call->output.buffer_id)
+            continue;
+        if (call->output.offset > g->len || bytes > g->len - call->output.offset)
+            return 0;
+        *at = g->base + call->output.offset;
+        return bytes;
+    }
+    return 0;
+}
+
+/* A registration of [base, base + len) as buffer id, remembered for
+ * out_span; without memory it is not, and such calls stay unfilled. */
+static void reg_add(struct zpp_cuda *z, uint64_t id, CUdeviceptr base, uint64_t len)
+{
+    if (z->n_regs == z->cap_regs) {
+        size_t cap = z->cap_regs ? 2 * z->cap_regs : 16;
+        struct zcu_reg *r = realloc(z->regs, cap * sizeof *r);
+        if (!r)
+            return;
+        z->regs = r;
+        z->cap_regs = cap;
+    }
+    z->regs[z->n_regs++] = (struct zcu_reg){id, base, len};
+}
+
 /* ---- hooks -------------------------------------------------------------- */
 
 static void ext_free(void *state)
@@ -227,6 +313,7 @@ static void ext_free(void *state)
     free(z->used);
     free(z->small);
     free(z->fval);
+    free(z->regs);
     if (z->live_rfd >= 0)
         close(z->live_rfd);
     if (z->live_wfd >= 0)
@@ -247,6 +334,7 @@ static void live_close(struct zpp_cuda *z)
 static int ext_hello_out(void *state, Zpp__Hello *h, int *fds, int *nfds)
 {
     struct zpp_cuda *z = state;
+    z->world = h->world_size;
     h->ready_events = z->wire;
     h->n_ready_events = (size_t)z->n;
     *nfds = 0;
@@ -313,6 +401,19 @@ static int ext_hello_in(void *state, zpp_conn *c, const Zpp__HelloReply *hr)
     return 0;
 }
 
+/* The daemon let buffer id go: a call lost from now on is not filled there
+ * (the memory may be freed), and no note of an earlier one stays. */
+static void ext_deregistered(void *state, uint64_t id)
+{
+    struct zpp_cuda *z = state;
+    for (size_t i = 0; i < z->n_regs; i++)
+        if (z->regs[i].id == id) {
+            zpp__dflags_forget(z->df, z->regs[i].base, z->regs[i].base + z->regs[i].len);
+            z->regs[i] = z->regs[--z->n_regs];
+            return;
+        }
+}
+
 static int ext_collective(void *state, zpp_conn *c, const zpp_coll *call, zpp_result *res)
 {
     uint64_t id = 0;
@@ -341,6 +442,8 @@ static void done_flags_offer(struct zpp_cuda *z)
         return;
     }
     z->df_dev = d;
+    z->df->lost_ctx = z->ctx;
+    z->df->on_lost = fill_lost;
 }
 
 int zpp_cuda_attach(zpp_conn *c, int n_events)
@@ -399,6 +502,7 @@ int zpp_cuda_attach(zpp_conn *c, int n_events)
     }
     done_flags_offer(z);
     x->state = z;
+    x->deregistered = ext_deregistered;
     x->hello_out = ext_hello_out;
     x->hello_in = ext_hello_in;
     x->collective = ext_collective;
@@ -429,6 +533,7 @@ int zpp_register_cuda(zpp_conn *c, const void *dptr, size_t len, uint64_t *buffe
         return zpp__set_err(c, ZPP_EINVAL, "zpp_register_cuda: null pointer or zero length");
     if (zcu_load())
         return zpp__set_err(c, ZPP_EUNSUPPORTED, "zpp_register_cuda: no NVIDIA driver");
+    struct zpp_cuda *z = attached(c); /* NULL: registered, not remembered */
     CUdeviceptr p = (CUdeviceptr)(uintptr_t)dptr, base = 0;
     size_t size = 0;
     CUresult r = ZCU(cuMemGetAddressRange)(&base, &size, p);
@@ -488,8 +593,11 @@ int zpp_register_cuda(zpp_conn *c, const void *dptr, size_t len, uint64_t *buffe
             for (int i = 0; i < n; i++)
                 total += sizes[i];
             rc = zpp__register_dev(c, fds, n, sizes, NULL, 0, uuid, 0, total, buffer_id);
-            if (rc == 0)
+            if (rc == 0) {
                 *offset_out = p - base;
+                if (z)
+                    reg_add(z, *buffer_id, base, total);
+            }
         }
         for (int i = 0; i < n; i++)
             close(fds[i]);
@@ -507,8 +615,11 @@ int zpp_register_cuda(zpp_conn *c, const void *dptr, size_t len, uint64_t *buffe
     memcpy(raw, &ih, sizeof raw);
     int rc = zpp__register_dev(c, NULL, 0, NULL, raw, sizeof raw, uuid, 0, size, buffer_id);
     memset(raw, 0, sizeof raw); /* a bearer token: do not leave copies around */
-    if (rc == 0)
+    if (rc == 0) {
         *offset_out = p - base;
+        if (z)
+            reg_add(z, *buffer_id, base, size);
+    }
     return rc;
 }
 
@@ -583,8 +694,14 @@ static int submit_on(zpp_conn *c, const zpp_coll *call, CUstream stream, uint64_
                                 "them (waited 60 s)");
         return drv_err(c, r, "cuEventQuery (done event)");
     }
-    /* promised before it is sent: a hang-up from now on raises the flag */
-    uint32_t fv = z->flag_sync ? zpp__dflags_arm(z->df, slot) : 0;
+    /* promised before it is sent: a hang-up from now on raises the flag,
+     * after filling the output noted here */
+    uint32_t fv = 0;
+    if (z->flag_sync) {
+        uint64_t at = 0, len = out_span(z, call, &at);
+        zpp__dflags_note(z->df, slot, at, len);
+        fv = zpp__dflags_arm(z->df, slot);
+    }
     if (z->flag_sync)
         r = ZCU(cuStreamWriteValue32)(stream, z->df_dev + ZPP_FLAGS_READY_OFF + 4u * (unsigned)slot,
                                       fv, CU_STREAM_WRITE_VALUE_DEFAULT);

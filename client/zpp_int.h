@@ -38,12 +38,14 @@ int zpp__drain_json(const Zpp__DrainReply *dr, char **out);
  * descriptors to send with it (fds, *nfds); hello_in takes the reply's
  * done events and flag_sync (0 or a code, which fails zpp_hello);
  * collective, if set, replaces zpp_collective's body (stream-ordered
- * calls); free runs in zpp_close. */
+ * calls); deregistered, if set, runs once the daemon let a buffer go;
+ * free runs in zpp_close. */
 typedef struct {
     void *state;
     int (*hello_out)(void *state, Zpp__Hello *h, int *fds, int *nfds);
     int (*hello_in)(void *state, zpp_conn *c, const Zpp__HelloReply *hr);
     int (*collective)(void *state, zpp_conn *c, const zpp_coll *call, zpp_result *res);
+    void (*deregistered)(void *state, uint64_t buffer_id);
     void (*free)(void *state);
 } zpp__ext;
 

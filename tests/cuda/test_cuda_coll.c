@@ -456,7 +456,9 @@ static int conc_child(int c, void *arg)
  * creates MARKER, the caller SIGKILLs zppd, and once the connection is
  * gone (zpp_check says ZPP_ECLOSED) the rank lets its stream go. With done
  * flags (zpp_cuda_done_flags) the stream must be done within
- * LOST_DRAIN_MS: libzpp raised the flag when zppd's pipe closed. Without
+ * LOST_DRAIN_MS: libzpp raised the flag when zppd's pipe closed, after
+ * filling the call's output with 0xFF bytes (NaN), which the rank checks
+ * byte for byte (its input was 0x3C, its output 0x00 before). Without
  * them (ZPP_DONE_FLAGS=0) it waits on the dead daemon's done event, which
  * nobody completes: the known limit, reported as KNOWN and not failed. */
 static int run_lost(struct opts *o)
@@ -477,6 +479,10 @@ static int run_lost(struct opts *o)
     zpp_coll_init(&call, ZPP_OP_ALLGATHER, ZPP_BF16, LOST_BYTES / 2);
     call.input = r.in;
     call.output = r.out;
+    /* the output 0x00, what the call would copy 0x3C: a lost call's output
+     * must be neither once the stream goes on, but 0xFF (NaN) throughout */
+    CK("memset input", cuMemsetD8(r.vin.ptr, 0x3C, LOST_BYTES) != CUDA_SUCCESS);
+    CK("memset output", cuMemsetD8(r.vout.ptr, 0x00, LOST_BYTES) != CUDA_SUCCESS);
     CK("submit", zpp_collective_async(r.c, &call, st, &id));
     int rc = zpp_wait_stream(r.c, id, st, &res);
     if (rc || cuStreamQuery(st) != CUDA_ERROR_NOT_READY) {
@@ -505,7 +511,23 @@ static int run_lost(struct opts *o)
     while ((q = cuStreamQuery(st)) == CUDA_ERROR_NOT_READY && cut_now_us() - t1 < LOST_DRAIN_MS * 1e3)
         usleep(1000);
     double ms = (cut_now_us() - t1) / 1e3;
-    int drained = q == CUDA_SUCCESS;
+    int drained = q == CUDA_SUCCESS, filled = -1;
+    if (flags && drained) {
+        uint8_t *host = malloc(LOST_BYTES);
+        CK("host memory", !host);
+        CK("copy back", cuMemcpyDtoH(host, r.vout.ptr, LOST_BYTES) != CUDA_SUCCESS);
+        uint64_t bad = 0, ran = 0;
+        for (uint64_t i = 0; i < LOST_BYTES; i++) {
+            bad += host[i] != 0xFF;
+            ran += host[i] == 0x3C;
+        }
+        free(host);
+        filled = bad == 0;
+        printf("%s lost: the lost call's output %s (%llu of %u bytes not 0xFF, %llu of them the "
+               "call's)\n",
+               filled ? "PASS" : "FAIL", filled ? "was filled with NaN" : "was not filled",
+               (unsigned long long)bad, LOST_BYTES, (unsigned long long)ran);
+    }
     if (flags)
         printf("%s lost: zppd gone %.0f ms after the marker; the stream, let go then, %s %.1f ms "
                "later; zpp_check %s\n",
@@ -523,7 +545,7 @@ static int run_lost(struct opts *o)
         rank_close(&r);
     else
         zpp_close(r.c);
-    return flags && !drained ? 1 : 0;
+    return flags && (!drained || filled != 1) ? 1 : 0;
 }
 
 #define STREAM_COUNT (1u << 20) /* -Y: bf16 elements of each checked call (2 MiB) */

@@ -10,10 +10,14 @@
  * hang-up raises its own flag; a block returns to the pool only when both
  * its connection and its pipe are done with it, and its values keep
  * growing; a forked child that holds the write end keeps the flags down
- * until it exits.
+ * until it exits; at a hang-up the outputs noted for calls that will never
+ * run are handed to on_lost, before their flags rise, and no others: not a
+ * finished call's, not one forgotten (deregistered), not a closed
+ * connection's.
  */
 #include <fcntl.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -233,6 +237,90 @@ static void test_fork_child_has_a_watcher(void)
     ASSERT_EQ(WEXITSTATUS(st), 0);
 }
 
+/* What on_lost was given, and whether any of the flags it was to come
+ * before had risen by then. */
+static struct {
+    int calls, n, early;
+    uint64_t at[ZPP_DFLAGS_N], len[ZPP_DFLAGS_N];
+    zpp_dflags *b;
+    uint32_t v[ZPP_DFLAGS_N];
+    int watch[ZPP_DFLAGS_N], nwatch;
+    void *ctx;
+} lost;
+
+static void on_lost(void *ctx, const uint64_t *at, const uint64_t *len, int n)
+{
+    lost.ctx = ctx;
+    for (int i = 0; i < n && lost.n < ZPP_DFLAGS_N; i++, lost.n++) {
+        lost.at[lost.n] = at[i];
+        lost.len[lost.n] = len[i];
+    }
+    for (int i = 0; i < lost.nwatch; i++)
+        lost.early += zpp__dflags_reached(lost.b, lost.watch[i], lost.v[lost.watch[i]]);
+    __atomic_add_fetch(&lost.calls, 1, __ATOMIC_SEQ_CST); /* read while the watcher runs */
+}
+
+/* zppd dies with four calls answered: slot 1's and 6's never ran, slot 2's
+ * finished, slot 3's output was deregistered, slot 4's has none. Only 1 and
+ * 6 are filled, in one on_lost call, before any flag rises. */
+static void test_lost_outputs_filled(void)
+{
+    zpp_dflags *b = NULL;
+    int rfd, wfd, ctx_tag;
+    ASSERT_EQ(zpp__dflags_get(&b), 0);
+    memset(&lost, 0, sizeof lost);
+    lost.b = b;
+    b->on_lost = on_lost;
+    b->lost_ctx = &ctx_tag;
+    ASSERT_EQ(zpp__dflags_pipe(&rfd, &wfd), 0);
+    ASSERT_EQ(zpp__dflags_watch(b, rfd), 0);
+    static const uint64_t at[7] = {0, 0x10000, 0x20000, 0x30000, 0x40000, 0, 0x60000};
+    static const uint64_t len[7] = {0, 4096, 512, 64, 0, 0, 1ull << 33};
+    for (int s = 1; s <= 6; s++) {
+        if (s == 5)
+            continue;
+        zpp__dflags_note(b, s, at[s], len[s]);
+        lost.v[s] = zpp__dflags_arm(b, s);
+    }
+    lost.watch[0] = 1, lost.watch[1] = 3, lost.watch[2] = 4, lost.watch[3] = 6;
+    lost.nwatch = 4;
+    __atomic_store_n(&b->flags[2], lost.v[2], __ATOMIC_RELEASE); /* "zppd's stream" */
+    zpp__dflags_forget(b, 0x30000 + 63, 0x30000 + 64);            /* the last byte meets it */
+    zpp__dflags_forget(b, 0x10000 + 4096, 0x20000);               /* touches 1's end: not */
+    usleep(20000);
+    ASSERT_EQ(__atomic_load_n(&lost.calls, __ATOMIC_SEQ_CST), 0); /* nothing while the pipe is open */
+    close(wfd);
+    for (int s = 1; s <= 6; s++)
+        if (s != 5)
+            ASSERT_EQ(wait_reached(b, s, lost.v[s], 5000), 1);
+    ASSERT_EQ(lost.calls, 1);
+    ASSERT(lost.ctx == &ctx_tag);
+    ASSERT_EQ(lost.early, 0);
+    ASSERT_EQ(lost.n, 2);
+    int seen1 = 0, seen6 = 0;
+    for (int i = 0; i < lost.n; i++) {
+        seen1 += lost.at[i] == at[1] && lost.len[i] == len[1];
+        seen6 += lost.at[i] == at[6] && lost.len[i] == len[6];
+    }
+    ASSERT_EQ(seen1, 1);
+    ASSERT_EQ(seen6, 1);
+    zpp__dflags_put(b);
+
+    /* A connection that closed forgot its notes: its memory may be freed
+     * while zppd still holds the pipe, and nothing is filled at the end. */
+    memset(&lost, 0, sizeof lost);
+    ASSERT_EQ(zpp__dflags_get(&b), 0);
+    b->on_lost = on_lost;
+    ASSERT_EQ(zpp__dflags_pipe(&rfd, &wfd), 0);
+    ASSERT_EQ(zpp__dflags_watch(b, rfd), 0);
+    zpp__dflags_note(b, 0, 0x70000, 128);
+    uint32_t v = zpp__dflags_arm(b, 0);
+    zpp__dflags_put(b);
+    close(wfd);
+    ASSERT_EQ(wait_reached(b, 0, v, 5000), 1);
+    ASSERT_EQ(__atomic_load_n(&lost.calls, __ATOMIC_SEQ_CST), 0);
+}
+
 /* Values wrap: the promise after 0xffffffff skips 0 (every flag's first
  * value), and a raise to a value past the wrap is a raise. */
 static void test_wrap(void)
@@ -260,6 +348,7 @@ int main(void)
     test_daemon_process_dies();
     test_fork_child_has_a_watcher();
     test_wrap();
-    printf("7 passed, 0 failed\n");
+    test_lost_outputs_filled();
+    printf("8 passed, 0 failed\n");
     return 0;
 }
