@@ -458,7 +458,10 @@ static int conc_child(int c, void *arg)
  * flags (zpp_cuda_done_flags) the stream must be done within
  * LOST_DRAIN_MS: libzpp raised the flag when zppd's pipe closed, after
  * filling the call's output with 0xFF bytes (NaN), which the rank checks
- * byte for byte (its input was 0x3C, its output 0x00 before). Without
+ * byte for byte (its input was 0x3C, its output 0x00 before): with the
+ * flags a second call, by zpp_collective_stream (its reply never read), is
+ * queued behind the first on the next 4 MiB of the output, and the 4 MiB
+ * after those must stay 0x00. Without
  * them (ZPP_DONE_FLAGS=0) it waits on the dead daemon's done event, which
  * nobody completes: the known limit, reported as KNOWN and not failed. */
 static int run_lost(struct opts *o)
@@ -466,7 +469,8 @@ static int run_lost(struct opts *o)
     struct rank_io r;
     o->world = o->nodes = 1;
     snprintf(o->job, sizeof o->job, "cuda-lost-%d", (int)getpid());
-    if (rank_open(o, 0, 0, o->job, NULL, 4, LOST_BYTES, LOST_BYTES, &r))
+    /* output: [0, L) the first call's, [L, 2L) the second's, [2L, 3L) no call's */
+    if (rank_open(o, 0, 0, o->job, NULL, 4, LOST_BYTES, 3 * LOST_BYTES, &r))
         return 1;
     int rank = 0, flags = zpp_cuda_done_flags(r.c);
     zpp_conn *gc = r.c; /* (CK's words) */
@@ -482,9 +486,13 @@ static int run_lost(struct opts *o)
     /* the output 0x00, what the call would copy 0x3C: a lost call's output
      * must be neither once the stream goes on, but 0xFF (NaN) throughout */
     CK("memset input", cuMemsetD8(r.vin.ptr, 0x3C, LOST_BYTES) != CUDA_SUCCESS);
-    CK("memset output", cuMemsetD8(r.vout.ptr, 0x00, LOST_BYTES) != CUDA_SUCCESS);
+    CK("memset output", cuMemsetD8(r.vout.ptr, 0x00, 3 * LOST_BYTES) != CUDA_SUCCESS);
     CK("submit", zpp_collective_async(r.c, &call, st, &id));
     int rc = zpp_wait_stream(r.c, id, st, &res);
+    if (flags && !rc) { /* a second one whose reply is never read */
+        call.output.offset += LOST_BYTES;
+        rc = zpp_collective_stream(r.c, &call, st, &id);
+    }
     if (rc || cuStreamQuery(st) != CUDA_ERROR_NOT_READY) {
         printf("FAIL lost: the held call was not answered and queued (%s: %s)\n",
                rc ? zpp_err_name(rc) : "its stream ran", rc ? zpp_last_error(r.c) : "");
@@ -513,20 +521,24 @@ static int run_lost(struct opts *o)
     double ms = (cut_now_us() - t1) / 1e3;
     int drained = q == CUDA_SUCCESS, filled = -1;
     if (flags && drained) {
-        uint8_t *host = malloc(LOST_BYTES);
+        uint8_t *host = malloc(3 * LOST_BYTES);
         CK("host memory", !host);
-        CK("copy back", cuMemcpyDtoH(host, r.vout.ptr, LOST_BYTES) != CUDA_SUCCESS);
-        uint64_t bad = 0, ran = 0;
-        for (uint64_t i = 0; i < LOST_BYTES; i++) {
+        CK("copy back", cuMemcpyDtoH(host, r.vout.ptr, 3 * LOST_BYTES) != CUDA_SUCCESS);
+        uint64_t bad = 0, ran = 0, spill = 0;
+        for (uint64_t i = 0; i < 2 * LOST_BYTES; i++) {
             bad += host[i] != 0xFF;
             ran += host[i] == 0x3C;
         }
+        for (uint64_t i = 2 * LOST_BYTES; i < 3 * LOST_BYTES; i++)
+            spill += host[i] != 0x00;
         free(host);
-        filled = bad == 0;
-        printf("%s lost: the lost call's output %s (%llu of %u bytes not 0xFF, %llu of them the "
-               "call's)\n",
-               filled ? "PASS" : "FAIL", filled ? "was filled with NaN" : "was not filled",
-               (unsigned long long)bad, LOST_BYTES, (unsigned long long)ran);
+        filled = bad == 0 && spill == 0;
+        printf("%s lost: the two lost calls' outputs (zpp_collective_async, "
+               "zpp_collective_stream) %s: %llu of %u bytes not 0xFF (%llu the calls' copy); "
+               "%llu bytes changed past them\n",
+               filled ? "PASS" : "FAIL", bad ? "were not filled" : "were filled with NaN",
+               (unsigned long long)bad, 2 * LOST_BYTES, (unsigned long long)ran,
+               (unsigned long long)spill);
     }
     if (flags)
         printf("%s lost: zppd gone %.0f ms after the marker; the stream, let go then, %s %.1f ms "
