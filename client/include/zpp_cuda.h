@@ -45,8 +45,10 @@ ZPP_EXPORT int zpp_cuda_attach(zpp_conn *c, int n_events);
 
 /* 1 when the daemon took the connection's done flags at zpp_hello: streams
  * wait on flags zppd writes, and that libzpp raises itself should zppd's
- * process end with calls answered and not done (their output is then
- * undefined, and zpp_check and the next call say ZPP_ECLOSED); and no CUDA
+ * process end with calls answered and not done (their output, where it lies
+ * wholly in one zpp_register_cuda range of c, is then filled with 0xFF
+ * bytes, NaN, before the stream goes on, and zpp_check and the next call
+ * say ZPP_ECLOSED); and no CUDA
  * IPC event is used, so the client needs neither zppd's uid nor its
  * /dev/shm. 0 when they wait on the daemon's done events (ZPP_DONE_FLAGS=0,
  * a daemon that could not map them or of before session 29) or c is not
