@@ -92,6 +92,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -448,6 +449,24 @@ static int conc_child(int c, void *arg)
 #define LOST_GONE_MS 30000     /* the longest wait for zppd to be killed */
 #define LOST_DRAIN_MS 10000    /* the stream must be done this soon after it is let go */
 
+/* The -X rank's second thread: in cuCtxSynchronize from before zppd is
+ * killed until every stream is done, as a training loop's
+ * torch.cuda.synchronize() would be; the watcher's fill must not wait for
+ * it. */
+struct lost_sync {
+    CUcontext ctx;
+    CUresult r;
+    int done;
+};
+static void *lost_sync_main(void *arg)
+{
+    struct lost_sync *ls = arg;
+    cuCtxSetCurrent(ls->ctx);
+    ls->r = cuCtxSynchronize();
+    __atomic_store_n(&ls->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
 /* -X MARKER: a call answered by a zppd that is then SIGKILLed with the
  * call's work still queued (docs/cuda.md, "Done flags"). One rank, world
  * 1, on one daemon. Its stream is held by a wait on host memory of its own
@@ -461,7 +480,9 @@ static int conc_child(int c, void *arg)
  * byte for byte (its input was 0x3C, its output 0x00 before): with the
  * flags a second call, by zpp_collective_stream (its reply never read), is
  * queued behind the first on the next 4 MiB of the output, and the 4 MiB
- * after those must stay 0x00. Without
+ * after those must stay 0x00; and a second thread of the rank, in
+ * cuCtxSynchronize from before the kill, must return once the stream is
+ * let go (the fill does not wait for it). Without
  * them (ZPP_DONE_FLAGS=0) it waits on the dead daemon's done event, which
  * nobody completes: the known limit, reported as KNOWN and not failed. */
 static int run_lost(struct opts *o)
@@ -498,6 +519,10 @@ static int run_lost(struct opts *o)
                rc ? zpp_err_name(rc) : "its stream ran", rc ? zpp_last_error(r.c) : "");
         return 1;
     }
+    struct lost_sync ls = {0};
+    pthread_t sync_thread;
+    CK("context", cuCtxGetCurrent(&ls.ctx) != CUDA_SUCCESS);
+    CK("sync thread", flags && pthread_create(&sync_thread, NULL, lost_sync_main, &ls) != 0);
     int fd = open(o->lost, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     CK("creating the marker", fd < 0);
     close(fd);
@@ -519,7 +544,19 @@ static int run_lost(struct opts *o)
     while ((q = cuStreamQuery(st)) == CUDA_ERROR_NOT_READY && cut_now_us() - t1 < LOST_DRAIN_MS * 1e3)
         usleep(1000);
     double ms = (cut_now_us() - t1) / 1e3;
-    int drained = q == CUDA_SUCCESS, filled = -1;
+    int drained = q == CUDA_SUCCESS, filled = -1, synced = 0;
+    if (flags) {
+        while (!__atomic_load_n(&ls.done, __ATOMIC_ACQUIRE) && cut_now_us() - t1 < LOST_DRAIN_MS * 1e3)
+            usleep(1000);
+        synced = __atomic_load_n(&ls.done, __ATOMIC_ACQUIRE) && ls.r == CUDA_SUCCESS;
+        printf("%s lost: a thread in cuCtxSynchronize since before the kill %s\n",
+               synced ? "PASS" : "FAIL",
+               synced ? "returned once the stream was let go"
+               : __atomic_load_n(&ls.done, __ATOMIC_ACQUIRE) ? "failed"
+                                                            : "still waited");
+        if (__atomic_load_n(&ls.done, __ATOMIC_ACQUIRE))
+            pthread_join(sync_thread, NULL);
+    }
     if (flags && drained) {
         uint8_t *host = malloc(3 * LOST_BYTES);
         CK("host memory", !host);
@@ -557,7 +594,7 @@ static int run_lost(struct opts *o)
         rank_close(&r);
     else
         zpp_close(r.c);
-    return flags && (!drained || filled != 1) ? 1 : 0;
+    return flags && (!drained || filled != 1 || !synced) ? 1 : 0;
 }
 
 #define STREAM_COUNT (1u << 20) /* -Y: bf16 elements of each checked call (2 MiB) */
