@@ -7,6 +7,7 @@
  * zpp_kernels_cuda.h; geometry and layout in zpp_kernels.h.
  */
 #include "zk_fast.cuh"
+#include "zk_rqt.cuh"
 
 using namespace zk;
 
@@ -118,7 +119,15 @@ __global__ void ZK_LB_TEAM reduce_requant_kernel(const uint8_t *in, uint64_t in_
             valid[j] = active && e[j] < piece ? piece - e[j] : 0;
         }
         float acc[ZK_RQ_NV][ZK_RQ_VE];
+#if ZK_B4
+        /* ZK_B4: int4 sums over the biased codes (zk_arith.h) */
+        if constexpr (BITS == 4)
+            sum_chunks_b4<ZK_RQ_VE, ZK_RQ_NV>(in, in_stride, k, pay_bytes, block, e, valid, acc);
+        else
+            sum_chunks<BITS, ZK_RQ_VE, ZK_RQ_NV>(in, in_stride, k, pay_bytes, block, e, valid, acc);
+#else
         sum_chunks<BITS, ZK_RQ_VE, ZK_RQ_NV>(in, in_stride, k, pay_bytes, block, e, valid, acc);
+#endif
         d.jb = b;
         d.first = b * block;
         if (quant_team<BITS, ZK_RQ_VE, ZK_RQ_NV, ZK_CONTIG>(acc, active, lane, team, tix, d, sm,
@@ -258,6 +267,8 @@ extern "C" int zk_reduce_requant_cuda(const uint8_t *in, uint64_t in_stride, int
     uint64_t nb = zk_num_blocks(piece, block);
     uint64_t groups = (nb + (uint64_t)sh.tpc - 1) / (uint64_t)sh.tpc;
     uint64_t pay = zk_payload_bytes(piece, bits);
+    if (bits == 4 && rqt_dispatch(in, in_stride, k, piece, block, pay, nb, out, d_poisoned, stream))
+        return launch_status();
     if (bits == 8
             ? frq_dispatch<8>(in, in_stride, k, piece, block, pay, nb, out, d_poisoned, stream)
             : frq_dispatch<4>(in, in_stride, k, piece, block, pay, nb, out, d_poisoned, stream))

@@ -100,6 +100,33 @@ static void sum_block(const uint8_t *in, uint64_t in_stride, int k, uint64_t pie
     }
 }
 
+#if ZK_B4
+/* ZK_B4 (zk_arith.h): the int4 reduce+requantize sum of elements [first,
+ * first+len) (one block) over the biased codes, the bias taken off at the
+ * end; zk_reduce_out_ref keeps sum_block. */
+static void sum_block_b4(const uint8_t *in, uint64_t in_stride, int k, uint64_t piece,
+                         uint32_t block, uint64_t first, uint64_t len, float *acc)
+{
+    uint64_t pay = zk_payload_bytes(piece, 4);
+    struct zk_b4_bias bias = {0.0f, 0.0f};
+    for (uint64_t i = 0; i < len; i++)
+        acc[i] = 0.0f;
+    for (int j = 0; j < k; j++) {
+        const uint8_t *c = in + (uint64_t)j * in_stride;
+        float s;
+        memcpy(&s, c + pay + first / block * sizeof s, sizeof s);
+        for (uint64_t i = 0; i < len; i++) {
+            uint64_t e = first + i;
+            int u = zk_nibble(c[e / 2], (int)(e & 1)) + 8;
+            acc[i] = zk_b4_step(acc[i], u, s, (int)(e % 8));
+        }
+        zk_b4_bias_add(&bias, s);
+    }
+    for (uint64_t i = 0; i < len; i++)
+        acc[i] = zk_b4_unbias(acc[i], &bias, (int)((first + i) % 8));
+}
+#endif
+
 uint64_t zk_reduce_requant_ref(const uint8_t *in, uint64_t in_stride, int k, uint64_t piece,
                                int bits, uint32_t block, uint8_t *out)
 {
@@ -110,7 +137,14 @@ uint64_t zk_reduce_requant_ref(const uint8_t *in, uint64_t in_stride, int k, uin
     memset(out, 0, zk_chunk_bytes(piece, bits, block));
     for (uint64_t first = 0, b = 0; first < piece; first += block, b++) {
         uint64_t len = piece - first < block ? piece - first : block;
+#if ZK_B4
+        if (bits == 4)
+            sum_block_b4(in, in_stride, k, piece, block, first, len, acc);
+        else
+            sum_block(in, in_stride, k, piece, bits, block, first, len, acc);
+#else
         sum_block(in, in_stride, k, piece, bits, block, first, len, acc);
+#endif
         float s;
         poisoned += (uint64_t)zk_ref_quant_block(acc, (uint32_t)len, bits, out, first, &s);
         memcpy(out + pay + b * sizeof s, &s, sizeof s);

@@ -426,6 +426,52 @@ __device__ __forceinline__ void sum_chunks(const uint8_t *in, uint64_t stride, i
     }
 }
 
+#if ZK_B4
+/* ZK_B4 (zk_arith.h): sum_chunks for the int4 reduce+requantize of the
+ * team kernel (block sizes the vector kernel does not serve), element by
+ * element with the reference's helpers: over the biased codes (load_codes
+ * flips each nibble to u = q + 8), the bias taken off at the end. Element
+ * e[j] + i is nibble i % 8 of its code word (e[j] is a multiple of VE). */
+template <int VE, int NV>
+__device__ __forceinline__ void sum_chunks_b4(const uint8_t *in, uint64_t stride, int k,
+                                              uint64_t pay, uint32_t block, const uint64_t (&e)[NV],
+                                              const uint64_t (&valid)[NV], float (&acc)[NV][VE])
+{
+    static_assert(VE % 8 == 0, "a vector is whole code words");
+    struct zk_b4_bias bias[NV];
+#pragma unroll
+    for (int j = 0; j < NV; j++) {
+        bias[j].t = 0.0f;
+        bias[j].ts = 0.0f;
+#pragma unroll
+        for (int i = 0; i < VE; i++)
+            acc[j][i] = 0.0f;
+    }
+    for (int c = 0; c < k; c++) {
+        const uint8_t *ch = in + (uint64_t)c * stride;
+#pragma unroll
+        for (int j = 0; j < NV; j++) {
+            if (valid[j] == 0)
+                continue;
+            const raw16 r = load_codes<4, VE>(ch, e[j]);
+            const float s = __ldg((const float *)(ch + pay) + e[j] / block);
+#pragma unroll
+            for (int i = 0; i < VE; i++)
+                if ((uint64_t)i < valid[j])
+                    acc[j][i] = zk_b4_step(acc[j][i], (int)((r.w[i / 8] >> (4 * (i % 8))) & 0xFu),
+                                           s, i % 8);
+            zk_b4_bias_add(&bias[j], s);
+        }
+    }
+#pragma unroll
+    for (int j = 0; j < NV; j++)
+#pragma unroll
+        for (int i = 0; i < VE; i++)
+            if ((uint64_t)i < valid[j])
+                acc[j][i] = zk_b4_unbias(acc[j][i], &bias[j], i % 8);
+}
+#endif
+
 /* ---- the team quantization of one block --------------------------------- */
 
 /* Where one team writes its block. */

@@ -13,7 +13,8 @@
 #   ZK_VARIANTS="name:-DKNOB=v ...;name2:..."  also build, byte-compare and
 #       benchmark these tuning variants (knobs in kernels/zk_cuda_common.cuh,
 #       zk_fast.cuh); a variant whose name starts with "chk" is only
-#       byte-compared, not timed
+#       byte-compared, not timed. A variant's -D/-U flags also build its own
+#       copy of the C reference (a switch such as -DZK_B4=1 changes both)
 #   ZK_BENCH_MIB  input MiB per launch (default 256)
 #   ZK_VARIANT_BENCH  the kernel_bench sections the variants time (ZK_BENCH_ONLY:
 #       quant,traffic,reorder,reduce,sum; default all); the tree's own build times all
@@ -46,17 +47,29 @@ mkdir -p "$OUTDIR" "$BUILD"
 CFLAGS="-std=c11 -O2 -Wall -Wextra -Werror -Wno-unused-parameter -D_GNU_SOURCE -I$ROOT -I$ROOT/kernels -I$CUDA_HOME/include"
 NVFLAGS="-std=c++17 -O3 --fmad=false -ftz=false -prec-div=true -prec-sqrt=true -Xptxas=-v -Werror=all-warnings -I$ROOT/kernels $ARCH"
 
-# build_variant NAME "EXTRA NVCC FLAGS": kernels + both programs in $BUILD/NAME
+# build_variant NAME "EXTRA NVCC FLAGS": kernels + both programs in $BUILD/NAME.
+# The C reference is built again for a variant whose flags hold -D/-U
+# options (with those alone, e.g. -DZK_B4=1, which changes the reference as
+# well as the kernels); otherwise the programs link $BUILD's.
 build_variant() {
-    local d="$BUILD/$1" extra="$2"
+    local d="$BUILD/$1" extra="$2" refdefs="" ref="$BUILD" f
+    for f in $extra; do
+        case $f in -D?* | -U?*) refdefs="$refdefs $f" ;; esac
+    done
     mkdir -p "$d"
+    if [ -n "$refdefs" ]; then
+        ref="$d"
+        gcc $CFLAGS -ffp-contract=off -fno-fast-math $refdefs -c "$ROOT/kernels/quant_ref.c" -o "$d/quant_ref.o" &&
+            gcc $CFLAGS -ffp-contract=off -fno-fast-math $refdefs -c "$ROOT/kernels/qgz_ref.c" -o "$d/qgz_ref.o" ||
+            return 1
+    fi
     "$NVCC" $NVFLAGS $extra -c "$ROOT/kernels/quant.cu" -o "$d/quant.o" &&
     "$NVCC" $NVFLAGS $extra -c "$ROOT/kernels/qgz.cu" -o "$d/qgz.o" &&
     "$NVCC" $NVFLAGS $extra -c "$ROOT/kernels/sum.cu" -o "$d/sum.o" &&
     "$NVCC" $NVFLAGS $extra -c "$ROOT/kernels/copy.cu" -o "$d/copy.o" &&
     "$NVCC" $NVFLAGS $extra -c "$ROOT/kernels/qdq.cu" -o "$d/qdq.o" &&
-    "$NVCC" $ARCH "$BUILD/gpu_compare.o" "$d/quant.o" "$d/qgz.o" "$d/sum.o" "$d/copy.o" "$d/qdq.o" "$BUILD/quant_ref.o" "$BUILD/qgz_ref.o" -lm -o "$d/gpu_compare" &&
-    "$NVCC" $ARCH "$BUILD/kernel_bench.o" "$BUILD/traffic.o" "$d/quant.o" "$d/qgz.o" "$d/sum.o" "$d/copy.o" "$d/qdq.o" "$BUILD/quant_ref.o" "$BUILD/qgz_ref.o" -lm -o "$d/kernel_bench" &&
+    "$NVCC" $ARCH "$BUILD/gpu_compare.o" "$d/quant.o" "$d/qgz.o" "$d/sum.o" "$d/copy.o" "$d/qdq.o" "$ref/quant_ref.o" "$ref/qgz_ref.o" -lm -o "$d/gpu_compare" &&
+    "$NVCC" $ARCH "$BUILD/kernel_bench.o" "$BUILD/traffic.o" "$d/quant.o" "$d/qgz.o" "$d/sum.o" "$d/copy.o" "$d/qdq.o" "$ref/quant_ref.o" "$ref/qgz_ref.o" -lm -o "$d/kernel_bench" &&
     "$NVCC" $ARCH "$BUILD/fenced_bench.o" "$d/sum.o" "$d/copy.o" "$d/qdq.o" -o "$d/fenced_bench"
 }
 

@@ -346,16 +346,22 @@ static void make_chunks(struct chunks *ch, int k, uint64_t piece, int bits, uint
     free(x);
 }
 
-/* acc = fma(q_j, s_j, acc), j ascending, from +0. */
-static float o_sum(const struct chunks *ch, int k, int bits, uint32_t block, uint64_t e)
+/* acc = fma(q_j, s_j, acc), j ascending, from +0. The int4 reduce +
+ * requantize (requant != 0) sums the biased codes instead (docs/kernels.md,
+ * since session 31): acc = fma(q_j + 8, s_j, acc) and t = t + s_j, both
+ * from +0, then fma(t, -8, acc). */
+static float o_sum(const struct chunks *ch, int k, int bits, uint32_t block, uint64_t e,
+                   int requant)
 {
-    float acc = 0.0f;
+    int biased = requant && bits == 4;
+    float acc = 0.0f, t = 0.0f;
     for (int j = 0; j < k; j++) {
         float s;
         int q = o_get(ch->buf + (uint64_t)j * ch->stride, ch->piece, bits, block, e, &s);
-        acc = fmaf((float)q, s, acc);
+        acc = fmaf((float)(biased ? q + 8 : q), s, acc);
+        t = t + s;
     }
-    return acc;
+    return biased ? fmaf(t, -8.0f, acc) : acc;
 }
 
 static void test_reductions_vs_oracle(void)
@@ -379,7 +385,7 @@ static void test_reductions_vs_oracle(void)
                     float *acc = malloc(piece * 4);
                     ASSERT(acc);
                     for (uint64_t e = 0; e < piece; e++)
-                        acc[e] = o_sum(&ch, k, bits, block, e);
+                        acc[e] = o_sum(&ch, k, bits, block, e, 1);
                     uint64_t cb = zk_chunk_bytes(piece, bits, block);
                     uint8_t *r = malloc(cb + 16), *o = malloc(cb);
                     ASSERT(r && o);
@@ -392,7 +398,10 @@ static void test_reductions_vs_oracle(void)
                     ASSERT_EQ(memcmp(r, o, cb), 0);
                     for (uint64_t i = cb; i < cb + 16; i++)
                         ASSERT_EQ(r[i], 0xCD);
-                    /* reduce -> output, sum and mean (also by 0 and by Inf) */
+                    /* reduce -> output, sum and mean (also by 0 and by Inf): the
+                     * unbiased sums */
+                    for (uint64_t e = 0; e < piece; e++)
+                        acc[e] = o_sum(&ch, k, bits, block, e, 0);
                     const float divs[] = {1.0f, 3.0f, 0.0f, INFINITY, 1e-30f};
                     for (int ot = 0; ot < 3; ot++)
                         for (int d = 0; d < 5; d++) {
