@@ -241,7 +241,8 @@ ZK_HD int zk_nibble(uint8_t b, int j)
     return v >= 8 ? v - 16 : v;
 }
 
-/* ---- ZK_B4: experimental int4 reduce+requantize sums (default 0: off) ---
+/* ---- ZK_B4: the int4 reduce+requantize's biased sums (default 1 since
+ * session 31; 0 restores acc = fma(q, scale, acc) for it too) ---
  *
  * Changes the sum of zk_reduce_requant_{ref,cuda} for 4-bit codes only
  * (int8, and zk_reduce_out_*, keep acc = fma(q, scale, acc)). Built with the

@@ -1,6 +1,8 @@
 /*
  * zk_rqt.cuh — int4 reduce+requantize fed by the bulk copy engine (sm_90),
- * an experiment behind ZK_RQT (off by default).
+ * behind ZK_RQT (on since session 31, with ZK_B4's biased sums: 80 % of the
+ * copy on an H200 against frv_kernel's 73 %; either change alone lost:
+ * bench/results/kernels-2026-11-29-s31/).
  *
  * frv_kernel's warps load their own codes (one 16-byte load per lane and
  * chunk, batches of ZK_VKB chunks, the next batch prefetched into L2) and

@@ -14,7 +14,10 @@
  * both sides: the fused reductions (zk_reduce_requant_ref,
  * zk_reduce_out_ref) add each code times its scale to the fp32 sum as one
  * fused multiply-add, acc = fma(q, scale, acc) (__fmaf_rn / fmaf), which
- * rounds once where a multiply then an add would round twice. Narrowing fp32 -> fp16/bf16 is
+ * rounds once where a multiply then an add would round twice. The int4
+ * reduce+requantize alone sums the biased codes u = q + 8 instead (ZK_B4,
+ * zk_arith.h; since session 31): acc = fma(u, scale, acc) and t = t + scale,
+ * chunk by chunk from +0, then sum = fma(t, -8, acc). Narrowing fp32 -> fp16/bf16 is
  * round-to-nearest-even, overflow to Inf, fp16 subnormals kept.
  *
  * Block quantization
