@@ -37,13 +37,13 @@
 #define ZK_RQT 1 /* since session 31, with ZK_B4 = 1: 79.7-80.1 % of the copy on an H200 against 73 % */
 #endif
 #ifndef ZK_RQT_NS
-#define ZK_RQT_NS 3 /* tiles in flight per CTA */
+#define ZK_RQT_NS 2 /* tiles in flight per CTA (3 with 2 CTAs per SM: half a point slower) */
 #endif
 #ifndef ZK_RQT_WC
 #define ZK_RQT_WC 8 /* consumer warps per CTA */
 #endif
 #ifndef ZK_RQT_MINB
-#define ZK_RQT_MINB 2 /* CTAs per SM the registers must allow */
+#define ZK_RQT_MINB 3 /* CTAs per SM the registers must allow (72 registers, no spill) */
 #endif
 #define ZK_RQT_KMAX 8 /* the most chunks a tile's stage holds */
 

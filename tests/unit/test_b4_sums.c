@@ -70,14 +70,14 @@ static uint32_t f2u(float f)
     memcpy(&u, &f, 4);
     return u;
 }
-static inline float u2f(uint32_t u)
+static inline __attribute__((unused)) float u2f(uint32_t u)
 {
     float f;
     memcpy(&f, &u, 4);
     return f;
 }
 /* Same bits, or both NaN (a NaN's payload never reaches an output). */
-static inline int same(float a, float b)
+static inline __attribute__((unused)) int same(float a, float b)
 {
     return f2u(a) == f2u(b) || (isnan(a) && isnan(b));
 }
@@ -129,15 +129,19 @@ static void ref_sums(const uint8_t *in, uint64_t stride, int k, uint64_t piece, 
 
 /* ---- the CUDA fast path, emulated ---------------------------------------- */
 
-/* lop3 (a & M) ^ k and (a ^ k) & M, as the kernels' and_xor / xor_and */
+/* lop3 (a & M) ^ k (ZK_B4 = 2) and (a ^ k) & M (ZK_B4 = 1), as the
+ * kernels' and_xor / xor_and */
+#if ZK_B4 == 2
 static inline uint32_t and_xor(uint32_t a, uint32_t m, uint32_t k)
 {
     return (a & m) ^ k;
 }
+#else
 static inline uint32_t xor_and(uint32_t a, uint32_t m, uint32_t k)
 {
     return (a ^ k) & m;
 }
+#endif
 /* b4_codes: the fast form's factors of the 8 codes of word c; ZK_B4 = 1
  * widens fp16 halves as HADD2.F32 does (exactly, subnormals kept). */
 static void emu_codes(uint32_t c, float q[8])
