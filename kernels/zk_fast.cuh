@@ -1077,6 +1077,27 @@ __device__ __forceinline__ void l2_prefetch(const void *p)
     asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
 
+/* The next batch's codes and scales (the ZK_VPF batches after chunk c0 +
+ * ZK_VKB - 1, pc and ps at the first of them) towards L2 while this one's
+ * loads and arithmetic run: no registers held. */
+__device__ __forceinline__ void next_batch_to_l2(const uint8_t *pc, const uint8_t *ps,
+                                                 uint64_t stride, int c0, int k)
+{
+    const int c1 = c0 + ZK_VKB, c2 = min(k, c1 + ZK_VPF * ZK_VKB);
+    if (ZK_VLEAN && c2 == c1 + ZK_VKB) {
+#pragma unroll
+        for (int b = 0; b < ZK_VKB; b++) {
+            l2_prefetch(pc + b * stride);
+            l2_prefetch(ps + b * stride);
+        }
+    } else {
+        for (int c = c1; c < c2; c++) {
+            l2_prefetch(pc + (uint64_t)(c - c1) * stride);
+            l2_prefetch(ps + (uint64_t)(c - c1) * stride);
+        }
+    }
+}
+
 /* acc[i] = sum over chunks c = 0..k-1 (in order, from +0) of decoded code i
  * of the vector at element e (codes at in + c*stride + e*BITS/8, all in the
  * block of scale index sb). Issues ZK_VKB chunks' loads before any use.
@@ -1130,24 +1151,8 @@ __device__ __forceinline__ void fsumv(const uint8_t *in, uint64_t stride, int k,
                 s[b] = __ldg((const float *)(ps + b * stride));
             pc += ZK_VKB * stride;
             ps += ZK_VKB * stride;
-            if (ZK_VPF && BITS == 4) {
-                /* the next batch's codes and scales towards L2 while this
-                 * one's loads and arithmetic run: no registers held (int8
-                 * measured slower with it on an H200) */
-                const int c1 = c0 + ZK_VKB, c2 = min(k, c1 + ZK_VPF * ZK_VKB);
-                if (ZK_VLEAN && c2 == c1 + ZK_VKB) {
-#pragma unroll
-                    for (int b = 0; b < ZK_VKB; b++) {
-                        l2_prefetch(pc + b * stride);
-                        l2_prefetch(ps + b * stride);
-                    }
-                } else {
-                    for (int c = c1; c < c2; c++) {
-                        l2_prefetch(pc + (uint64_t)(c - c1) * stride);
-                        l2_prefetch(ps + (uint64_t)(c - c1) * stride);
-                    }
-                }
-            }
+            if (ZK_VPF && BITS == 4) /* (int8 measured slower with it on an H200) */
+                next_batch_to_l2(pc, ps, stride, c0, k);
             vbatch_accum<BITS, S>(cd, s, ZK_VKB, acc, smax);
             continue;
         }
@@ -1284,6 +1289,26 @@ __device__ __forceinline__ void b4_chunk(const vcodes<4, S> &cd, float s, float 
             acc[8 * g + i] =
                 zk_b4_step(acc[8 * g + i], (int)((cd.w[g] >> (4 * i) & 0xFu) ^ 8u), s, i);
 }
+
+/* The bias off the N sums of a lane's vector (zk_b4_unbias; element i is
+ * nibble i % 8 of its word). */
+template <int N> __device__ __forceinline__ void b4_unbias(const zk_b4_bias &bias, float (&acc)[N])
+{
+#if ZK_B4 == 1
+#pragma unroll
+    for (int i = 0; i < N; i++)
+        acc[i] = __fmaf_rn(bias.t, -8.0f, acc[i]);
+#else
+    float bp[8]; /* by nibble: as many distinct values as positions */
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+        bp[i] = zk_b4_bias_p(&bias, ZK_B4_POS(i));
+#pragma unroll
+    for (int i = 0; i < N; i++)
+        acc[i] = __fadd_rn(acc[i], -bp[i % 8]);
+#endif
+}
+
 /* fsumv for int4 reduce+requantize under ZK_B4: the same loads, L2
  * prefetch and batches, every chunk in the fast form. ZK_B4G = 1: a scale
  * at or above the limit (a batch's largest |s|: 3 FMNMX and a FSETP; a
@@ -1319,21 +1344,8 @@ __device__ __forceinline__ void fsumv_b4(const uint8_t *in, uint64_t stride, int
                 s[b] = __ldg((const float *)(ps + b * stride));
             pc += ZK_VKB * stride;
             ps += ZK_VKB * stride;
-            if (ZK_VPF) {
-                const int c1 = c0 + ZK_VKB, c2 = min(k, c1 + ZK_VPF * ZK_VKB);
-                if (ZK_VLEAN && c2 == c1 + ZK_VKB) {
-#pragma unroll
-                    for (int b = 0; b < ZK_VKB; b++) {
-                        l2_prefetch(pc + b * stride);
-                        l2_prefetch(ps + b * stride);
-                    }
-                } else {
-                    for (int c = c1; c < c2; c++) {
-                        l2_prefetch(pc + (uint64_t)(c - c1) * stride);
-                        l2_prefetch(ps + (uint64_t)(c - c1) * stride);
-                    }
-                }
-            }
+            if (ZK_VPF)
+                next_batch_to_l2(pc, ps, stride, c0, k);
             if (ZK_B4G) {
                 float m = fabsf(s[0]);
 #pragma unroll
@@ -1392,19 +1404,7 @@ __device__ __forceinline__ void fsumv_b4(const uint8_t *in, uint64_t stride, int
             ps += stride;
         }
     }
-#if ZK_B4 == 1
-#pragma unroll
-    for (int i = 0; i < 8 * S; i++)
-        acc[i] = __fmaf_rn(bias.t, -8.0f, acc[i]);
-#else
-    float bp[8]; /* by nibble: as many distinct values as positions */
-#pragma unroll
-    for (int i = 0; i < 8; i++)
-        bp[i] = zk_b4_bias_p(&bias, ZK_B4_POS(i));
-#pragma unroll
-    for (int i = 0; i < 8 * S; i++)
-        acc[i] = __fadd_rn(acc[i], -bp[i % 8]);
-#endif
+    b4_unbias<8 * S>(bias, acc);
 }
 #endif /* ZK_B4 */
 

@@ -131,19 +131,7 @@ __device__ __forceinline__ void rqt_finish_b4(const uint8_t *sc, const float *ss
             b4_chunk<4>(cd, ss[c * sstride], acc, bias);
         }
     }
-#if ZK_B4 == 1
-#pragma unroll
-    for (int i = 0; i < 32; i++)
-        acc[i] = __fmaf_rn(bias.t, -8.0f, acc[i]);
-#else
-    float bp[8]; /* by nibble: as many distinct values as positions */
-#pragma unroll
-    for (int i = 0; i < 8; i++)
-        bp[i] = zk_b4_bias_p(&bias, ZK_B4_POS(i));
-#pragma unroll
-    for (int i = 0; i < 32; i++)
-        acc[i] = __fadd_rn(acc[i], -bp[i % 8]);
-#endif
+    b4_unbias<32>(bias, acc);
 }
 #endif
 
