@@ -27,7 +27,8 @@ def number(text):
 def report(path):
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rt") as f:
-        rows = list(csv.reader(f))
+        # (lines starting with "#" name the device: results files carry one)
+        rows = list(csv.reader(line for line in f if not line.startswith("#")))
     header, data = rows[1], rows[2:]
     executed = header.index("Instructions Executed")
     source = header.index("Source")

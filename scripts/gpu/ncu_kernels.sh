@@ -18,18 +18,21 @@ B=${ZK_BUILD:-/tmp/zk-gpu-build}/default/kernel_bench
 NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$OUTDIR"
-"$NCU" --version >"$OUTDIR/ncu.log" 2>&1
 # every file of figures names its device and date
-echo "# device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1); $(date -u +%FT%TZ)" \
-    | tee -a "$OUTDIR/ncu.log" >"$OUTDIR/mix.txt"
+DEVLINE="# device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1); $(date -u +%FT%TZ)"
+echo "$DEVLINE" | tee "$OUTDIR/ncu.log" >"$OUTDIR/mix.txt"
+"$NCU" --version >>"$OUTDIR/ncu.log" 2>&1
 i=0
 for re in "$@"; do
     i=$((i + 1))
     timeout 120 "$NCU" --clock-control none --kernel-name-base demangled -k "regex:$re" -s 5 -c 1 \
         --set full --import-source no -o "$OUTDIR/ncu_$i" "$B" "${ZK_BENCH_MIB:-256}" >>"$OUTDIR/ncu.log" 2>&1
     echo "== $i $re rc $?" >>"$OUTDIR/ncu.log"
-    "$NCU" -i "$OUTDIR/ncu_$i.ncu-rep" --page details --print-units base >"$OUTDIR/ncu_$i.txt" 2>&1
-    "$NCU" -i "$OUTDIR/ncu_$i.ncu-rep" --page source --print-source sass --csv >"$OUTDIR/ncu_${i}_sass.csv" 2>&1
+    { echo "$DEVLINE"; "$NCU" -i "$OUTDIR/ncu_$i.ncu-rep" --page details --print-units base; } \
+        >"$OUTDIR/ncu_$i.txt" 2>&1
+    # (ncu_mix.py skips the device line)
+    { echo "$DEVLINE"; "$NCU" -i "$OUTDIR/ncu_$i.ncu-rep" --page source --print-source sass --csv; } \
+        >"$OUTDIR/ncu_${i}_sass.csv" 2>&1
     gzip -f "$OUTDIR/ncu_${i}_sass.csv"
     python3 "$ROOT/scripts/ncu_mix.py" "$OUTDIR/ncu_${i}_sass.csv.gz" >>"$OUTDIR/mix.txt"
 done
