@@ -179,9 +179,39 @@ static void emu_word_fast(uint32_t c, float s, float *acc)
     for (int i = 0; i < 8; i++)
         acc[i] = zk_fma(q[i], emu_mul(s, i), acc[i]);
 }
+#define EMU_S 4 /* words per lane's vector (S of the kernels) */
+
+/* Both kernels' rare second pass: the vector summed again from chunk 0
+ * with the reference's own steps (zk_b4_step, zk_b4_bias_add). */
+static void emu_second_pass(const uint32_t (*w)[EMU_S], const float *s, int k, float *acc,
+                            struct zk_b4_bias *bias)
+{
+    for (int i = 0; i < 8 * EMU_S; i++)
+        acc[i] = 0.0f;
+    bias->t = bias->ts = 0.0f;
+    for (int c = 0; c < k; c++) {
+        zk_b4_bias_add(bias, s[c]);
+        for (int g = 0; g < EMU_S; g++)
+            for (int i = 0; i < 8; i++)
+                acc[8 * g + i] = zk_b4_step(acc[8 * g + i],
+                                            (int)((w[c][g] >> (4 * i) & 0xFu) ^ 8u), s[c], i);
+    }
+}
+
+/* The bias off the sums (b4_unbias in the kernels). */
+static void emu_unbias(const struct zk_b4_bias *bias, float *acc)
+{
+#if ZK_B4 == 1
+    for (int i = 0; i < 8 * EMU_S; i++)
+        acc[i] = zk_fma(bias->t, -8.0f, acc[i]);
+#else
+    for (int i = 0; i < 8 * EMU_S; i++)
+        acc[i] = zk_fadd(acc[i], -zk_b4_bias_p(bias, ZK_B4_POS(i % 8)));
+#endif
+}
+
 /* fsumv_b4 for one vector of S words (8S elements; the first a multiple
  * of 8): w[j][g] is word g of chunk j, s[j] its scale. */
-#define EMU_S 4
 static void emu_fsumv(const uint32_t (*w)[EMU_S], const float *s, int k, float *acc)
 {
     struct zk_b4_bias bias = {0.0f, 0.0f};
@@ -214,24 +244,9 @@ static void emu_fsumv(const uint32_t (*w)[EMU_S], const float *s, int k, float *
         }
     }
     if (ZK_B4G && again) {
-        for (int i = 0; i < 8 * EMU_S; i++)
-            acc[i] = 0.0f;
-        bias.t = bias.ts = 0.0f;
-        for (int c = 0; c < k; c++) {
-            zk_b4_bias_add(&bias, s[c]);
-            for (int g = 0; g < EMU_S; g++)
-                for (int i = 0; i < 8; i++)
-                    acc[8 * g + i] = zk_b4_step(acc[8 * g + i],
-                                                (int)((w[c][g] >> (4 * i) & 0xFu) ^ 8u), s[c], i);
-        }
+        emu_second_pass(w, s, k, acc, &bias);
     }
-#if ZK_B4 == 1
-    for (int i = 0; i < 8 * EMU_S; i++)
-        acc[i] = zk_fma(bias.t, -8.0f, acc[i]);
-#else
-    for (int i = 0; i < 8 * EMU_S; i++)
-        acc[i] = zk_fadd(acc[i], -zk_b4_bias_p(&bias, ZK_B4_POS(i % 8)));
-#endif
+    emu_unbias(&bias, acc);
 }
 
 /* frt_kernel's consumer (kernels/zk_rqt.cuh, ZK_RQT: rqt_chunk_b4 and
@@ -252,24 +267,9 @@ static void emu_frt(const uint32_t (*w)[EMU_S], const float *s, int k, float *ac
             emu_word_fast(w[c][g], s[c], acc + 8 * g);
     }
     if (ZK_B4G && !(m < ZK_B4_FAST_MAX)) {
-        for (int i = 0; i < 8 * EMU_S; i++)
-            acc[i] = 0.0f;
-        bias.t = bias.ts = 0.0f;
-        for (int c = 0; c < k; c++) {
-            zk_b4_bias_add(&bias, s[c]);
-            for (int g = 0; g < EMU_S; g++)
-                for (int i = 0; i < 8; i++)
-                    acc[8 * g + i] = zk_b4_step(acc[8 * g + i],
-                                                (int)((w[c][g] >> (4 * i) & 0xFu) ^ 8u), s[c], i);
-        }
+        emu_second_pass(w, s, k, acc, &bias);
     }
-#if ZK_B4 == 1
-    for (int i = 0; i < 8 * EMU_S; i++)
-        acc[i] = zk_fma(bias.t, -8.0f, acc[i]);
-#else
-    for (int i = 0; i < 8 * EMU_S; i++)
-        acc[i] = zk_fadd(acc[i], -zk_b4_bias_p(&bias, ZK_B4_POS(i % 8)));
-#endif
+    emu_unbias(&bias, acc);
 }
 /* The kernel checks 3 and 3b emulate: 0 frv_kernel (fsumv_b4), 1
  * frt_kernel (ZK_RQT). */
