@@ -156,6 +156,20 @@ __device__ __forceinline__ float max_nan_abs(float m, float x)
     asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(m), "f"(fabsf(x)));
     return r;
 }
+/* max_nan_abs(... max_nan_abs(0, v[0]) ..., v[N - 1]) in a tree of depth
+ * log2 N instead of a chain of N: max.NaN is associative and gives the
+ * canonical NaN whatever its inputs, so the bits are the chain's. In
+ * fquantv a chain of 32 held the int4 reduce+requantize's warps about 5
+ * cycles a link; the tree gained it about a point on an H200
+ * (bench/results/kernels-2026-11-29-s32/, calls 2 and 4). */
+template <int N> __device__ __forceinline__ float absmax_tree(const float *v)
+{
+    static_assert(N >= 2 && (N & (N - 1)) == 0, "a power of two");
+    if constexpr (N == 2)
+        return max_nan_abs(fabsf(v[0]), v[1]);
+    else
+        return max_nan_abs(absmax_tree<N / 2>(v), absmax_tree<N / 2>(v + N / 2));
+}
 
 /* 8 raw elements of a slot (fp32: 8 words; fp16/bf16: 4 words). */
 template <int DT> struct slot_raw {
@@ -1421,12 +1435,10 @@ __device__ __forceinline__ int fquantv(const float (&v)[NV][8 * S], uint64_t blk
     constexpr int qmax = BITS == 8 ? 127 : 7, E = 8 * S, B = T * NV * E;
     constexpr float qm = (float)qmax;
     const int lane = (int)(threadIdx.x % ZK_WARP), tbase = lane - li;
-    float a = 0.0f;
+    float a = absmax_tree<E>(v[0]);
 #pragma unroll
-    for (int j = 0; j < NV; j++)
-#pragma unroll
-        for (int i = 0; i < E; i++)
-            a = max_nan_abs(a, v[j][i]);
+    for (int j = 1; j < NV; j++)
+        a = max_nan_abs(a, absmax_tree<E>(v[j]));
     const uint32_t m = lanes_max<T>(__float_as_uint(a));
     const float absmax = __uint_as_float(m); /* a NaN has bits above Inf's */
     const bool poison = m >= ZK_F32_EXP_MASK, tiny = absmax < ZK_TINY;
