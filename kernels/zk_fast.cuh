@@ -160,8 +160,8 @@ __device__ __forceinline__ float max_nan_abs(float m, float x)
  * log2 N instead of a chain of N: max.NaN is associative and gives the
  * canonical NaN whatever its inputs, so the bits are the chain's. In
  * fquantv a chain of 32 held the int4 reduce+requantize's warps about 5
- * cycles a link; the tree gained it about a point on an H200
- * (bench/results/kernels-2026-11-29-s32/, calls 2 and 4). */
+ * cycles a link; the tree gained it 0.2-1.1 points on an H200
+ * (bench/results/kernels-2026-11-29-s32/, calls 2, 4 and 6). */
 template <int N> __device__ __forceinline__ float absmax_tree(const float *v)
 {
     static_assert(N >= 2 && (N & (N - 1)) == 0, "a power of two");
