@@ -108,7 +108,7 @@ static void sum_block_b4(const uint8_t *in, uint64_t in_stride, int k, uint64_t 
                          uint32_t block, uint64_t first, uint64_t len, float *acc)
 {
     uint64_t pay = zk_payload_bytes(piece, 4);
-    struct zk_b4_bias bias = {0.0f, 0.0f};
+    struct zk_b4_bias bias = {0.0f};
     for (uint64_t i = 0; i < len; i++)
         acc[i] = 0.0f;
     for (int j = 0; j < k; j++) {

@@ -252,129 +252,59 @@ ZK_HD int zk_nibble(uint8_t b, int j)
  * chunk's scale for the element's block, and i = element index % 8 (the
  * nibble of the code in its 32-bit word):
  *
- * ZK_B4 = 1: acc = fma(u, s, acc) from +0; t = t + s from +0;
- *   sum = fma(t, -8, acc).
+ *   acc = fma(u, s, acc) from +0; t = t + s from +0; sum = fma(t, -8, acc).
  *   (The GPU reads u as an fp16 subnormal u * 2^-24 or u * 2^-20 and adds
  *   fma(u * 2^-24, s * 2^24, acc): the same bits while |s| < 2^104.)
- * ZK_B4 = 2: p = zk_b4_pos(i) in [8, 19]; a chunk with |s| < 2^96 (bits,
- *   so not NaN) is "positional": acc = fma(2^(23-p) + u, s, acc) (the
- *   factor exact, below 2^16) and t = t + s; any other chunk is "exact":
- *   acc = fma(u, s, acc) and ts = ts + s. All from +0.
- *   sum = acc - fma(t, 2^(23-p) + 8, ts * 8).
- *   (The GPU builds 2^(23-p) + u = 2^(23-p) * (1 + u * 2^(p-23)) as the
- *   bits (150 - p) << 23 | u << p with one LOP3 from the code word or a
- *   shifted copy of it: u lands in the mantissa, the exponent comes with
- *   the constant, and every code's multiplier is s itself.)
- * ZK_B4G (default 1) = 0 drops the guards, for timing what they cost: the
- *   GPU's fast form becomes the contract. ZK_B4 = 1: acc = fma(u * 2^-24,
- *   fl(s * 2^24), acc) for even i, fma(u * 2^-20, fl(s * 2^20), acc) for
- *   odd i (fma(u, s, acc) while |s| < 2^104; a larger scale overflows
- *   s * 2^24 to Inf and poisons the block). ZK_B4 = 2: every chunk is
- *   positional (ts = 0; |s| >= ~2^113 / k overflows the sum: poisoned).
+ * ZK_B4G (default 1) = 0 drops the guard, for timing what it costs: the
+ *   GPU's fast form becomes the contract, acc = fma(u * 2^-24, fl(s * 2^24),
+ *   acc) for even i, fma(u * 2^-20, fl(s * 2^20), acc) for odd i
+ *   (fma(u, s, acc) while |s| < 2^104; a larger scale overflows s * 2^24 to
+ *   Inf and poisons the block).
  * A NaN or Inf scale poisons the block in every variant, as it does today
  * (its elements come out NaN or Inf, so the requantization marks it).
  * The biased sums reach further than the unbiased ones (up to 15 k max|s|
  * plus the bias): a block can overflow, and so be poisoned, where the
- * default sum is finite, only when its scales reach ~2^124 / k (with
- * ZK_B4G = 0 and ZK_B4 = 2, ~2^113 / k).
+ * default sum is finite, only when its scales reach ~2^124 / k.
  * The requantization of the sums is unchanged. Helpers below are the
- * arithmetic of record; the CUDA fast paths give the same bits. */
+ * arithmetic of record; the CUDA fast paths give the same bits.
+ * (Session 31 also measured u put by one LOP3 into an fp32 mantissa whose
+ * exponent carried the code's position, a contract of its own: no faster;
+ * bench/results/kernels-2026-11-29-s31/b4.patch has it.) */
 #ifndef ZK_B4
 #define ZK_B4 1 /* the contract since session 31 */
 #endif
 #ifndef ZK_B4G
-#define ZK_B4G 1 /* 1: huge scales take the exact step (B4 = 2) / a second pass (GPU); 0: not */
+#define ZK_B4G 1 /* 1: huge scales take a second pass with the reference's steps (GPU); 0: not */
 #endif
-/* ZK_B4 = 2, nibble positions (zk_b4_pos): 0 {8, 12, 16} (2 shifts), 1 {11, 15,
- * 19} (3 shifts), 2 {11, 12, 15, 16, 19} (2 shifts, 5 constants) */
-#ifndef ZK_B4P
-#define ZK_B4P 2
-#endif
-#if ZK_B4 != 0 && ZK_B4 != 1 && ZK_B4 != 2
-#error "ZK_B4 must be 0, 1 or 2"
+#if ZK_B4 != 0 && ZK_B4 != 1
+#error "ZK_B4 must be 0 or 1"
 #endif
 #if ZK_B4
-#define ZK_B4_SUB_MAX 0x1p104f     /* ZK_B4 = 1: s * 2^24 finite below this */
-#define ZK_B4_POS_BITS 0x6F800000u /* ZK_B4 = 2: |s| bits below 2^96: positional */
-#define ZK_B4_POS_MAX 0x1p96f
-#define ZK_B4_FAST_MAX (ZK_B4 == 1 ? ZK_B4_SUB_MAX : ZK_B4_POS_MAX) /* the GPU's fast form */
-/* 2^e, exactly, for -126 <= e <= 127. */
-ZK_HD float zk_b4_pow2(int e)
-{
-    return zk_u2f((uint32_t)(127 + e) << 23);
-}
-/* ZK_B4 = 2: the mantissa bit position p of nibble i (0..7) of a code word
- * (the GPU takes nibble i from the word shifted by p - 4i). The lowest p
- * sets the precision: each step rounds a sum of about 2^(23-p) k scales.
- * ZK_B4P 0: nibbles 2, 3, 4 in place (8, 12, 16), 0 and 1 from w << 8
- * (8, 12), 5, 6, 7 from w >> 12 (8, 12, 16). ZK_B4P 1: 0, 1, 2 from
- * w << 11, 3, 4 from w << 3, 5, 6, 7 from w >> 9 (11, 15, 19). ZK_B4P 2:
- * 0, 1, 2 from w << 11 (11, 15, 19), 3, 4 in place (12, 16), 5, 6, 7 from
- * w >> 9 (11, 15, 19). */
-#if ZK_B4P == 0
-#define ZK_B4_POS(i) ((i) == 4 || (i) == 7 ? 16 : (i) == 1 || (i) == 3 || (i) == 6 ? 12 : 8)
-#elif ZK_B4P == 1
-#define ZK_B4_POS(i) ((i) == 0 || (i) == 5 ? 11 : (i) == 2 || (i) == 4 || (i) == 7 ? 19 : 15)
-#elif ZK_B4P == 2
-#define ZK_B4_POS(i)                                                                               \
-    ((i) == 3 ? 12 : (i) == 4 ? 16 : (i) == 0 || (i) == 5 ? 11 : (i) == 1 || (i) == 6 ? 15 : 19)
-#else
-#error "ZK_B4P must be 0, 1 or 2"
-#endif
-ZK_HD int zk_b4_pos(int i)
-{
-    return ZK_B4_POS(i);
-}
-/* ZK_B4 = 2: whether a chunk with scale s is positional. */
-ZK_HD int zk_b4_positional(float s)
-{
-    return !ZK_B4G || (zk_f2u(s) & ZK_F32_ABS_MASK) < ZK_B4_POS_BITS;
-}
+#define ZK_B4_FAST_MAX 0x1p104f /* the GPU's fast form: s * 2^24 finite below this */
 /* One chunk's step for the biased code u of nibble i with scale s. */
 ZK_HD float zk_b4_step(float acc, int u, float s, int i)
 {
-#if ZK_B4 == 2
-    if (zk_b4_positional(s)) {
-        float v = zk_fadd(zk_b4_pow2(23 - zk_b4_pos(i)), (float)u); /* exact */
-        return zk_fma(v, s, acc);
-    }
-#elif !ZK_B4G
+#if !ZK_B4G
     float e = i % 2 ? 0x1p20f : 0x1p24f; /* u / e exact: 2^-24 or 2^-20 units */
     return zk_fma(zk_fdiv((float)u, e), zk_fmul(s, e), acc);
 #else
     (void)i;
-#endif
     return zk_fma((float)u, s, acc);
+#endif
 }
-/* The sums of the chunks' scales the bias is made of. */
+/* The sum of the chunks' scales the bias is made of. */
 struct zk_b4_bias {
-    float t;  /* ZK_B4 = 1: every chunk's; 2: the positional chunks' */
-    float ts; /* ZK_B4 = 2: the exact chunks' */
+    float t;
 };
 ZK_HD void zk_b4_bias_add(struct zk_b4_bias *b, float s)
 {
-#if ZK_B4 == 2
-    if (!zk_b4_positional(s)) {
-        b->ts = zk_fadd(b->ts, s);
-        return;
-    }
-#endif
     b->t = zk_fadd(b->t, s);
-}
-/* ZK_B4 = 2: the bias of nibble position p. */
-ZK_HD float zk_b4_bias_p(const struct zk_b4_bias *b, int p)
-{
-    return zk_fma(b->t, zk_fadd(zk_b4_pow2(23 - p), 8.0f), zk_fmul(b->ts, 8.0f));
 }
 /* The sum of element i (mod 8) from its biased accumulator. */
 ZK_HD float zk_b4_unbias(float acc, const struct zk_b4_bias *b, int i)
 {
-#if ZK_B4 == 2
-    return zk_fadd(acc, -zk_b4_bias_p(b, zk_b4_pos(i)));
-#else
     (void)i;
     return zk_fma(b->t, -8.0f, acc);
-#endif
 }
 #endif /* ZK_B4 */
 

@@ -442,7 +442,6 @@ __device__ __forceinline__ void sum_chunks_b4(const uint8_t *in, uint64_t stride
 #pragma unroll
     for (int j = 0; j < NV; j++) {
         bias[j].t = 0.0f;
-        bias[j].ts = 0.0f;
 #pragma unroll
         for (int i = 0; i < VE; i++)
             acc[j][i] = 0.0f;

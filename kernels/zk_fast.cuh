@@ -1186,42 +1186,28 @@ __device__ __forceinline__ void fsumv(const uint8_t *in, uint64_t stride, int k,
 #if ZK_B4
 /* ---- ZK_B4: int4 reduce+requantize over biased codes ------------------- */
 
-/* The sums of ZK_B4 (zk_arith.h, the arithmetic of record) for frv_kernel:
- * per chunk and 8 codes (one word c of a vector), fewer instructions than
- * codes_float4h's SHF, 4 LOP3, 4 HADD2, 8 HADD2.F32 and 8 FFMA:
- *  ZK_B4 = 1: one SHF (c >> 8) and one LOP3 per two codes make fp16
- *    subnormals u * 2^-24 (codes 0, 2, 4, 6: nibble bits 0-3 of a half)
- *    and u * 2^-20 (codes 1, 3, 5, 7: bits 4-7), the flip q -> u = q ^ 8
- *    in the same LOP3; one HADD2.F32 widens each exactly; fma(u * 2^-24,
- *    s * 2^24, acc) is fma(u, s, acc) bit for bit while |s| < 2^104.
- *    SHF + 4 LOP3 + 8 HADD2.F32 + 8 FFMA = 21.
- *  ZK_B4 = 2: one LOP3 per code makes the fp32 2^(23-p) + u (bits
- *    (150 - p) << 23 | u << p: the exponent in the LOP3's constant, one
- *    register per position) from c or a shifted copy (ZK_B4_POS); FFMA
- *    with s itself. 2 shifts (ZK_B4P 1: 3) + 8 LOP3 + 8 FFMA = 18 (19).
- * Per chunk: t += s (FADD), and ZK_B4 = 1 the multipliers (2 FMUL). With
- * ZK_B4G = 1, scales at or above the limit (ZK_B4_FAST_MAX: 1
- * ZK_B4_SUB_MAX, where s * 2^24 would overflow; 2 ZK_B4_POS_MAX, the
- * reference's exact chunks) send the vector through a second pass
+/* The sums of ZK_B4 (zk_arith.h, the arithmetic of record) for frv_kernel
+ * and frt_kernel: per chunk and 8 codes (one word c of a vector), fewer
+ * instructions than codes_float4h's SHF, 4 LOP3, 4 HADD2, 8 HADD2.F32 and
+ * 8 FFMA: one SHF (c >> 8) and one LOP3 per two codes make fp16 subnormals
+ * u * 2^-24 (codes 0, 2, 4, 6: nibble bits 0-3 of a half) and u * 2^-20
+ * (codes 1, 3, 5, 7: bits 4-7), the flip q -> u = q ^ 8 in the same LOP3;
+ * one HADD2.F32 widens each exactly; fma(u * 2^-24, s * 2^24, acc) is
+ * fma(u, s, acc) bit for bit while |s| < 2^104. SHF + 4 LOP3 + 8 HADD2.F32
+ * + 8 FFMA = 21. Per chunk: t += s (FADD) and the multipliers (2 FMUL).
+ * With ZK_B4G = 1, scales at or above the limit (ZK_B4_FAST_MAX, where
+ * s * 2^24 would overflow) send the vector through a second pass
  * (fsumv_b4). A NaN scale that passes the test gives NaN on both paths (a
- * poisoned block either way). The bias comes off after the last chunk:
- * one FFMA (1) or FADD (2) per element. */
+ * poisoned block either way). The bias comes off after the last chunk: one
+ * FFMA per element. */
 struct b4_mul {
-#if ZK_B4 == 1
     float s24, s20; /* s * 2^24, s * 2^20 */
-#else
-    float s;
-#endif
 };
 __device__ __forceinline__ b4_mul b4_mul_for(float s)
 {
     b4_mul m;
-#if ZK_B4 == 1
     m.s24 = __fmul_rn(s, 0x1p24f);
     m.s20 = __fmul_rn(s, 0x1p20f);
-#else
-    m.s = s;
-#endif
     return m;
 }
 /* (a ^ k) & M in one LOP3, k in a register. */
@@ -1231,27 +1217,12 @@ template <uint32_t M> __device__ __forceinline__ uint32_t xor_and(uint32_t a, ui
     asm("lop3.b32 %0, %1, %2, %3, 0x48;" : "=r"(r) : "r"(a), "n"(M), "r"(k));
     return r;
 }
-/* The fast form's factors of the 8 codes of word c, exactly:
- *  ZK_B4 = 1: u * 2^-24 (codes 0, 2, 4, 6) or u * 2^-20 (1, 3, 5, 7), one
- *    LOP3 per two codes from c or c >> 8 ((c ^ 0x88888888) & mask: u in
- *    bits 0-3 or 4-7 of both halves, exponent 0: fp16 subnormals), one
- *    HADD2.F32 per code;
- *  ZK_B4 = 2: 2^(23-p) + u, p = ZK_B4_POS(i), one LOP3 per code from c
- *    or a shifted copy (bits (150 - p) << 23 | u << p). */
-template <int I> __device__ __forceinline__ float b4_pos_code(uint32_t c)
-{
-    constexpr int p = ZK_B4_POS(I), sh = p - 4 * I;
-    static_assert(p >= 8 && p <= 19, "the nibble inside the mantissa, above bit 7");
-    uint32_t src = c;
-    if constexpr (sh > 0)
-        src = c << sh;
-    else if constexpr (sh < 0)
-        src = c >> -sh;
-    return __uint_as_float(and_xor<0xFu << p>(src, (uint32_t)(150 - p) << 23 | 8u << p));
-}
+/* The fast form's factors of the 8 codes of word c, exactly: u * 2^-24
+ * (codes 0, 2, 4, 6) or u * 2^-20 (1, 3, 5, 7), one LOP3 per two codes from
+ * c or c >> 8 ((c ^ 0x88888888) & mask: u in bits 0-3 or 4-7 of both
+ * halves, exponent 0: fp16 subnormals), one HADD2.F32 per code. */
 __device__ __forceinline__ void b4_codes(uint32_t c, float (&q)[8])
 {
-#if ZK_B4 == 1
     const uint32_t c8 = c >> 8, k = ZK_I4_BIAS;
     /* halves of w[r]: codes r (low) and r + 4 (high) */
     const uint32_t w[4] = {xor_and<0x000F000Fu>(c, k), xor_and<0x00F000F0u>(c, k),
@@ -1262,21 +1233,11 @@ __device__ __forceinline__ void b4_codes(uint32_t c, float (&q)[8])
         q[r] = __low2float(h);
         q[r + 4] = __high2float(h);
     }
-#else
-    q[0] = b4_pos_code<0>(c), q[1] = b4_pos_code<1>(c), q[2] = b4_pos_code<2>(c);
-    q[3] = b4_pos_code<3>(c), q[4] = b4_pos_code<4>(c), q[5] = b4_pos_code<5>(c);
-    q[6] = b4_pos_code<6>(c), q[7] = b4_pos_code<7>(c);
-#endif
 }
 /* The multiplier of code i in the fast form (m from b4_mul_for). */
 __device__ __forceinline__ float b4_mul_of(const b4_mul &m, int i)
 {
-#if ZK_B4 == 1
     return i % 2 ? m.s20 : m.s24;
-#else
-    (void)i;
-    return m.s;
-#endif
 }
 /* acc[8g .. 8g + 7] of the fast form for word c (the chunk's multipliers m). */
 template <int S>
@@ -1304,23 +1265,12 @@ __device__ __forceinline__ void b4_chunk(const vcodes<4, S> &cd, float s, float 
                 zk_b4_step(acc[8 * g + i], (int)((cd.w[g] >> (4 * i) & 0xFu) ^ 8u), s, i);
 }
 
-/* The bias off the N sums of a lane's vector (zk_b4_unbias; element i is
- * nibble i % 8 of its word). */
+/* The bias off the N sums of a lane's vector (zk_b4_unbias). */
 template <int N> __device__ __forceinline__ void b4_unbias(const zk_b4_bias &bias, float (&acc)[N])
 {
-#if ZK_B4 == 1
 #pragma unroll
     for (int i = 0; i < N; i++)
         acc[i] = __fmaf_rn(bias.t, -8.0f, acc[i]);
-#else
-    float bp[8]; /* by nibble: as many distinct values as positions */
-#pragma unroll
-    for (int i = 0; i < 8; i++)
-        bp[i] = zk_b4_bias_p(&bias, ZK_B4_POS(i));
-#pragma unroll
-    for (int i = 0; i < N; i++)
-        acc[i] = __fadd_rn(acc[i], -bp[i % 8]);
-#endif
 }
 
 /* fsumv for int4 reduce+requantize under ZK_B4: the same loads, L2
@@ -1341,7 +1291,7 @@ __device__ __forceinline__ void fsumv_b4(const uint8_t *in, uint64_t stride, int
         acc[i] = 0.0f;
     if (!ld)
         return;
-    zk_b4_bias bias = {0.0f, 0.0f};
+    zk_b4_bias bias = {0.0f};
     bool again = false;
     const uint8_t *pc = in + e / 2;
     const uint8_t *ps = in + pay + sb * sizeof(float);
@@ -1405,7 +1355,7 @@ __device__ __forceinline__ void fsumv_b4(const uint8_t *in, uint64_t stride, int
 #pragma unroll
         for (int i = 0; i < 8 * S; i++)
             acc[i] = 0.0f;
-        bias.t = bias.ts = 0.0f;
+        bias.t = 0.0f;
         const uint64_t back = (uint64_t)((k + ZK_VKB - 1) / ZK_VKB * ZK_VKB) * stride;
         pc -= back;
         ps -= back;

@@ -122,7 +122,7 @@ __device__ __forceinline__ void rqt_finish_b4(const uint8_t *sc, const float *ss
 #pragma unroll
         for (int i = 0; i < 32; i++)
             acc[i] = 0.0f;
-        bias.t = bias.ts = 0.0f;
+        bias.t = 0.0f;
 #pragma unroll 1
         for (int c = 0; c < k; c++) {
             const uint4 a = *(const uint4 *)(sc + c * kRqtCodeBytes);
@@ -211,7 +211,7 @@ __global__ void __launch_bounds__((ZK_RQT_WC + 1) * ZK_WARP, ZK_RQT_MINB)
                               (warp * TPW + team);
 #if ZK_B4
             /* ZK_B4: the biased sums (zk_arith.h), as fsumv_b4 */
-            zk_b4_bias bias = {0.0f, 0.0f};
+            zk_b4_bias bias = {0.0f};
             float m = 0.0f;
             if constexpr (KC > 0) {
 #pragma unroll
