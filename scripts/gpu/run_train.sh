@@ -480,14 +480,17 @@ EOF
 
 cleanup
 trap - EXIT
-# the archive names its machine too (its first member), as every result does
+# the archive names its machine too, as every result does: its first member
+# is DEVICE.txt (beside runs/), and runs/DEVICE.txt says the same inside
 echo "# $DEVICE_LINE; plan: $PLAN" > "$RUNS/DEVICE.txt"
-tar czf "$OUT/train-results.tar.gz" --sort=name -C "$T" runs 2>/dev/null
+cp "$RUNS/DEVICE.txt" "$T/DEVICE.txt"
+pack() { tar czf "$OUT/train-results.tar.gz" --sort=name -C "$T" DEVICE.txt runs 2>/dev/null; }
+pack
 sz=$(stat -c %s "$OUT/train-results.tar.gz" 2>/dev/null || echo 0)
 if [ "$sz" -gt $(( 15 * 1024 * 1024 )) ]; then  # the device tool brings back 16 MiB a file
   log "tarball ${sz} bytes: logs cut to their last 2 MiB"
   find "$RUNS" -name '*.log' -size +2M -exec sh -c 'tail -c 2M "$1" > "$1.t" && mv "$1.t" "$1"' _ {} \;
-  tar czf "$OUT/train-results.tar.gz" --sort=name -C "$T" runs 2>/dev/null
+  pack
 fi
 log "done in $(( $(now) - T_START )) s, exit $rc"
 exit $rc
