@@ -81,12 +81,18 @@ __device__ __forceinline__ void rqt_copy(uint32_t s, const void *g, uint32_t byt
 }
 #endif
 
-/* acc += the 32 codes of one chunk at shared p (16 bytes), scale sv. */
-__device__ __forceinline__ void rqt_chunk(const uint8_t *p, float sv, float (&acc)[32])
+/* The 32 codes of a lane's vector of one chunk at shared p (16 bytes). */
+__device__ __forceinline__ vcodes<4, 4> rqt_codes(const uint8_t *p)
 {
     const uint4 a = *(const uint4 *)p;
     vcodes<4, 4> cd;
     cd.w[0] = a.x, cd.w[1] = a.y, cd.w[2] = a.z, cd.w[3] = a.w;
+    return cd;
+}
+/* acc += the 32 codes of one chunk at shared p, scale sv. */
+__device__ __forceinline__ void rqt_chunk(const uint8_t *p, float sv, float (&acc)[32])
+{
+    const vcodes<4, 4> cd = rqt_codes(p);
 #pragma unroll
     for (int g = 0; g < 4; g++)
         vaccum<4, 4>(cd, g, sv, acc);
@@ -124,12 +130,8 @@ __device__ __forceinline__ void rqt_finish_b4(const uint8_t *sc, const float *ss
             acc[i] = 0.0f;
         bias.t = 0.0f;
 #pragma unroll 1
-        for (int c = 0; c < k; c++) {
-            const uint4 a = *(const uint4 *)(sc + c * kRqtCodeBytes);
-            vcodes<4, 4> cd;
-            cd.w[0] = a.x, cd.w[1] = a.y, cd.w[2] = a.z, cd.w[3] = a.w;
-            b4_chunk<4>(cd, ss[c * sstride], acc, bias);
-        }
+        for (int c = 0; c < k; c++)
+            b4_chunk<4>(rqt_codes(sc + c * kRqtCodeBytes), ss[c * sstride], acc, bias);
     }
     b4_unbias<32>(bias, acc);
 }
