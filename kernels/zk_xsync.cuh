@@ -5,7 +5,8 @@
  *
  * A member's flag block: words [0, ZK_XSYNC_MAX) "member m has arrived at
  * gen", [ZK_XSYNC_MAX, 2 ZK_XSYNC_MAX) "member m is done with gen", then a
- * counter of this kernel's CTAs that have finished. Member m writes word m
+ * counter of this kernel's CTAs that have finished, then the kernel's one
+ * look at the abort word (XS_CLAIM, XS_SEEN: xs_aborted). Member m writes word m
  * of every block (its own included); a waiter polls its own block. The
  * flags need no fences around them: "arrived" stands for the work of the
  * member's stream before its kernel, complete and visible once the kernel
@@ -36,6 +37,8 @@
 #define XS_ARRIVED 0
 #define XS_DONE ZK_XSYNC_MAX
 #define XS_COUNT (2 * ZK_XSYNC_MAX)
+#define XS_CLAIM (2 * ZK_XSYNC_MAX + 1) /* gen whose look at the abort word a CTA took on */
+#define XS_SEEN (2 * ZK_XSYNC_MAX + 2)  /* what that look saw: 2 gen, + 1 when aborted */
 #define XS_POLL_ABORT 256u /* rounds of the flag loop between looks at the abort word */
 #define XS_GRID_CAP 128u   /* CTAs of a fenced kernel: members sharing a GPU stay resident */
 
@@ -93,6 +96,34 @@ static __device__ __forceinline__ void xs_mark(const zk_xsync &xs, int base)
         xs_store(xs.flags[m] + base + xs.me, xs.gen);
 }
 
+/* Whether the job is aborted, by one look at the abort word per launch
+ * (thread 0 of a CTA past the arrival wait). The first CTA to get here
+ * reads the host word and leaves what it saw in our block; the others take
+ * it from there, waiting for a CTA that is running and needs nothing else.
+ * Every launch with a CTA past its wait writes XS_SEEN, so the word holds
+ * the previous launch's answer (2 gen - 2 or - 1), never this one's, until
+ * it is written. A read of host memory per CTA cost every fenced kernel
+ * about 0.9 us per CTA on two H200s, the reads one after the other: 58 us
+ * on a 1 MiB all-gather of 64 CTAs, 127 us on a 1 MiB qwZ of 128
+ * (session 34, docs/cuda.md). */
+static __device__ __forceinline__ bool xs_aborted(const zk_xsync &xs)
+{
+    if (!xs.abort)
+        return false;
+    uint32_t *b = xs.flags[xs.me];
+    const uint32_t clear = 2u * xs.gen;
+    if (atomicExch(b + XS_CLAIM, xs.gen) != xs.gen) {
+        const bool stop = *xs.abort != 0;
+        xs_store(b + XS_SEEN, clear + (stop ? 1u : 0u));
+        return stop;
+    }
+    for (;;) {
+        const uint32_t v = xs_load(b + XS_SEEN);
+        if (v == clear || v == clear + 1u)
+            return v != clear;
+    }
+}
+
 /* At a kernel's start, every CTA: after it no thread of the CTA reads a
  * member's memory before that member's stream has reached its kernel.
  * false (in every thread) when the kernel must read no member's memory: the
@@ -108,7 +139,7 @@ static __device__ __forceinline__ bool xs_enter(const zk_xsync &xs)
         xs_mark(xs, XS_ARRIVED);
         bool arrived = xs_wait(xs, XS_ARRIVED);
         __threadfence(); /* our reads of the members' memory come after the flags' */
-        ok = arrived && !(xs.abort && *xs.abort);
+        ok = arrived && !xs_aborted(xs);
     }
     __syncthreads();
     return ok != 0;

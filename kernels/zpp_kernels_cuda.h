@@ -113,14 +113,17 @@ int zk_sum_ptrs_cuda(const void *const *x, int k, uint64_t count, int dtype, int
  * anything of it. The caller's rules: one flag block per member (device
  * memory of its GPU, zeroed once, ZK_XSYNC_WORDS words, readable and
  * writable by every member's GPU); every member launches its kernel with
- * the same gen, one greater (mod 2^32) than the group's previous one; one
+ * the same gen, one greater (mod 2^32) than the group's previous one (1
+ * after the zeroing: the words' first gen must differ from theirs); one
  * xsync kernel at a time per flag block (one stream); members on distinct
  * GPUs, or few enough CTAs that all members' kernels are resident at once.
  * The waits give up when *abort (host memory mapped for the device) is
  * nonzero, or after timeout_ns, then setting *err to 1; the output is then
- * undefined and the caller must treat the group as failed. */
+ * undefined and the caller must treat the group as failed. Once every
+ * member has arrived, one CTA of each kernel looks at *abort again and,
+ * when it is up, no CTA reads any member's memory. */
 #define ZK_XSYNC_MAX ZK_SUM_MAX_PTRS
-#define ZK_XSYNC_WORDS (2 * ZK_XSYNC_MAX + 1) /* arrived[], done[], a CTA counter */
+#define ZK_XSYNC_WORDS (2 * ZK_XSYNC_MAX + 3) /* arrived[], done[], a CTA counter, the abort look */
 struct zk_xsync {
     uint32_t *flags[ZK_XSYNC_MAX]; /* member m's flag block; flags[me] is ours */
     int n, me;

@@ -31,7 +31,7 @@
 
 #define M 2 /* members */
 #define WARMUP 200
-#define MAX_BYTES (64u << 10)
+#define MAX_BYTES (2u << 20) /* the daemon's fenced calls read up to 1 MiB per GPU */
 
 enum op { OP_COPY, OP_QDQ, OP_SUM, OP_COUNT };
 static const char *op_name[OP_COUNT] = {"all-gather (copy)", "qwZ (qdq int8 B=256)",
@@ -210,7 +210,7 @@ int main(int argc, char **argv)
     }
     printf("fenced_bench: members on GPU %d (%s) and GPU %d (%s), %d calls per row after %d\n",
            g_m[0].dev, name[0], g_m[1].dev, name[1], iters, WARMUP);
-    const uint64_t sizes[] = {4096, 65536};
+    const uint64_t sizes[] = {4096, 65536, 1u << 20, 2u << 20};
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
         for (int op = 0; op < OP_COUNT; op++)
             run((enum op)op, sizes[s], iters);

@@ -509,7 +509,7 @@ static void case_xsync(int n, uint64_t bytes, uint64_t off, uint64_t count, int 
         g_fail++;
     }
     if (n >= 2) {
-        uint64_t pb = count * 4 > bytes ? count * 4 : bytes;
+        uint64_t pb = count * 4 > (uint64_t)n * bytes ? count * 4 : (uint64_t)n * bytes;
         uint8_t *h_po = malloc(pb);
         ASSERT(h_po);
         memset(h_po, POISON_B, pb);
@@ -549,6 +549,40 @@ static void case_xsync(int n, uint64_t bytes, uint64_t off, uint64_t count, int 
         }
         snprintf(why, sizeof why, "%s: the copy after a timeout wrote its output", what);
         compare(why, h_po, d_cp[0], bytes, POISON_B);
+        /* every member, the abort word raised: whether a member's wait gives
+         * up or all arrive and its kernel's one look at the word sees it, no
+         * CTA reads a member's memory, and no wait says it timed out */
+        hw[0] = 1;
+        hw[1] = 0;
+        xs[0].timeout_ns = xs[1].timeout_ns;
+        gen++;
+        for (int m = 0; m < n; m++)
+            CK(cudaMemset(d_cp[m], POISON_B, (uint64_t)n * bytes + GUARD));
+        CK(cudaDeviceSynchronize());
+        for (int m = n - 1; m >= 0; m--) {
+            void *dsts[ZK_XSYNC_MAX];
+            const void *srcs[ZK_XSYNC_MAX];
+            uint64_t lens[ZK_XSYNC_MAX];
+            for (int i = 0; i < n; i++) {
+                dsts[i] = d_cp[m] + (uint64_t)i * bytes;
+                srcs[i] = d_in[i] + off;
+                lens[i] = bytes;
+            }
+            xs[m].gen = gen;
+            CK(zk_copy_ptrs_cuda(dsts, srcs, lens, n, &xs[m], st[m]));
+        }
+        CK(cudaDeviceSynchronize());
+        g_checks++;
+        if (hw[1] != 0) {
+            fprintf(stderr, "FAIL %s: a group launched with the abort word up timed out\n", what);
+            g_fail++;
+        }
+        snprintf(why, sizeof why, "%s: a copy launched with the abort word up wrote its output",
+                 what);
+        for (int m = 0; m < n; m++)
+            if (!compare(why, h_po, d_cp[m], (uint64_t)n * bytes, POISON_B))
+                break;
+        hw[0] = 0;
         free(h_po);
     }
     /* arguments the entry points refuse */
@@ -870,6 +904,8 @@ fenced:
         case_xsync(2, 1000, 3, 1001, ZK_FP32, 3);
         case_xsync(3, 65536 + 48, 16, 65536 + 1, ZK_FP16, 3);
         case_xsync(ZK_XSYNC_MAX, 1u << 14, 8, 1u << 16, ZK_BF16, 2); /* all resident at once */
+        /* 128 CTAs a member: all but one take the abort look from the first */
+        case_xsync(2, 1u << 20, 0, 1u << 18, ZK_BF16, 3);
         /* qdq: every dtype and bit width, block sizes of the slot and team
          * kernels, tails, blocks larger than a warp's registers */
         const int qdt[3] = {ZK_BF16, ZK_FP16, ZK_FP32};
