@@ -408,6 +408,26 @@ static void xs_group(struct zk_xsync *xs, int n, uint8_t *d_flags, uint32_t *dw)
     }
 }
 
+/* Fenced launch gen of every member's zk_copy_ptrs_cuda: member m gathers
+ * `bytes` from offset `off` of every member's input into d_cp[m], on its
+ * own stream; the last member first, so that the others arrive later. */
+static void xs_gather(int n, struct zk_xsync *xs, uint32_t gen, uint8_t *const *d_cp,
+                      uint8_t *const *d_in, uint64_t off, uint64_t bytes, const cudaStream_t *st)
+{
+    for (int m = n - 1; m >= 0; m--) {
+        void *dst[ZK_XSYNC_MAX];
+        const void *src[ZK_XSYNC_MAX];
+        uint64_t len[ZK_XSYNC_MAX];
+        for (int i = 0; i < n; i++) {
+            dst[i] = d_cp[m] + (uint64_t)i * bytes;
+            src[i] = d_in[i] + off;
+            len[i] = bytes;
+        }
+        xs[m].gen = gen;
+        CK(zk_copy_ptrs_cuda(dst, src, len, n, &xs[m], st[m]));
+    }
+}
+
 /* n members, each on a stream of its own (the daemon runs them on their
  * own GPUs), over `rounds` rounds: every member gathers every member's
  * block (copy: `bytes` each, at offset `off` from an aligned base, so
@@ -467,19 +487,7 @@ static void case_xsync(int n, uint64_t bytes, uint64_t off, uint64_t count, int 
             CK(cudaMemset(d_sm[m], poison, count * 4 + GUARD));
         }
         CK(cudaDeviceSynchronize());
-        gen++;
-        for (int m = n - 1; m >= 0; m--) { /* the last member first: the others arrive later */
-            void *dst[ZK_XSYNC_MAX];
-            const void *src[ZK_XSYNC_MAX];
-            uint64_t len[ZK_XSYNC_MAX];
-            for (int i = 0; i < n; i++) {
-                dst[i] = d_cp[m] + (uint64_t)i * bytes;
-                src[i] = d_in[i] + off;
-                len[i] = bytes;
-            }
-            xs[m].gen = gen;
-            CK(zk_copy_ptrs_cuda(dst, src, len, n, &xs[m], st[m]));
-        }
+        xs_gather(n, xs, ++gen, d_cp, d_in, off, bytes, st);
         gen++;
         for (int m = 0; m < n; m++) {
             const void *src[ZK_XSYNC_MAX];
@@ -555,22 +563,10 @@ static void case_xsync(int n, uint64_t bytes, uint64_t off, uint64_t count, int 
         hw[0] = 1;
         hw[1] = 0;
         xs[0].timeout_ns = xs[1].timeout_ns;
-        gen++;
         for (int m = 0; m < n; m++)
             CK(cudaMemset(d_cp[m], POISON_B, (uint64_t)n * bytes + GUARD));
         CK(cudaDeviceSynchronize());
-        for (int m = n - 1; m >= 0; m--) {
-            void *dsts[ZK_XSYNC_MAX];
-            const void *srcs[ZK_XSYNC_MAX];
-            uint64_t lens[ZK_XSYNC_MAX];
-            for (int i = 0; i < n; i++) {
-                dsts[i] = d_cp[m] + (uint64_t)i * bytes;
-                srcs[i] = d_in[i] + off;
-                lens[i] = bytes;
-            }
-            xs[m].gen = gen;
-            CK(zk_copy_ptrs_cuda(dsts, srcs, lens, n, &xs[m], st[m]));
-        }
+        xs_gather(n, xs, ++gen, d_cp, d_in, off, bytes, st);
         CK(cudaDeviceSynchronize());
         g_checks++;
         if (hw[1] != 0) {
