@@ -113,8 +113,8 @@ int zk_sum_ptrs_cuda(const void *const *x, int k, uint64_t count, int dtype, int
  * anything of it. The caller's rules: one flag block per member (device
  * memory of its GPU, zeroed once, ZK_XSYNC_WORDS words, readable and
  * writable by every member's GPU); every member launches its kernel with
- * the same gen, one greater (mod 2^32) than the group's previous one (1
- * after the zeroing: the words' first gen must differ from theirs); one
+ * the same gen, one greater (mod 2^32) than the group's previous one (the
+ * first after the zeroing is 1: the abort look's words start at 0); one
  * xsync kernel at a time per flag block (one stream); members on distinct
  * GPUs, or few enough CTAs that all members' kernels are resident at once.
  * The waits give up when *abort (host memory mapped for the device) is
