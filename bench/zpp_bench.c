@@ -8,6 +8,8 @@
  *             [-I HOSTID_PREFIX] [-m MAX_MIB] [-i MAX_ITERS] [-R ROUNDS] N daemons
  *   -b QWZ_BLOCK (both modes): qwZ's block, 256 by default; a larger block
  *   carries fewer scale bytes (0.5 + 2 / block of the tensor's bytes)
+ *   -M MIN_MIB (both modes): skip the sizes under it, so that one goal size
+ *   can take many -P pairs within one device call
  *
  * One daemon: W = -w ranks, one per GPU, all on the daemon of SOCK.
  * Jobs across daemons (-A given and N > 1): W = N x G ranks (-G, or -w / -n);
@@ -100,7 +102,7 @@ struct bopts {
     int world, nodes, quick, multi, max_iters, rounds, pairs, diag;
     int share; /* -S: pairs of the daemon's work against the same work in-process */
     int warm; /* -W: untimed calls before every window across daemons */
-    uint64_t max_bytes;
+    uint64_t max_bytes, min_bytes; /* -m, -M: the sizes timed */
     int idpipe[2];
     struct cut_meet *meet; /* the ranks' last meeting, before they leave */
 };
@@ -761,7 +763,7 @@ static int bench_child(int rank, void *arg)
     int ngoals = 0;
     for (size_t si = 0; si < NSIZES; si++) {
         uint64_t bytes = SIZES[si], count = bytes / 2;
-        if (bytes > o->max_bytes)
+        if (bytes > o->max_bytes || bytes < o->min_bytes)
             continue;
         int iters = iters_for(o, bytes);
         int warm = o->multi && bytes >= (64u << 20) ? o->warm : 3;
@@ -964,11 +966,10 @@ static int bench_child(int rank, void *arg)
 static void usage(const char *argv0)
 {
     fprintf(stderr,
-            "usage: %s -s SOCK [-w W] [-n N] [-m MAX_MIB] [-q]\n"
+            "usage: %s -s SOCK [-w W] [-n N] [-m MAX_MIB] [-M MIN_MIB] [-q]\n"
             "       %s -s 'PATH-{node}.sock' -A LEADER_HOST:PORT -n N [-G G | -w W] [-g MAP]\n"
-            "          [-I HOSTID_PREFIX] [-m MAX_MIB] [-i MAX_ITERS] [-R ROUNDS] [-P PAIRS] [-D] "
-            "[-S PAIRS]\n"
-            "          [-W WARM] [-b QWZ_BLOCK] [-q]\n",
+            "          [-I HOSTID_PREFIX] [-m MAX_MIB] [-M MIN_MIB] [-i MAX_ITERS] [-R ROUNDS]\n"
+            "          [-P PAIRS] [-D] [-S PAIRS] [-W WARM] [-b QWZ_BLOCK] [-q]\n",
             argv0, argv0);
 }
 
@@ -982,7 +983,7 @@ int main(int argc, char **argv)
                       .pairs = 25,
                       .warm = 1};
     int ch, per_node = 0;
-    while ((ch = getopt(argc, argv, "s:w:n:m:qA:L:G:g:I:i:R:P:DS:W:b:")) != -1) {
+    while ((ch = getopt(argc, argv, "s:w:n:m:M:qA:L:G:g:I:i:R:P:DS:W:b:")) != -1) {
         switch (ch) {
         case 's':
             o.sock = optarg;
@@ -995,6 +996,9 @@ int main(int argc, char **argv)
             break;
         case 'm':
             o.max_bytes = (uint64_t)atoll(optarg) << 20;
+            break;
+        case 'M': /* skip the smaller sizes: one goal size with many pairs in one device call */
+            o.min_bytes = (uint64_t)atoll(optarg) << 20;
             break;
         case 'q':
             o.quick = 1;
@@ -1064,7 +1068,7 @@ int main(int argc, char **argv)
         o.world = o.nodes * per_node;
     o.multi = o.leader && o.leader[0] && o.nodes > 1;
     if (!o.sock || o.world < 1 || o.world > 64 || o.nodes < 1 || o.world % o.nodes ||
-        o.max_bytes == 0) {
+        o.max_bytes == 0 || o.min_bytes > o.max_bytes) {
         usage(argv[0]);
         return 2;
     }
@@ -1096,6 +1100,8 @@ int main(int argc, char **argv)
                "to %llu MiB\n",
                o.world, o.nodes, G, (unsigned long long)(o.max_bytes >> 20));
     }
+    if (o.min_bytes)
+        printf("sizes under %llu MiB skipped (-M)\n", (unsigned long long)(o.min_bytes >> 20));
     printf("qwZ: int8, block %u (zppd's and the in-process qwZ's)\n", qwz_block);
     printf("NCCL environment of the bench (same for the baseline and, through the script, the "
            "daemons):\n");
