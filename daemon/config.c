@@ -33,14 +33,15 @@ struct cfg_key {
     enum cfg_type type;
     size_t off;
     size_t len; /* strings: buffer size */
-    uint64_t min, max;
+    uint64_t min, max; /* numbers: the range; T_STR: min is the shortest length */
     int reloadable;
+    uint32_t step; /* numbers: a multiple of it (0: any) */
 };
 
 #define F(field) offsetof(struct zpp_config, field)
 #define SZ(field) sizeof(((struct zpp_config *)0)->field)
 static const struct cfg_key keys[] = {
-    {"socket", T_STR, F(socket), SZ(socket), 0, 0, 0},
+    {"socket", T_STR, F(socket), SZ(socket), 1, 0, 0},
     {"socket_mode", T_MODE, F(socket_mode), 0, 0, 0777, 0},
     {"socket_group", T_STR, F(socket_group), SZ(socket_group), 0, 0, 0},
     {"backend", T_BACKEND, F(backend), SZ(backend), 0, 0, 0},
@@ -60,7 +61,7 @@ static const struct cfg_key keys[] = {
     {"store_max_entries_per_tenant", T_U32, F(store_max_entries_per_tenant), 0, 0, 1u << 24, 1},
     {"hpz_share", T_SHARE, F(hpz_share), SZ(hpz_share), 0, 0, 1},
     {"virtual_nodes", T_U32, F(virtual_nodes), 0, 0, 65536, 0},
-    {"default_block", T_U32, F(default_block), 0, 32, 8192, 1},
+    {"default_block", T_U32, F(default_block), 0, 32, 8192, 1, 32},
     {"default_stages", T_U32, F(default_stages), 0, 1, 64, 1},
     {"allow_legacy_ipc", T_BOOL, F(allow_legacy_ipc), 0, 0, 1, 0},
     {"cuda_start_wait_ms", T_U32, F(cuda_start_wait_ms), 0, 0, 600000, 0},
@@ -81,7 +82,9 @@ static const struct cfg_key keys[] = {
      SZ(peer_tls_target_override), 0, 0, 0},
     {"peer_heartbeat_ms", T_U32, F(peer_heartbeat_ms), 0, 50, 600000, 1},
     {"peer_timeout_ms", T_U32, F(peer_timeout_ms), 0, 100, 3600000, 1},
-    {"join_timeout_ms", T_U32, F(join_timeout_ms), 0, 100, 86400000, 1},
+    /* static: the peer service takes it once at start (its parked Joins'
+     * limit), and a job's nodes must agree on it */
+    {"join_timeout_ms", T_U32, F(join_timeout_ms), 0, 100, 86400000, 0},
     {"rejoin_timeout_ms", T_U32, F(rejoin_timeout_ms), 0, 0, 86400000, 1},
 };
 #undef F
@@ -225,6 +228,10 @@ int cfg_set(struct zpp_config *c, const char *key, const char *value, char *why,
             snprintf(why, why_len, "%s: value longer than %zu bytes", key, k->len - 1);
             return -1;
         }
+        if (strlen(value) < k->min) {
+            snprintf(why, why_len, "%s: must not be empty", key);
+            return -1;
+        }
         snprintf(p, k->len, "%s", value);
         return 0;
     case T_FAULT:
@@ -285,6 +292,10 @@ int cfg_set(struct zpp_config *c, const char *key, const char *value, char *why,
                      value, k->min, k->max);
             return -1;
         }
+        if (k->step && v % k->step) {
+            snprintf(why, why_len, "%s: '%s' is not a multiple of %u", key, value, k->step);
+            return -1;
+        }
         if (k->type == T_U32)
             *(uint32_t *)p = (uint32_t)v;
         else
@@ -292,6 +303,47 @@ int cfg_set(struct zpp_config *c, const char *key, const char *value, char *why,
         return 0;
     }
     return -1;
+}
+
+/* 1 if s is HOST:PORT as a peer advertises it: 1 to 255 printable bytes
+ * without spaces (what a leader takes in a Join), ending in ':' and a port
+ * 1 - 65535. */
+static int address_ok(const char *s)
+{
+    const size_t n = strlen(s);
+    if (n == 0 || n > 255)
+        return 0;
+    for (const char *q = s; *q; q++)
+        if ((unsigned char)*q <= 0x20 || (unsigned char)*q > 0x7e)
+            return 0;
+    const char *colon = strrchr(s, ':');
+    if (!colon || colon == s || !colon[1] || strlen(colon + 1) > 5)
+        return 0;
+    unsigned long port = 0;
+    for (const char *q = colon + 1; *q; q++) {
+        if (!isdigit((unsigned char)*q))
+            return 0;
+        port = port * 10 + (unsigned long)(*q - '0');
+    }
+    return port >= 1 && port <= 65535;
+}
+
+int cfg_check(const struct zpp_config *c, char *why, size_t why_len)
+{
+    if (c->peer_listen[0] && c->peer_heartbeat_ms >= c->peer_timeout_ms) {
+        snprintf(why, why_len,
+                 "peer_heartbeat_ms %u must be below peer_timeout_ms %u (a peer would be "
+                 "declared lost between two heartbeats)",
+                 c->peer_heartbeat_ms, c->peer_timeout_ms);
+        return -1;
+    }
+    if (c->peer_listen[0] && c->peer_advertise[0] && !address_ok(c->peer_advertise)) {
+        snprintf(why, why_len,
+                 "peer_advertise '%.80s': not HOST:PORT (printable, no spaces, port 1-65535)",
+                 c->peer_advertise);
+        return -1;
+    }
+    return 0;
 }
 
 static char *trim(char *s)

@@ -96,4 +96,8 @@ int cfg_fault_after_calls(const char *value, uint64_t *n);
 /* Writes every key = value to f, in the file format. */
 void cfg_print(const struct zpp_config *c, FILE *f);
 
+/* The checks between keys, after the file and the flags: 0, or -1 with the
+ * reason in why (zppd then does not start, and a reload is refused). */
+int cfg_check(const struct zpp_config *c, char *why, size_t why_len);
+
 #endif

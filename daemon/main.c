@@ -133,6 +133,10 @@ static int load_config(struct zppd *d, struct zpp_config *c, int *nbad)
             return -1;
         }
     }
+    if (cfg_check(c, why, sizeof why)) {
+        ZLOG_E("config", why, NULL);
+        return -1;
+    }
     return 0;
 }
 

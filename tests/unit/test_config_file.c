@@ -9,6 +9,15 @@
  *  - the path is a directory: cfg_load fails (the daemon would otherwise
  *    run on the defaults, and --check-config report no problem);
  *  - a file that never ends (/dev/zero): refused after 1 MiB.
+ * And the values a line must not set, and the checks between keys
+ * (cfg_check):
+ *  - default_block not a multiple of 32 (every quantized call that took the
+ *    default would then fail), an empty socket (an abstract address no
+ *    client reaches): bad lines;
+ *  - peer_heartbeat_ms at or above peer_timeout_ms, and a peer_advertise
+ *    that is not HOST:PORT (the leader would refuse every Join): refused;
+ *  - join_timeout_ms is taken at start only (the peer service keeps its
+ *    first value): a reload reports it among the static changes.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,6 +115,66 @@ static void endless(void)
     printf("endless: %s\n", why);
 }
 
+static void bad_values(void)
+{
+    static const char text[] = "default_block = 100\nsocket =\ndefault_block = 96\n";
+    write_file(text, sizeof text - 1);
+    struct zpp_config c;
+    int nbad;
+    ASSERT_EQ(load(&c, &nbad), 0);
+    ASSERT_EQ(nbad, 2);
+    ASSERT_EQ(c.default_block, 96);
+    ASSERT_STR_EQ(c.socket, "/run/zppd/zppd.sock");
+    char why[256] = "";
+    ASSERT_EQ(cfg_set(&c, "default_block", "8100", why, sizeof why), -1);
+    ASSERT_CONTAINS(why, "multiple of 32");
+    ASSERT_EQ(cfg_set(&c, "default_block", "8192", why, sizeof why), 0);
+    ASSERT_EQ(cfg_set(&c, "socket", "", why, sizeof why), -1);
+    ASSERT_CONTAINS(why, "empty");
+}
+
+static void between_keys(void)
+{
+    struct zpp_config c;
+    char why[256] = "";
+    cfg_defaults(&c);
+    ASSERT_EQ(cfg_check(&c, why, sizeof why), 0);
+    c.peer_heartbeat_ms = 5000; /* = peer_timeout_ms */
+    ASSERT_EQ(cfg_check(&c, why, sizeof why), -1);
+    ASSERT_CONTAINS(why, "peer_heartbeat_ms");
+    c.peer_heartbeat_ms = 4999;
+    ASSERT_EQ(cfg_check(&c, why, sizeof why), 0);
+    c.peer_listen[0] = 0; /* no peer service: the timers are not used */
+    c.peer_heartbeat_ms = 10000;
+    ASSERT_EQ(cfg_check(&c, why, sizeof why), 0);
+    cfg_defaults(&c);
+    static const char *bad[] = {"node a:7399", "node-a", "node-a:", ":7399", "node-a:0",
+                                "node-a:65536", "node-a:73x9", "node-a:123456", "n\tode:1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(c.peer_advertise, sizeof c.peer_advertise, "%s", bad[i]);
+        ASSERT_EQ(cfg_check(&c, why, sizeof why), -1);
+        ASSERT_CONTAINS(why, "peer_advertise");
+    }
+    static const char *good[] = {"node-a:7399", "10.0.0.7:1", "[fd00::7]:65535"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        snprintf(c.peer_advertise, sizeof c.peer_advertise, "%s", good[i]);
+        ASSERT_EQ(cfg_check(&c, why, sizeof why), 0);
+    }
+}
+
+static void join_timeout_static(void)
+{
+    struct zpp_config a, b;
+    char why[256] = "", out[256];
+    cfg_defaults(&a);
+    cfg_defaults(&b);
+    ASSERT_EQ(cfg_set(&b, "join_timeout_ms", "120000", why, sizeof why), 0);
+    ASSERT_EQ(cfg_static_changes(&a, &b, out, sizeof out), 1);
+    ASSERT_STR_EQ(out, "join_timeout_ms");
+    cfg_apply_reloadable(&a, &b);
+    ASSERT_EQ(a.join_timeout_ms, 60000);
+}
+
 int main(void)
 {
     zlog_setup(ZLOG_ERROR, 0); /* the ignored lines' warnings are expected */
@@ -116,6 +185,9 @@ int main(void)
     no_newline_at_eof();
     directory();
     endless();
+    bad_values();
+    between_keys();
+    join_timeout_static();
     unlink(g_path);
     rmdir(g_dir);
     printf("test_config_file: ok\n");
