@@ -194,7 +194,9 @@ static int cmd_status(zpp_conn *c, const opts_t *o)
     printf("%-10s intra-node %s, inter-node %s\n", "bytes",
            human_bytes(st->bytes_intra, b1, sizeof(b1)),
            human_bytes(st->bytes_inter, b2, sizeof(b2)));
-    printf("%-10s %s of %s\n", "hpz store", human_bytes(st->store_bytes, b1, sizeof(b1)),
+    /* the bytes are every device's, the budget each device's */
+    printf("%-10s %s (budget %s a device)\n", "hpz store",
+           human_bytes(st->store_bytes, b1, sizeof(b1)),
            human_bytes(st->store_budget, b2, sizeof(b2)));
     printf("%-10s %s\n", "draining", st->draining ? "yes" : "no");
     if (st->stopping)
@@ -212,8 +214,11 @@ static int cmd_status(zpp_conn *c, const opts_t *o)
         printf("%-4" PRIu32 " ", g->index);
         put_safe(g->uuid, 42);
         char used[64];
-        snprintf(used, sizeof used, "%s of %s", human_bytes(g->used_bytes, b2, sizeof(b2)),
-                 human_bytes(g->total_bytes, b3, sizeof(b3)));
+        if (g->total_bytes)
+            snprintf(used, sizeof used, "%s of %s", human_bytes(g->used_bytes, b2, sizeof(b2)),
+                     human_bytes(g->total_bytes, b3, sizeof(b3)));
+        else
+            snprintf(used, sizeof used, "?"); /* the driver could not be asked */
         printf(" %-4s %-7" PRIu32 " %-10s %-9s %-22s ",
                g->mps > 0 ? "on" : g->mps == 0 ? "off" : "?", g->imports,
                human_bytes(g->imported_bytes, b1, sizeof(b1)), def, used);

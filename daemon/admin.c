@@ -398,9 +398,7 @@ void admin_store(struct session *s, uint64_t req_id)
     if (!sees_all(s)) { /* the caller's uid's bytes and the replicas it may read */
         sr.own_uid_only = 1;
         sr.bytes = hpz_store_tenant_bytes(d->store, s->uid);
-        sr.entries = 0;
-        for (size_t k = 0; k < rw.n; k++)
-            sr.entries += rw.rows[k].owner_uid == s->uid;
+        sr.entries = hpz_store_tenant_entries(d->store, s->uid);
         sr.hits = sr.misses = 0;
     }
     SEND_REPLY(s, req_id, STORE, store, &sr);

@@ -273,6 +273,14 @@ uint64_t hpz_store_tenant_bytes(const struct hpz_store *st, uint32_t tenant)
     return b;
 }
 
+uint64_t hpz_store_tenant_entries(const struct hpz_store *st, uint32_t tenant)
+{
+    uint64_t n = 0;
+    for (const struct hpz_entry *e = st->head; e; e = e->next)
+        n += e->tenant == tenant && e->state == HPZ_LIVE;
+    return n;
+}
+
 /* ---- eviction ------------------------------------------------------ */
 
 /* 1 if e holds bytes on device d. */

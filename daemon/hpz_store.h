@@ -103,9 +103,11 @@ void hpz_store_stats(const struct hpz_store *st, uint64_t *bytes_used, uint64_t 
  * publishing job. */
 uint64_t hpz_store_job_bytes(const struct hpz_store *st, const void *job);
 
-/* Bytes held on one device, and by one tenant. */
+/* Bytes held on one device, and by one tenant; one tenant's live entries
+ * (its private keys and the shared replicas it owns). */
 uint64_t hpz_store_device_bytes(const struct hpz_store *st, int device);
 uint64_t hpz_store_tenant_bytes(const struct hpz_store *st, uint32_t tenant);
+uint64_t hpz_store_tenant_entries(const struct hpz_store *st, uint32_t tenant);
 
 /* What a new entry needs. devices[s] is slot s's device index (NULL: slot
  * s is on device s, as with the host backend). */

@@ -237,7 +237,9 @@ char *metrics_render(struct zppd *d, size_t *len)
     out(&b, "zppd_sessions %u\n", d->nsessions);
     header(&b, "zppd_draining", "gauge", "1 while zppd takes no new jobs.");
     out(&b, "zppd_draining %d\n", d->draining);
-    header(&b, "zppd_protocol_errors_total", "counter", "Connections closed for bad frames.");
+    header(&b, "zppd_protocol_errors_total", "counter",
+           "Malformed input: bad frames (the connection is closed) and invalid requests (answered "
+           "with an error).");
     out(&b, "zppd_protocol_errors_total %" PRIu64 "\n", d->stats.protocol_errors);
     header(&b, "zppd_client_descriptors", "gauge",
            "Descriptors received from clients, not yet claimed by their frame.");
@@ -275,7 +277,8 @@ char *metrics_render(struct zppd *d, size_t *len)
             m->t[i].algo_fallback);
 
     header(&b, "zppd_call_duration_seconds", "histogram",
-           "Time from the last rank's submission to completion, by tenant and op.");
+           "Time from the call's start (a job runs its calls one at a time) to its completion, by "
+           "tenant and op.");
     for (size_t i = 0; i < m->n; i++) {
         struct met_tenant *t = &m->t[i];
         for (int op = 1; op < MET_OPS; op++) {
@@ -320,28 +323,58 @@ char *metrics_render(struct zppd *d, size_t *len)
     header(&b, "zppd_hpz_lookups_total", "counter", "hpZ gathers by result.");
     out(&b, "zppd_hpz_lookups_total{result=\"hit\"} %" PRIu64 "\n", hits);
     out(&b, "zppd_hpz_lookups_total{result=\"miss\"} %" PRIu64 "\n", misses);
+    struct hpz_share_stats sh;
+    hpz_store_share_stats(d->store, &sh);
+    header(&b, "zppd_hpz_shared_replicas", "gauge", "Live shared replicas (docs/hpz-sharing.md).");
+    out(&b, "zppd_hpz_shared_replicas %" PRIu64 "\n", sh.replicas);
+    header(&b, "zppd_hpz_shared_bytes", "gauge", "Their bytes, every device.");
+    out(&b, "zppd_hpz_shared_bytes %" PRIu64 "\n", sh.bytes);
+    header(&b, "zppd_hpz_shared_attachments", "gauge", "(job, replica) attachments.");
+    out(&b, "zppd_hpz_shared_attachments %" PRIu64 "\n", sh.attachments);
+    header(&b, "zppd_hpz_shared_idle", "gauge",
+           "Shared replicas no job is attached to (evictable).");
+    out(&b, "zppd_hpz_shared_idle %" PRIu64 "\n", sh.idle);
+    header(&b, "zppd_hpz_shared_events_total", "counter",
+           "Shared-replica events: published, deduplicated (a publish served by a replica already "
+           "there), read (gathers served), refused (reads refused ZPP_EPERM), evicted.");
+    out(&b, "zppd_hpz_shared_events_total{event=\"published\"} %" PRIu64 "\n", sh.published);
+    out(&b, "zppd_hpz_shared_events_total{event=\"deduplicated\"} %" PRIu64 "\n", sh.deduplicated);
+    out(&b, "zppd_hpz_shared_events_total{event=\"read\"} %" PRIu64 "\n", sh.reads);
+    out(&b, "zppd_hpz_shared_events_total{event=\"refused\"} %" PRIu64 "\n", sh.refused);
+    out(&b, "zppd_hpz_shared_events_total{event=\"evicted\"} %" PRIu64 "\n", sh.evicted);
 
     /* One group per family (the text format requires it): a loop each. */
     header(&b, "zppd_jobs", "gauge", "Jobs by tenant and state.");
     for (struct job *j = d->jobs; j; j = j->next)
-        out(&b, "zppd_jobs{tenant=\"%u\",job=\"%s\",state=\"%s\"} 1\n", j->uid, j->id,
+        out(&b, "zppd_jobs{tenant=\"%u\",job_id=\"%s\",state=\"%s\"} 1\n", j->uid, j->id,
             job_state_label(j));
     header(&b, "zppd_job_hpz_bytes", "gauge", "hpZ bytes held per job.");
     for (struct job *j = d->jobs; j; j = j->next)
-        out(&b, "zppd_job_hpz_bytes{tenant=\"%u\",job=\"%s\"} %" PRIu64 "\n", j->uid, j->id,
+        out(&b, "zppd_job_hpz_bytes{tenant=\"%u\",job_id=\"%s\"} %" PRIu64 "\n", j->uid, j->id,
             hpz_store_job_bytes(d->store, j));
     header(&b, "zppd_job_device_memory_bytes", "gauge",
            "Device memory held per job (communicators, staging).");
     for (struct job *j = d->jobs; j; j = j->next) {
         uint64_t mem = j->be_job && d->be->job_memory ? d->be->job_memory(d->be_state, j->be_job)
                                                       : 0;
-        out(&b, "zppd_job_device_memory_bytes{tenant=\"%u\",job=\"%s\"} %" PRIu64 "\n", j->uid,
+        out(&b, "zppd_job_device_memory_bytes{tenant=\"%u\",job_id=\"%s\"} %" PRIu64 "\n", j->uid,
             j->id, mem);
     }
     struct be_dev_stat ds[64];
     int ng = d->be->dev_stats ? d->be->dev_stats(d->be_state, ds, 64) : 0;
     if (ng > 64)
         ng = 64;
+    header(&b, "zppd_hpz_store_device_bytes", "gauge",
+           "hpZ bytes held on each device (zppd_hpz_store_budget_bytes is per device): every "
+           "GPU of the daemon; on the host backend the devices holding any.");
+    for (int i = 0; i < (ng > 0 ? ng : HPZ_MAX_DEVICES); i++) {
+        const uint64_t db = hpz_store_device_bytes(d->store, i);
+        if (ng > 0)
+            out(&b, "zppd_hpz_store_device_bytes{device=\"%d\",gpu=\"%s\"} %" PRIu64 "\n", i,
+                ds[i].uuid, db);
+        else if (db)
+            out(&b, "zppd_hpz_store_device_bytes{device=\"%d\"} %" PRIu64 "\n", i, db);
+    }
     if (ng > 0) {
         header(&b, "zppd_gpu_mps", "gauge",
                "1 when the GPU's contexts are shared through CUDA MPS, 0 when time-sliced.");
@@ -369,8 +402,9 @@ char *metrics_render(struct zppd *d, size_t *len)
         header(&b, "zppd_gpu_memory_used_bytes", "gauge",
                "Device memory in use on the GPU, every process.");
         for (int i = 0; i < ng; i++)
-            out(&b, "zppd_gpu_memory_used_bytes{gpu=\"%s\"} %" PRIu64 "\n", ds[i].uuid,
-                ds[i].used_bytes);
+            if (ds[i].total_bytes) /* 0: the driver could not be asked; no sample */
+                out(&b, "zppd_gpu_memory_used_bytes{gpu=\"%s\"} %" PRIu64 "\n", ds[i].uuid,
+                    ds[i].used_bytes);
     }
     if (b.oom) {
         free(b.p);

@@ -82,8 +82,8 @@ int main(void)
     char *argv[] = {ZPPCTL_BIN, "-s", g_d.socket, "metrics", NULL};
     ASSERT_EQ(zh_run_capture(argv, 15000, g_out, sizeof g_out), 0);
     ASSERT_CONTAINS(g_out, "zppd_jobs{tenant=");
-    ASSERT_CONTAINS(g_out, "job=\"met-a\"");
-    ASSERT_CONTAINS(g_out, "job=\"met-b\"");
+    ASSERT_CONTAINS(g_out, "job_id=\"met-a\"");
+    ASSERT_CONTAINS(g_out, "job_id=\"met-b\"");
     int n = check_groups(g_out);
     printf("test_metrics_text: %d samples, every family in one group\n", n);
 

@@ -152,7 +152,13 @@ int main(void)
     ASSERT_EQ(ctl("metrics", NULL, NULL), 0);
     ASSERT_CONTAINS(g_out, "# TYPE zppd_calls_total counter");
     ASSERT_CONTAINS(g_out, "zppd_calls_total{tenant=\"0\",op=\"qwz_allgather\",outcome=\"ok\"} 1");
-    ASSERT_CONTAINS(g_out, "zppd_job_hpz_bytes{tenant=\"0\",job=\"ops-a\"} 4096");
+    ASSERT_CONTAINS(g_out, "zppd_job_hpz_bytes{tenant=\"0\",job_id=\"ops-a\"} 4096");
+    /* the same bytes per device (the budget is per device: each rank's
+     * half on its own), and no shared replica */
+    ASSERT_CONTAINS(g_out, "zppd_hpz_store_device_bytes{device=\"0\"} 2048");
+    ASSERT_CONTAINS(g_out, "zppd_hpz_store_device_bytes{device=\"1\"} 2048");
+    ASSERT_CONTAINS(g_out, "zppd_hpz_shared_replicas 0");
+    ASSERT_CONTAINS(g_out, "zppd_hpz_shared_events_total{event=\"published\"} 0");
 
     /* Drain: no new jobs, the running one goes on. */
     ASSERT_EQ(ctl("drain", NULL, NULL), 0);
