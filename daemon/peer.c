@@ -723,8 +723,15 @@ static struct chan *chan_get(struct peer *p, const char *addr)
     if (!c)
         return NULL;
     snprintf(c->addr, sizeof(c->addr), "%s", addr);
-    grpc_arg args[7];
+    grpc_arg args[8];
     int n = 0;
+    /* Daemons dial each other directly: gRPC would otherwise send this
+     * traffic through a proxy named by grpc_proxy, https_proxy or
+     * http_proxy in zppd's environment (common on cluster nodes), which
+     * would fail it or carry job membership and aborts elsewhere. */
+    args[n].type = GRPC_ARG_INTEGER;
+    args[n].key = (char *)GRPC_ARG_ENABLE_HTTP_PROXY;
+    args[n++].value.integer = 0;
     args[n].type = GRPC_ARG_INTEGER;
     args[n].key = (char *)GRPC_ARG_MAX_RECEIVE_MESSAGE_LENGTH;
     args[n++].value.integer = (int)p->max_message;

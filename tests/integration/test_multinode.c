@@ -480,6 +480,31 @@ static void test_formation_2x2(void)
     stop(&b);
 }
 
+/* Daemons dial each other directly whatever proxy their environment
+ * names: gRPC would otherwise send the Joins and heartbeats to it (here a
+ * port nothing listens on, so the job would never form). */
+static void test_proxy_env_ignored(void)
+{
+    reset_shared();
+    static const char *vars[] = {"grpc_proxy", "https_proxy", "http_proxy", "no_proxy",
+                                 "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        if (strstr(vars[i], "no_") || strstr(vars[i], "NO_"))
+            unsetenv(vars[i]);
+        else
+            setenv(vars[i], "http://127.0.0.1:9", 1);
+    zh_daemon a, b;
+    char aa[128], ab[128];
+    start(FAST, &a, aa, sizeof aa);
+    start(FAST, &b, ab, sizeof ab);
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        unsetenv(vars[i]);
+    form_2(&a, &b, "mn-proxy", 2, aa, "nn");
+    release_all(2);
+    stop(&a);
+    stop(&b);
+}
+
 static void test_formation_3x1(void)
 {
     reset_shared();
@@ -1253,6 +1278,7 @@ int main(int argc, char **argv)
         {"the last idle node ends the job first", test_last_idle_node_ends_first},
         {"a member stops answering, then resumes", test_member_stopped},
         {"a rank killed between calls", test_rank_killed_between_calls},
+        {"a proxy in the environment is not used", test_proxy_env_ignored},
     };
     int n = (int)(sizeof all / sizeof all[0]);
     int only = argc > 1 ? atoi(argv[1]) : 0;
