@@ -248,7 +248,8 @@ char *metrics_render(struct zppd *d, size_t *len)
            "The most the daemon holds of them (half its descriptor limit).");
     out(&b, "zppd_client_descriptor_budget %u\n", d->fds_budget);
     header(&b, "zppd_descriptor_budget_closes_total", "counter",
-           "Sessions closed because the daemon held its descriptor budget.");
+           "Sessions closed because the daemon, or their uid, held its share of the descriptor "
+           "budget.");
     out(&b, "zppd_descriptor_budget_closes_total %" PRIu64 "\n", d->stats.fd_budget_closes);
 
     header(&b, "zppd_calls_total", "counter", "Collective calls by tenant, op and outcome.");

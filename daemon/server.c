@@ -6,6 +6,9 @@
  * descriptors under uv_poll_t and read with our own recvmsg (SCM_RIGHTS,
  * MSG_CMSG_CLOEXEC, MSG_CTRUNC refused, descriptors capped per session).
  * Reads are capped per wakeup so one busy client cannot starve the others.
+ * Unclaimed descriptors are capped per session, per uid (a share of the
+ * daemon's budget, so one tenant cannot block the others' registrations)
+ * and for the daemon as a whole.
  * A frame over max_frame, or one that does not unpack, closes the
  * connection with a logged reason; every other bad request is answered
  * with an error and the connection stays.
@@ -36,6 +39,12 @@
 /* Unpacking a frame may allocate at most this many times its size. */
 #define UNPACK_BUDGET_FACTOR 8u
 #define UNPACK_BUDGET_MIN (64u << 10)
+/* The sessions of one uid hold at most 1/FDS_UID_SHARES of the daemon's
+ * budget of unclaimed descriptors (at least SESS_MAX_FDS): so many uids
+ * can each hold their share at once before the budget is full. */
+#define FDS_UID_SHARES 8u
+/* Lines clients can cause at will at accept: at most one a second each. */
+#define REFUSE_LOG_INTERVAL_MS 1000u
 
 static void on_conn_event(uv_poll_t *h, int status, int events);
 
@@ -158,6 +167,31 @@ static uint32_t sessions_of_uid(struct zppd *d, uint32_t uid)
     return n;
 }
 
+/* Why a connection is dropped at accept: each reason's warn line is
+ * written at most once per REFUSE_LOG_INTERVAL_MS, and the next one
+ * written says how many were left out. (File scope, like
+ * client_log_level's window: one daemon per process.) */
+enum refusal { REFUSE_TOTAL, REFUSE_PER_UID, REFUSE_NO_FDS, REFUSE_REASONS };
+static struct {
+    uint64_t last_ms; /* when the last line was written; 0: never */
+    uint64_t suppressed;
+} refuse_log[REFUSE_REASONS];
+
+/* 1 if a line for why may be written now, with *suppressed the lines left
+ * out since the last one (then reset); 0 if this one is left out too. */
+static int refusal_log_ok(enum refusal why, uint64_t *suppressed)
+{
+    uint64_t now = zppd_now_ms();
+    if (refuse_log[why].last_ms && now - refuse_log[why].last_ms < REFUSE_LOG_INTERVAL_MS) {
+        refuse_log[why].suppressed++;
+        return 0;
+    }
+    refuse_log[why].last_ms = now ? now : 1;
+    *suppressed = refuse_log[why].suppressed;
+    refuse_log[why].suppressed = 0;
+    return 1;
+}
+
 static void accept_one(struct zppd *d, int fd)
 {
     struct ucred cred;
@@ -166,10 +200,14 @@ static void accept_one(struct zppd *d, int fd)
         close(fd);
         return;
     }
-    if (d->nsessions >= d->cfg.max_connections ||
-        sessions_of_uid(d, cred.uid) >= d->cfg.max_connections_per_uid) {
-        ZLOG_W("server", "connection refused: limit reached", "uid=%u pid=%d sessions=%u",
-               cred.uid, cred.pid, d->nsessions);
+    int total = d->nsessions >= d->cfg.max_connections;
+    if (total || sessions_of_uid(d, cred.uid) >= d->cfg.max_connections_per_uid) {
+        uint64_t skipped;
+        if (refusal_log_ok(total ? REFUSE_TOTAL : REFUSE_PER_UID, &skipped))
+            ZLOG_W("server", "connection refused: limit reached",
+                   "limit=%s uid=%u pid=%d sessions=%u suppressed=%llu",
+                   total ? "max_connections" : "max_connections_per_uid", cred.uid, cred.pid,
+                   d->nsessions, (unsigned long long)skipped);
         close(fd);
         return;
     }
@@ -228,10 +266,25 @@ static void on_listen(uv_poll_t *h, int status, int events)
             if (x >= 0)
                 close(x);
             d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-            ZLOG_W("server", "out of file descriptors: dropped a connection", NULL);
+            uint64_t skipped;
+            if (refusal_log_ok(REFUSE_NO_FDS, &skipped))
+                ZLOG_W("server", "out of file descriptors: dropped a connection", "suppressed=%llu",
+                       (unsigned long long)skipped);
         }
         break;
     }
+}
+
+/* The most unclaimed descriptors the sessions of one uid hold together:
+ * an FDS_UID_SHARES-th of the budget (4096 of 32768 under the shipped
+ * LimitNOFILE=65536: the largest registration of 16 ranks in flight at
+ * once, while 8 uids can each hold theirs), but never less than one
+ * session's SESS_MAX_FDS, so that the largest registration always fits.
+ * root and the daemon's own uid get the same share as anyone. */
+static uint32_t fds_uid_share(const struct zppd *d)
+{
+    uint32_t share = d->fds_budget / FDS_UID_SHARES;
+    return share < SESS_MAX_FDS ? SESS_MAX_FDS : share;
 }
 
 /* Raises the soft descriptor limit to the hard one (systemd's LimitNOFILE
@@ -253,8 +306,8 @@ static void fds_budget_init(struct zppd *d)
         soft = rl.rlim_cur == RLIM_INFINITY ? (1u << 20) : (uint64_t)rl.rlim_cur;
     }
     d->fds_budget = (uint32_t)(soft / 2 < SESS_MAX_FDS ? SESS_MAX_FDS : soft / 2);
-    zlog(ZLOG_INFO, "server", "descriptors", "limit=%llu client_budget=%u",
-         (unsigned long long)soft, d->fds_budget);
+    zlog(ZLOG_INFO, "server", "descriptors", "limit=%llu client_budget=%u uid_share=%u",
+         (unsigned long long)soft, d->fds_budget, fds_uid_share(d));
 }
 
 int server_start_accepting(struct zppd *d);
@@ -467,13 +520,33 @@ void sess_send_error(struct session *s, uint64_t req_id, int code, const char *f
 
 /* ---- input -------------------------------------------------------------- */
 
-/* Takes the descriptors of one received message. Returns 0, -1 if the
- * session already holds SESS_MAX_FDS, -2 if the daemon holds its budget
- * (the descriptors over either are closed). */
-static int take_fds(struct session *s, struct msghdr *mh)
+/* Unclaimed descriptors held by the sessions of uid (closing ones hold
+ * none: sess_close closes theirs at once). */
+static uint32_t fds_of_uid(const struct zppd *d, uint32_t uid)
+{
+    uint32_t n = 0;
+    for (const struct session *s = d->sessions; s; s = s->next)
+        if (s->uid == uid)
+            n += (uint32_t)s->nfds;
+    return n;
+}
+
+enum fds_over { FDS_OK = 0, FDS_OVER_SESSION = -1, FDS_OVER_BUDGET = -2, FDS_OVER_UID = -3 };
+
+/* Takes the descriptors of one received message. Returns FDS_OK, or why
+ * some were refused: the session already holds SESS_MAX_FDS, the daemon
+ * its budget, or the session's uid its share (fds_uid_share). Every
+ * descriptor of the message is either queued on the session or closed
+ * here. */
+static enum fds_over take_fds(struct session *s, struct msghdr *mh)
 {
     struct zppd *d = s->d;
-    int rc = 0;
+    const uint32_t share = fds_uid_share(d);
+    /* What the uid holds is counted only once the daemon holds a share's
+     * worth: below that no uid can be over it. */
+    int uid_counted = 0;
+    uint32_t uid_held = 0;
+    enum fds_over rc = FDS_OK;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
             continue;
@@ -482,13 +555,25 @@ static int take_fds(struct session *s, struct msghdr *mh)
         for (size_t i = 0; i < n; i++) {
             int fd;
             memcpy(&fd, fds + i, sizeof fd);
-            if (s->nfds < SESS_MAX_FDS && d->fds_held < d->fds_budget) {
+            if (!uid_counted && d->fds_held >= share) {
+                uid_held = fds_of_uid(d, s->uid);
+                uid_counted = 1;
+            }
+            enum fds_over over = FDS_OK;
+            if (s->nfds >= SESS_MAX_FDS)
+                over = FDS_OVER_SESSION;
+            else if (uid_counted && uid_held >= share)
+                over = FDS_OVER_UID;
+            else if (d->fds_held >= d->fds_budget)
+                over = FDS_OVER_BUDGET;
+            if (over == FDS_OK) {
                 s->fds[s->nfds++] = fd;
                 d->fds_held++;
+                uid_held++;
             } else {
                 close(fd);
-                if (!rc)
-                    rc = s->nfds < SESS_MAX_FDS ? -2 : -1;
+                if (rc == FDS_OK)
+                    rc = over;
             }
         }
     }
@@ -520,6 +605,18 @@ void sess_drop_announced_fds(struct session *s, const Zpp__Request *req)
     }
 }
 
+/* A Goodbye counts only as the last thing on the stream before its end
+ * (docs/protocol.md): any byte after it, a valid request or not, a frame
+ * that does not unpack or one never finished, makes it count for nothing,
+ * so a client cannot say it early and then die unnoticed (job_leave would
+ * take that death for a leave). The Goodbye frame itself is consumed
+ * before this looks, so a byte still buffered came after it. */
+static void goodbye_followed(struct session *s, size_t pos)
+{
+    if (s->in_len > pos)
+        s->goodbye = 0;
+}
+
 /* Handles every complete frame in the input buffer. */
 static void process_frames(struct session *s)
 {
@@ -527,6 +624,7 @@ static void process_frames(struct session *s)
     size_t pos = 0;
     /* (replies over SESS_READ_PAUSE: the rest waits until they drain) */
     while (s->state == SESS_OPEN && s->out_bytes < SESS_READ_PAUSE) {
+        goodbye_followed(s, pos);
         size_t off, blen;
         int rc = zpp_frame_peek(s->in + pos, s->in_len - pos, d->cfg.max_frame, &off, &blen);
         if (rc == 0)
@@ -557,6 +655,7 @@ static void process_frames(struct session *s)
         }
         zpp_request_free(req);
     }
+    goodbye_followed(s, pos); /* (frames left for later, replies pending) */
     if (pos && s->state == SESS_OPEN) {
         memmove(s->in, s->in + pos, s->in_len - pos);
         s->in_len -= pos;
@@ -605,13 +704,16 @@ static void read_input(struct session *s)
             sess_close(s, "read error");
             return;
         }
-        int fd_over = take_fds(s, &mh);
-        if (fd_over == -2) {
-            s->d->stats.fd_budget_closes++;
-            zlog(client_log_level(s->d), "server", "descriptor budget reached",
-                 "session=%llu uid=%u held=%u budget=%u", (unsigned long long)s->id, s->uid,
-                 s->d->fds_held, s->d->fds_budget);
-            sess_close(s, "the daemon holds its most unclaimed descriptors: try again");
+        enum fds_over fd_over = take_fds(s, &mh);
+        if (fd_over == FDS_OVER_BUDGET || fd_over == FDS_OVER_UID) {
+            int uid = fd_over == FDS_OVER_UID;
+            d->stats.fd_budget_closes++;
+            zlog(client_log_level(d), "server", "descriptor budget reached",
+                 "limit=%s session=%llu uid=%u uid_held=%u uid_share=%u held=%u budget=%u",
+                 uid ? "uid_share" : "daemon", (unsigned long long)s->id, s->uid,
+                 fds_of_uid(d, s->uid), fds_uid_share(d), d->fds_held, d->fds_budget);
+            sess_close(s, uid ? "this uid holds its share of the daemon's unclaimed descriptors"
+                              : "the daemon holds its most unclaimed descriptors: try again");
             return;
         }
         if (mh.msg_flags & MSG_CTRUNC || fd_over) {

@@ -273,10 +273,11 @@ static void do_check(struct session *s, uint64_t req_id)
 
 void sess_dispatch(struct session *s, const Zpp__Request *req)
 {
-    /* A Goodbye says the stream ends next: one followed by more requests
-     * counts for nothing, so a client cannot say it early and then die
-     * unnoticed (job_leave would take that death for a leave). */
-    s->goodbye = req->body_case == ZPP__REQUEST__BODY_GOODBYE;
+    /* A Goodbye says the stream ends next. The server clears the mark
+     * again on whatever follows it on the stream, valid or not
+     * (server.c, goodbye_followed). */
+    if (req->body_case == ZPP__REQUEST__BODY_GOODBYE)
+        s->goodbye = 1;
     switch (req->body_case) {
     case ZPP__REQUEST__BODY_HELLO: {
         /* the done flags' descriptors, if the frame announced them:

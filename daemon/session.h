@@ -27,8 +27,9 @@ struct job;
 
 /* Unclaimed descriptors a session may hold: the VMM chunks of one
  * registration (ZPP_CUDA_MAX_CHUNKS: 5 GiB of PyTorch's 20 MiB chunks)
- * arrive before their frame. The daemon as a whole holds at most
- * zppd.fds_budget of them (server.c). */
+ * arrive before their frame. The sessions of one uid hold at most a
+ * share of zppd.fds_budget (an eighth, at least SESS_MAX_FDS), the daemon
+ * as a whole at most fds_budget (server.c). */
 #define SESS_MAX_FDS 256
 #define SESS_FDS_PER_MSG 4   /* descriptors accepted per recvmsg */
 #define SESS_MAX_OUTPUT (64u << 20)
@@ -89,7 +90,8 @@ struct session {
     int flag_sync;   /* cuda: the backend writes the client's done flags (Hello.flags_nfds) */
     uint32_t pending; /* collective calls waiting for a reply */
     int says_goodbye; /* Hello: the client sends Goodbye before a deliberate close */
-    int goodbye;      /* it did: a disconnect now is a leave, not a death */
+    int goodbye;      /* it did, and nothing followed on the stream: a
+                       * disconnect now is a leave, not a death */
 
     struct buffer **bufs; /* sorted by id */
     uint32_t nbufs, cap_bufs;
