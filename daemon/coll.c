@@ -54,6 +54,7 @@
 #include <string.h>
 
 #include "coll_internal.h"
+#include "frame.h"
 #include "hpz_store.h"
 #include "sha256.h"
 #include "zpp.h"
@@ -159,8 +160,13 @@ static int check_args(const struct coll_args *a, const struct be_topo *t, uint64
         return bad(why, why_len, "bad topology");
     if (a->op < ZPP_OP_QWZ_ALLGATHER || a->op > ZPP_OP_BARRIER)
         return bad(why, why_len, "unknown operation");
-    if (key_len(a) >= sizeof a->hpz_key)
-        return bad(why, why_len, "hpZ key too long (at most 256 bytes)");
+    /* The protocol's limit (frame.c: shorter than ZPP_MAX_KEY), though
+     * hpz_key has room for one byte more. */
+    if (key_len(a) >= ZPP_MAX_KEY) {
+        if (why && why_len)
+            snprintf(why, why_len, "hpZ key too long (at most %u bytes)", ZPP_MAX_KEY - 1);
+        return ZPP_EINVAL;
+    }
     int ck = check_content_key(a, why, why_len);
     if (ck)
         return ck;

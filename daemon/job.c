@@ -50,7 +50,7 @@ static const char *dtype_name(int dt)
 }
 
 /* Job ids and labels: printable, no spaces or quotes (they reach logs,
- * metrics labels and JSON). */
+ * metrics labels and JSON); 1 to max characters. */
 static int name_ok(const char *s, size_t max)
 {
     size_t n = strlen(s);
@@ -439,13 +439,18 @@ void job_hello(struct session *s, uint64_t req_id, const Zpp__Hello *h, int flag
         sess_send_error(s, req_id, ZPP_EDRAINING, "zppd is stopping: it takes no new jobs");
         return;
     }
-    if (!name_ok(h->job_id, ZPP_MAX_JOB_ID)) {
+    /* The frame's limits count the NUL (frame.c str_ok: strictly shorter
+     * than ZPP_MAX_*), so the longest name is one less. */
+    if (!name_ok(h->job_id, ZPP_MAX_JOB_ID - 1)) {
         sess_send_error(s, req_id, ZPP_EINVAL,
-                        "job_id must be 1..%u characters of [A-Za-z0-9._:@/+=-]", ZPP_MAX_JOB_ID);
+                        "job_id must be 1..%u characters of [A-Za-z0-9._:@/+=-]",
+                        ZPP_MAX_JOB_ID - 1);
         return;
     }
-    if (h->tenant_label[0] && !name_ok(h->tenant_label, ZPP_MAX_LABEL)) {
-        sess_send_error(s, req_id, ZPP_EINVAL, "tenant_label must be [A-Za-z0-9._:@/+=-]");
+    if (h->tenant_label[0] && !name_ok(h->tenant_label, ZPP_MAX_LABEL - 1)) {
+        sess_send_error(s, req_id, ZPP_EINVAL,
+                        "tenant_label must be 1..%u characters of [A-Za-z0-9._:@/+=-]",
+                        ZPP_MAX_LABEL - 1);
         return;
     }
     uint32_t world = h->world_size, nodes = h->node_count;
@@ -741,6 +746,13 @@ static void call_unlink(struct job *j, struct call *c)
     }
 }
 
+/* "call failed" lines at info: at most CALL_FAIL_LOG_BURST a second for
+ * the whole daemon (as server.c's protocol errors), then one line with the
+ * count left out (job_tick flushes it once the flood stops). Loop thread. */
+#define CALL_FAIL_LOG_BURST 10u
+static struct zlog_limit call_fail_log =
+    ZLOG_LIMIT_INIT(ZLOG_INFO, "job", "call failed", CALL_FAIL_LOG_BURST, 1000u);
+
 /* Fails call c on every rank that submitted it (and, through c->failed,
  * on every rank that submits it later). */
 static void call_fail(struct job *j, struct call *c, int code, const char *fmt, ...)
@@ -755,8 +767,12 @@ static void call_fail(struct job *j, struct call *c, int code, const char *fmt, 
     va_start(ap, fmt);
     vsnprintf(c->fail_msg, sizeof c->fail_msg, fmt, ap);
     va_end(ap);
-    ZLOG_I("job", "call failed", "job=%s seq=%" PRIu64 " code=%d why=\"%s\"", j->id, c->seq, code,
-           c->fail_msg);
+    /* A client can fail calls as fast as it sends them: past the limit the
+     * line goes to debug (the count, the metrics and the job's recent calls
+     * still have them). */
+    int lvl = zlog_limit_pass(&call_fail_log, zppd_now_ms()) ? ZLOG_INFO : ZLOG_DEBUG;
+    zlog(lvl, "job", "call failed", "job=%s seq=%" PRIu64 " code=%d why=\"%s\"", j->id, c->seq,
+         code, c->fail_msg);
     j->d->stats.calls_failed++;
     metrics_call(j->d, j->uid, c->have_args ? c->args.op : 0,
                  code == ZPP_EABORTED ? MET_ABORTED : MET_ERROR, NULL, 0);
@@ -1590,6 +1606,7 @@ static void job_device_error(struct job *j, const char *why)
 void job_tick(struct zppd *d)
 {
     uint64_t now = zppd_now_ms();
+    zlog_limit_flush(&call_fail_log, now);
     struct job *next;
     for (struct job *j = d->jobs; j; j = next) {
         next = j->next;

@@ -762,8 +762,8 @@ def _apply(call: CollC, *, bits: Optional[int] = None, block: int = 0, stages: i
     if not 0 <= timeout_ms <= 0xFFFFFFFF:
         raise errors.invalid(f"timeout_ms out of range: {timeout_ms}")
     key = _cstr(hpz_key, "hpz_key")
-    if key is not None and len(key) > 256:
-        raise errors.invalid("hpz_key is longer than 256 bytes")
+    if key is not None and len(key) > 255:
+        raise errors.invalid("hpz_key is longer than 255 bytes")
     call._key = key  # type: ignore[attr-defined]
     call.hpz_key = key
     ckey = _check_content_key(content_key) if content_key else None
