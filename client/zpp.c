@@ -32,10 +32,16 @@
 #include "zpp.h"
 #include "zpp_int.h"
 
-/* Replies can be larger than requests (a jobs listing); the daemon is
- * trusted more than a client, but not with our heap. */
-#define RECV_MAX_FRAME (16u << 20)
+/* Replies can be larger than requests (a jobs listing): the daemon packs
+ * them up to 64 MiB whatever a client's max_frame (server.c sess_send, the
+ * protocol's hard maximum), so a listing that big must not cost zppctl
+ * its connection. The daemon is trusted more than a client, but not with
+ * our heap: a reply unpacks under REPLY_BUDGET, or REPLY_BUDGET_FACTOR
+ * times its size when larger (a listing of ranks unpacks each 1-3 byte
+ * varint into 4 bytes). */
+#define RECV_MAX_FRAME (64u << 20)
 #define REPLY_BUDGET (64u << 20)
+#define REPLY_BUDGET_FACTOR 4u
 #define RECV_CHUNK (64u << 10)
 #define MAX_OUTSTANDING 65536u
 /* A non-blocking take drops at most this many replies nobody waits for
@@ -513,7 +519,9 @@ static int recv_one(zpp_conn *c, int block, Zpp__Reply **out)
             return conn_kill(c, ZPP_EPROTO, "reply frame over the client's limit");
         if (r == 1) {
             Zpp__Reply *rep = NULL;
-            int rc = zpp_reply_unpack(c->rbuf + c->rpos + off, blen, REPLY_BUDGET, &rep);
+            size_t budget = blen > REPLY_BUDGET / REPLY_BUDGET_FACTOR ? blen * REPLY_BUDGET_FACTOR
+                                                                      : REPLY_BUDGET;
+            int rc = zpp_reply_unpack(c->rbuf + c->rpos + off, blen, budget, &rep);
             c->rpos += off + blen;
             if (c->rpos == c->rlen)
                 c->rpos = c->rlen = 0;
