@@ -216,8 +216,12 @@ int cu_use(const struct cu_backend *b, int device)
 
 /* Makes [va, va + size) readable and writable by GPU `device` and by every
  * GPU that reads its memory directly (be_ops.peer_ok). If the peers are
- * refused, by `device` alone, and peer access goes off for good: calls
- * may no longer assume that memory of ours is readable from a peer. */
+ * refused, peer access goes off for good (calls decide on peer reads
+ * before they allocate, and later ones no longer take them) and this
+ * grant fails: the call that asked for the memory may already have chosen
+ * peer reads of it, and would fault the GPU for every job. The caller
+ * frees the range and fails; from then on memory is granted to `device`
+ * alone. */
 static CUresult grant_access(struct cu_backend *b, int device, CUdeviceptr va, size_t size)
 {
     CUmemAccessDesc acc[CU_MAX_PEER_GPUS];
@@ -237,10 +241,10 @@ static CUresult grant_access(struct cu_backend *b, int device, CUdeviceptr va, s
         }
     CUresult r = ZCU(cuMemSetAccess)(va, size, acc, (size_t)nacc);
     if (r != CUDA_SUCCESS && nacc > 1) {
-        ZLOG_W("cuda", "cannot grant peer GPUs access to memory: peer access off", "gpu=%d",
-               device);
+        ZLOG_W("cuda", "cannot grant peer GPUs access to memory: peer access off, this "
+                       "allocation fails",
+               "gpu=%d", device);
         b->peer_broken = 1;
-        r = ZCU(cuMemSetAccess)(va, size, acc, 1);
     }
     return r;
 }
