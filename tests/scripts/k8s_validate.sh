@@ -15,7 +15,13 @@
 # directory and equal to ZPP_SOCKET and the probe's, TLS files under a
 # mount, metrics/peer ports equal to the declared ports and the scrape
 # annotation, and a wildcard peer_listen comes with a peer_advertise whose
-# $(VARS) the container's env defines.
+# $(VARS) the container's env defines. And what zppd's lifecycle needs: its
+# DaemonSet replaces no pod by itself (OnDelete: a restart aborts the node's
+# jobs), the grace period outlasts zppd's own stop deadline (daemon/main.c),
+# the startup probe waits out cuda_start_wait_ms, the /healthz probes GET an
+# address zppd listens on, a zppctl probe gives up before the kubelet does,
+# and a system-node-critical pod outside kube-system comes with the
+# ResourceQuota that admits it (GKE).
 #
 # Exit status: 0 pass, 1 fail, 77 (ctest: skipped) when kubernetes-validate
 # is missing — except under CI=true, where that fails (`make deps`).
@@ -103,7 +109,7 @@ image_files |= {"/bin/sh"}
 
 # The sets checked: deploy/k8s's files, then each variant's rendering (its
 # objects named after the variant's file, e.g. k8s-mps.yaml).
-docs, cms_of = [], {}
+docs, cms_of, quotas_of = [], {}, {}
 for s in sys.argv[3:]:
     files = ([os.path.join(s, f) for f in sorted(os.listdir(s))
               if f.endswith(".yaml") and f != "kustomization.yaml"]
@@ -115,6 +121,33 @@ for s in sys.argv[3:]:
     docs += sdocs
     cms = {d["metadata"]["name"]: d for _, d in sdocs if d.get("kind") == "ConfigMap"}
     cms_of.update({f: cms for f, _ in sdocs})
+    quotas = [d for _, d in sdocs if d.get("kind") == "ResourceQuota"]
+    quotas_of.update({f: quotas for f, _ in sdocs})
+
+# zppd's own stop deadline: after SIGTERM it lets calls run this long, then
+# aborts the jobs and exits (1 past it); the kubelet's grace period must
+# outlast it or the ordered stop is a SIGKILL.
+try:
+    with open(os.path.join(src, "daemon", "main.c")) as fh:
+        stop_deadline_s = int(re.search(r"#define STOP_DEADLINE_MS (\d+)", fh.read()).group(1)) / 1000
+except (OSError, AttributeError):
+    stop_deadline_s = None
+    fail("daemon/main.c", "no STOP_DEADLINE_MS: cannot check the pods' grace periods")
+CRITICAL = ("system-node-critical", "system-cluster-critical")
+
+def quota_admits(quotas, ns, pclass):
+    for q in quotas:
+        if (q.get("metadata", {}).get("namespace", "default")) != ns:
+            continue
+        for e in ((q.get("spec", {}).get("scopeSelector") or {}).get("matchExpressions") or []):
+            if e.get("scopeName") == "PriorityClass" and e.get("operator") == "In" and \
+                    pclass in (e.get("values") or []):
+                return True
+    return False
+
+def probe_budget(pr):
+    """Seconds a probe lets a container start before it fails it."""
+    return pr.get("initialDelaySeconds", 0) + pr.get("periodSeconds", 10) * pr.get("failureThreshold", 3)
 
 def pod_spec(d):
     s = d.get("spec", {})
@@ -159,6 +192,12 @@ for f, d in docs:
         "annotations", {}) or {}
     vols = {v["name"]: v for v in spec.get("volumes", [])}
     psc = spec.get("securityContext", {}) or {}
+    ns = d["metadata"].get("namespace", "default")
+    pclass = spec.get("priorityClassName")
+    if pclass in CRITICAL and ns != "kube-system" and not quota_admits(quotas_of[f], ns, pclass):
+        fail(name, "priorityClassName %s in namespace %s, and no ResourceQuota there scoped to "
+             "it: where the API server limits the critical classes (GKE), no pod is admitted"
+             % (pclass, ns))
     for c in spec.get("initContainers", []) + spec.get("containers", []):
         where = "%s container %s" % (name, c["name"])
         csc = c.get("securityContext", {}) or {}
@@ -203,6 +242,22 @@ for f, d in docs:
                 if cmd.startswith("/") and cmd not in image_files:
                     fail(where, "%s runs %s, which deploy/Containerfile does not install" %
                          (what, cmd))
+        # zppctl in a probe: its own timeout (-t, default 10 s) must end it
+        # before the kubelet's timeoutSeconds (default 1) abandons the exec.
+        for what, pr in hooks[:3]:
+            cmd = ((pr or {}).get("exec") or {}).get("command") or []
+            if not cmd or posixpath.basename(cmd[0]) != "zppctl":
+                continue
+            t = 10.0
+            for i, a in enumerate(cmd):
+                if a in ("-t", "--timeout") and i + 1 < len(cmd):
+                    t = float(cmd[i + 1])
+                elif a.startswith("--timeout="):
+                    t = float(a.split("=", 1)[1])
+            limit = pr.get("timeoutSeconds", 1)
+            if not 0 < t < limit:
+                fail(where, "%s runs zppctl with a %gs timeout (-t; 0 is none), not below the "
+                     "probe's timeoutSeconds %s: the kubelet abandons it first" % (what, t, limit))
         # CUDA MPS: a container joins the control daemon through its pipe
         # directory, which must be mounted there, and the same for every
         # container of the pod.
@@ -262,6 +317,26 @@ for f, d in docs:
         if "ZPP_SOCKET" in env and env["ZPP_SOCKET"].get("value") != sock:
             fail(where, "ZPP_SOCKET %s differs from the config's socket %s" %
                  (env["ZPP_SOCKET"].get("value"), sock))
+        # Its lifecycle: updates, stop and start.
+        if d["kind"] == "DaemonSet" and \
+                (d["spec"].get("updateStrategy") or {}).get("type", "RollingUpdate") != "OnDelete":
+            fail(name, "updateStrategy %s: the DaemonSet would restart zppd on every node by "
+                 "itself, aborting every job there; OnDelete, and nodes replaced once drained "
+                 "(docs/kubernetes.md, Updates)" %
+                 (d["spec"].get("updateStrategy") or {}).get("type", "RollingUpdate"))
+        grace = spec.get("terminationGracePeriodSeconds", 30)
+        if stop_deadline_s is not None and grace < stop_deadline_s + 10:
+            fail(name, "terminationGracePeriodSeconds %s: zppd lets calls run %gs after SIGTERM "
+                 "and then aborts its jobs in order; give it at least %g" %
+                 (grace, stop_deadline_s, stop_deadline_s + 10))
+        if cfg.get("backend", "auto") != "host":
+            wait_s = int(cfg.get("cuda_start_wait_ms", "30000")) / 1000
+            first = c.get("startupProbe") or c.get("livenessProbe")
+            if first and probe_budget(first) < wait_s + 30:
+                fail(where, "%s allows %ss to start; zppd may wait cuda_start_wait_ms (%gs) for "
+                     "its GPUs before it answers, plus their start: at least %g" %
+                     ("startupProbe" if c.get("startupProbe") else "livenessProbe",
+                      probe_budget(first), wait_s, wait_s + 30))
         for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
             cmd = (c.get(probe) or {}).get("exec", {}).get("command", [])
             if "-s" in cmd and cmd[cmd.index("-s") + 1] != sock:
@@ -279,6 +354,24 @@ for f, d in docs:
             ann = annotations.get("prometheus.io/port")
             if ann is not None and str(port_of(ml)) != str(ann):
                 fail(where, "prometheus.io/port %s, but metrics_listen is %s" % (ann, ml))
+        # /healthz probes: the kubelet GETs the probe's host (the pod's IP,
+        # the node's with hostNetwork, unless `host` says otherwise), which
+        # zppd must listen on, or the probes kill a healthy daemon.
+        for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+            hg = (c.get(probe) or {}).get("httpGet")
+            if not hg:
+                continue
+            port = hg["port"]
+            port = ports.get(port) if isinstance(port, str) else port
+            if port != ports.get("metrics"):
+                continue
+            if not ml:
+                fail(where, "%s GETs the metrics port, but metrics_listen is off" % probe)
+                continue
+            lhost = ml.rsplit(":", 1)[0].strip("[]")
+            if lhost not in ("", "0.0.0.0", "::") and lhost != hg.get("host"):
+                fail(where, "%s GETs %s, but metrics_listen is %s: zppd does not answer there" %
+                     (probe, hg.get("host") or "the pod's IP", ml))
         pl = cfg.get("peer_listen", "127.0.0.1:7399")
         if pl:
             if port_of(pl) != ports.get("peer"):

@@ -16,6 +16,8 @@ fresh() {
     mkdir -p "$tmp/s/tests/scripts"
     cp -r "$src/deploy" "$tmp/s/"
     cp "$src/tests/scripts/kustomize_lite.py" "$tmp/s/tests/scripts/"
+    mkdir -p "$tmp/s/daemon"
+    cp "$src/daemon/main.c" "$tmp/s/daemon/" # zppd's stop deadline
 }
 fail=0
 fresh
@@ -74,5 +76,25 @@ case_ "a kustomization field the renderer does not know" "kustomization fields \
 
 sed -i 's|^\( *\)restartPolicy: Always|&\n\1restartPolicyy: Always|' "$m"
 case_ "a variant's rendering against the schemas (strict: an unknown field)" "restartPolicyy"
+
+ds=$tmp/s/deploy/k8s/daemonset.yaml
+sed -i 's|^    type: OnDelete|    type: RollingUpdate|' "$ds"
+case_ "a DaemonSet that restarts zppd on every node by itself" "updateStrategy RollingUpdate"
+
+sed -i 's|terminationGracePeriodSeconds: 60|terminationGracePeriodSeconds: 30|' "$ds"
+case_ "a grace period shorter than zppd's stop deadline" "terminationGracePeriodSeconds 30"
+
+sed -i '/startupProbe:/,/failureThreshold/ s|failureThreshold: 60|failureThreshold: 10|' "$ds"
+case_ "a startup probe that gives up before cuda_start_wait_ms" "startupProbe allows 20s to start"
+
+sed -i 's|"-t", "3", "health"|"health"|' "$ds"
+case_ "a zppctl probe that outlasts the kubelet's timeout" "readinessProbe runs zppctl with a 10s timeout"
+
+sed -i 's|metrics_listen = 0.0.0.0:9464|metrics_listen = 127.0.0.1:9464|' "$tmp/s/deploy/k8s/configmap.yaml"
+case_ "a /healthz probe at an address zppd does not listen on" "livenessProbe GETs the pod's IP, but metrics_listen is 127.0.0.1:9464"
+
+rm "$tmp/s/deploy/k8s/resourcequota.yaml"
+sed -i '/resourcequota.yaml/d' "$tmp/s/deploy/k8s/kustomization.yaml"
+case_ "a system-node-critical pod without the quota that admits it" "no ResourceQuota there scoped to it"
 
 exit $fail
