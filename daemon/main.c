@@ -376,6 +376,14 @@ static void *open_gpus(struct zppd *d, int *drv, char *why, size_t why_len)
                    d->cfg.cuda_start_wait_ms);
             snprintf(status, sizeof status, "STATUS=waiting for the GPUs: %s", why);
             notify(status);
+            /* systemd's start timeout then covers the rest of the wait and
+             * the GPUs' own start after it (30 s), whatever
+             * TimeoutStartSec= says */
+            const uint64_t left_ms =
+                d->cfg.cuda_start_wait_ms > elapsed ? d->cfg.cuda_start_wait_ms - elapsed : 0;
+            snprintf(status, sizeof status, "EXTEND_TIMEOUT_USEC=%" PRIu64,
+                     (left_ms + 30000u) * 1000u);
+            notify(status);
             waiting = 1;
         }
         struct timespec ts = {0, (long)GPU_START_RETRY_MS * 1000000L};

@@ -10,11 +10,17 @@
  *    with cuda_start_wait_ms = 0, exit 1 after one attempt;
  *  - a failing GPU (999, 2) under auto: exit 1 with the hint, never the
  *    host backend;
- *  - backend = cuda where no device is visible: exit 1.
+ *  - backend = cuda where no device is visible: exit 1;
+ *  - under systemd (NOTIFY_SOCKET), the wait extends the unit's start
+ *    timeout (EXTEND_TIMEOUT_USEC: the rest of the wait and 30 s) and says
+ *    why in STATUS, so TimeoutStartSec= need not track cuda_start_wait_ms.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "tests/test.h"
@@ -116,6 +122,45 @@ static void test_cuda_without_gpu(void)
     ASSERT_CONTAINS(out, "backend=cuda");
 }
 
+static void test_wait_extends_start_timeout(void)
+{
+    char dir[] = "/tmp/zpp-notify-XXXXXX", path[108];
+    ASSERT(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/notify", dir);
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    ASSERT(fd >= 0);
+    struct sockaddr_un a = {.sun_family = AF_UNIX};
+    snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
+    ASSERT_EQ(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
+    struct timeval tv = {0, 1000};
+    ASSERT_EQ(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
+    setenv("NOTIFY_SOCKET", path, 1);
+    setenv(ENV, "807", 1);
+    ASSERT_EQ(run_zppd("auto", "cuda_start_wait_ms=1500", NULL, 20000), 1);
+    unsetenv("NOTIFY_SOCKET");
+    char all[8192] = "", msg[1024];
+    ssize_t n;
+    while ((n = recv(fd, msg, sizeof msg - 1, 0)) > 0) {
+        msg[n] = 0;
+        strncat(all, msg, sizeof all - strlen(all) - 2);
+        strcat(all, "\n");
+    }
+    printf("notify messages:\n%s", all);
+    close(fd);
+    unlink(path);
+    rmdir(dir);
+    if (!all[0]) {
+        printf("no notify message: zppd was built without libsystemd, not checked\n");
+        return;
+    }
+    ASSERT_CONTAINS(all, "STATUS=waiting for the GPUs");
+    const char *ext = strstr(all, "EXTEND_TIMEOUT_USEC=");
+    ASSERT(ext);
+    unsigned long long us = strtoull(ext + strlen("EXTEND_TIMEOUT_USEC="), NULL, 10);
+    ASSERT_GE(us, 30000000ull);          /* 30 s beyond the wait */
+    ASSERT(us <= (1500ull + 30000) * 1000); /* no more than all of it */
+}
+
 int main(void)
 {
     test_host_where_no_gpu();
@@ -123,6 +168,7 @@ int main(void)
     test_not_ready_too_long();
     test_failing_gpu();
     test_cuda_without_gpu();
+    test_wait_extends_start_timeout();
     unsetenv(ENV);
     printf("test_gpu_start_policy: ok\n");
     return 0;
