@@ -292,16 +292,37 @@ static int on_device(const struct hpz_entry *e, int d)
     return 0;
 }
 
+/* Entries of any state a tenant holds (what store_max_entries_per_tenant
+ * caps), as a reserve of sp counts them: a private key stored again
+ * replaces its live entry at the commit, so that one does not count (the
+ * cap refuses a call that would keep one entry more, and this one keeps
+ * as many; the budgets, which bound memory, do count both). */
+static uint32_t tenant_all_entries(const struct hpz_store *st, const struct hpz_spec *sp)
+{
+    uint32_t n = 0;
+    for (const struct hpz_entry *x = st->head; x; x = x->next)
+        n += x->tenant == sp->tenant;
+    if (n && !sp->shared && find_live(st, sp->tenant, sp->job, sp->key))
+        n--;
+    return n;
+}
+
 /* Evicts idle shared replicas, least recently used first, until a reserve
- * of need_dev[] bytes per device (total for tenant) fits both budgets —
- * but only if it then fits: otherwise nothing is evicted and the caller's
- * budget check fails as before. Candidates are chosen on a copy of the
- * accounting, then evicted together. */
-static void make_room(struct hpz_store *st, uint32_t tenant, const uint64_t *need_dev,
+ * of need_dev[] bytes per device (total for tenant, and one entry more)
+ * fits both budgets and the tenant's entry cap — but only if it then fits:
+ * otherwise nothing is evicted and the caller's checks fail as before.
+ * Candidates are chosen on a copy of the accounting, then evicted together.
+ * The entry cap counts the tenant's idle replicas too, so without evicting
+ * for it a tenant whose jobs had published store_max_entries_per_tenant
+ * replicas could never store anything again: nothing else evicts an idle
+ * replica when the byte budgets have room (an audit). */
+static void make_room(struct hpz_store *st, const struct hpz_spec *sp, const uint64_t *need_dev,
                       uint64_t total)
 {
     uint64_t dev[HPZ_MAX_DEVICES];
+    uint32_t tenant = sp->tenant;
     uint64_t tb = hpz_store_tenant_bytes(st, tenant);
+    uint32_t tn = st->max_entries_tenant ? tenant_all_entries(st, sp) : 0;
     int marked = 0;
     memcpy(dev, st->device_bytes, sizeof dev);
     for (;;) {
@@ -309,7 +330,8 @@ static void make_room(struct hpz_store *st, uint32_t tenant, const uint64_t *nee
         for (int d = 0; d < HPZ_MAX_DEVICES && bad_dev < 0; d++)
             if (need_dev[d] && st->budget_device && dev[d] + need_dev[d] > st->budget_device)
                 bad_dev = d;
-        if (bad_dev < 0 && st->budget_tenant && tb + total > st->budget_tenant)
+        if (bad_dev < 0 && ((st->budget_tenant && tb + total > st->budget_tenant) ||
+                            (st->max_entries_tenant && tn >= st->max_entries_tenant)))
             bad_tenant = 1;
         if (bad_dev < 0 && !bad_tenant)
             break;
@@ -328,8 +350,11 @@ static void make_room(struct hpz_store *st, uint32_t tenant, const uint64_t *nee
         marked++;
         for (int s = 0; s < lru->nslots; s++)
             dev[lru->devices[s]] -= lru->charges[s];
-        if (lru->tenant == tenant)
+        if (lru->tenant == tenant) {
             tb -= hpz_entry_bytes(lru);
+            if (tn)
+                tn--;
+        }
     }
     struct hpz_entry *e = st->head;
     while (e && marked) {
@@ -396,8 +421,9 @@ int hpz_store_reserve(struct hpz_store *st, const struct hpz_spec *sp, struct hp
         goto fail;
     }
     /* Budgets first: nothing is allocated for a reserve that cannot fit.
-     * Idle shared replicas make room when evicting them is enough. */
-    make_room(st, sp->tenant, need_dev, total);
+     * Idle shared replicas make room (bytes, or the tenant's entry cap)
+     * when evicting them is enough. */
+    make_room(st, sp, need_dev, total);
     for (int d = 0; d < HPZ_MAX_DEVICES; d++) {
         if (need_dev[d] && st->budget_device &&
             st->device_bytes[d] + need_dev[d] > st->budget_device) {
@@ -412,9 +438,7 @@ int hpz_store_reserve(struct hpz_store *st, const struct hpz_spec *sp, struct hp
         }
     }
     if (st->max_entries_tenant) {
-        uint32_t n = 0;
-        for (const struct hpz_entry *x = st->head; x; x = x->next)
-            n += x->tenant == sp->tenant;
+        uint32_t n = tenant_all_entries(st, sp);
         if (n >= st->max_entries_tenant) {
             snprintf(msg, msg_len,
                      "hpZ store: tenant %u holds %u entries (store_max_entries_per_tenant): key "

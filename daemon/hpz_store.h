@@ -83,8 +83,11 @@ void hpz_store_free(struct hpz_store *st);
  * over budget; later reserves see the new limits. */
 void hpz_store_set_budget(struct hpz_store *st, uint64_t per_device, uint64_t per_tenant);
 /* At most n entries (private slices and replicas, any state) per tenant;
- * 0: no cap. A reserve past it is ZPP_ELIMIT. Every store operation walks
- * the entries, so the cap also bounds what one tenant costs the others. */
+ * 0: no cap. A reserve past it first evicts the tenant's idle shared
+ * replicas (LRU), as a budget does, and is ZPP_ELIMIT when that is not
+ * enough; a private key stored again does not count the live entry it
+ * replaces at its commit. Every store operation walks the entries, so the
+ * cap also bounds what one tenant costs the others. */
 void hpz_store_set_max_entries(struct hpz_store *st, uint32_t per_tenant);
 
 /* Removes every entry of a job (the job is ending): live entries are freed
