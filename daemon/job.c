@@ -1098,6 +1098,24 @@ static void work_cb(uv_work_t *w)
     coll_run(&c->x);
 }
 
+/* An aborted job's backend side, closed as soon as no call of it runs:
+ * at the abort, or when the call that was running then ends (a publish's
+ * content-key check on a worker, a host call on the thread pool). Left
+ * open until the last rank leaves, its communicators would keep GPU work
+ * queued behind a peer that will never come, and every release fenced by
+ * its streams would wait with it (job_abort). */
+static void close_aborted(struct job *j)
+{
+    if (j->state != JOB_ABORTED || !j->be_job)
+        return;
+    for (struct call *c = j->calls; c; c = c->next)
+        if (c->running)
+            return;
+    j->d->be->job_close(j->d->be_state, j->be_job,
+                        j->abort_now ? BE_CLOSE_ABORT_NOW : BE_CLOSE_ABORT);
+    j->be_job = NULL;
+}
+
 /* The call has run (or was enqueued, on a device backend): reply, drop
  * it, and move the job on. */
 static void call_complete(struct job *j, struct call *c)
@@ -1115,6 +1133,7 @@ static void call_complete(struct job *j, struct call *c)
     if (c->seq == j->next_seq)
         j->next_seq++;
     call_free(c);
+    close_aborted(j);
 }
 
 static void after_work_cb(uv_work_t *w, int status)
@@ -1432,14 +1451,7 @@ void job_abort(struct job *j, int cause, const char *fmt, ...)
         for (uint32_t r = 0; r < j->world; r++)
             if (j->members[r] && j->members[r]->events)
                 d->be->events_release(d->be_state, j->members[r]->events);
-    int running = 0;
-    for (struct call *c = j->calls; c; c = c->next)
-        running |= c->running;
-    if (j->be_job && !running) {
-        d->be->job_close(d->be_state, j->be_job,
-                         j->abort_now ? BE_CLOSE_ABORT_NOW : BE_CLOSE_ABORT);
-        j->be_job = NULL;
-    }
+    close_aborted(j);
 }
 
 /* Drops the references of the ranks still away (an aborted job, or one
