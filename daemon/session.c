@@ -114,6 +114,11 @@ int sess_map_memfd(struct session *s, int fd, uint64_t off, uint64_t len, void *
         snprintf(why, why_len, "cannot map the shared memory: %s", strerror(errno));
         return errno == ENOMEM ? ZPP_ENOMEM : ZPP_EINVAL;
     }
+    /* A tenant's tensors are not the daemon's to dump: a core file of
+     * zppd (a watchdog abort, a crash) leaves them out (shared mappings are
+     * dumped by default). Advisory: a kernel that refuses it changes
+     * nothing else. */
+    (void)madvise(p, n, MADV_DONTDUMP);
     *map = p;
     *map_len = n;
     *ptr = (uint8_t *)p + (off - start);
