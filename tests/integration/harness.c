@@ -987,3 +987,47 @@ int zh_raw_hello(int fd, const char *job, uint32_t world)
     zpp_reply_free(rep);
     return code;
 }
+
+int zh_send_unclaimed(int sock, int fd, int n)
+{
+    static const uint8_t hdr[4] = {0, 0, 2, 0}; /* a big-endian length of 512 */
+    int sent = 0, byte = 0;
+    while (sent < n) {
+        int k = n - sent < 4 ? n - sent : 4;
+        int fds[4] = {fd, fd, fd, fd};
+        union {
+            struct cmsghdr h;
+            char buf[CMSG_SPACE(4 * sizeof(int))];
+        } ctl;
+        memset(&ctl, 0, sizeof ctl);
+        uint8_t b = byte < 4 ? hdr[byte] : 0;
+        struct iovec iov = {&b, 1};
+        struct msghdr mh = {.msg_iov = &iov,
+                            .msg_iovlen = 1,
+                            .msg_control = ctl.buf,
+                            .msg_controllen = CMSG_SPACE((size_t)k * sizeof(int))};
+        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+        cm->cmsg_level = SOL_SOCKET;
+        cm->cmsg_type = SCM_RIGHTS;
+        cm->cmsg_len = CMSG_LEN((size_t)k * sizeof(int));
+        memcpy(CMSG_DATA(cm), fds, (size_t)k * sizeof(int));
+        if (sendmsg(sock, &mh, MSG_NOSIGNAL) != 1)
+            return -1;
+        sent += k;
+        byte++;
+    }
+    return 0;
+}
+
+int zh_fds_back_to(const zh_daemon *d, int want)
+{
+    int now = -1;
+    for (int i = 0; i < 100; i++) {
+        now = zh_count_fds(d->pid);
+        if (now == want)
+            return 1;
+        usleep(50000);
+    }
+    fprintf(stderr, "daemon descriptors: %d, expected %d\n", now, want);
+    return 0;
+}

@@ -187,4 +187,14 @@ int zh_count_fds(pid_t pid);
  * still hold one until the daemon reaps its session. */
 int zh_steady_fds(pid_t pid);
 
+/* Sends n copies of fd on sock, at most 4 per message (the daemon's
+ * SESS_FDS_PER_MSG), each message carrying one byte of a frame header that
+ * announces 512 bytes never sent: the daemon holds the descriptors
+ * unclaimed. 0, or -1 once the peer is gone. */
+int zh_send_unclaimed(int sock, int fd, int n);
+
+/* 1 once daemon d holds `want` descriptors again (at most 5 s), else 0
+ * with a line on stderr. */
+int zh_fds_back_to(const zh_daemon *d, int want);
+
 #endif

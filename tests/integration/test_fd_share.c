@@ -54,55 +54,6 @@ const char *__asan_default_options(void)
 
 static zh_daemon g_d;
 
-/* Sends n copies of fd, at most 4 per message, each message carrying one
- * byte of a frame header that announces 512 bytes never sent: the daemon
- * holds the descriptors unclaimed. Returns 0, or -1 once the peer is
- * gone. */
-static int send_unclaimed(int sock, int fd, int n)
-{
-    static const uint8_t hdr[4] = {0, 0, 2, 0};
-    int sent = 0, byte = 0;
-    while (sent < n) {
-        int k = n - sent < 4 ? n - sent : 4;
-        int fds[4] = {fd, fd, fd, fd};
-        union {
-            struct cmsghdr h;
-            char buf[CMSG_SPACE(4 * sizeof(int))];
-        } ctl;
-        memset(&ctl, 0, sizeof ctl);
-        uint8_t b = byte < 4 ? hdr[byte] : 0;
-        struct iovec iov = {&b, 1};
-        struct msghdr mh = {.msg_iov = &iov,
-                            .msg_iovlen = 1,
-                            .msg_control = ctl.buf,
-                            .msg_controllen = CMSG_SPACE((size_t)k * sizeof(int))};
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN((size_t)k * sizeof(int));
-        memcpy(CMSG_DATA(cm), fds, (size_t)k * sizeof(int));
-        if (sendmsg(sock, &mh, MSG_NOSIGNAL) != 1)
-            return -1;
-        sent += k;
-        byte++;
-    }
-    return 0;
-}
-
-/* Waits (up to 5 s) for the daemon to be back at `want` descriptors. */
-static int fds_back_to(const zh_daemon *d, int want)
-{
-    int now = -1;
-    for (int i = 0; i < 100; i++) {
-        now = zh_count_fds(d->pid);
-        if (now == want)
-            return 1;
-        usleep(50000);
-    }
-    fprintf(stderr, "daemon descriptors: %d, expected %d\n", now, want);
-    return 0;
-}
-
 /* 1 if the daemon has neither closed fd nor sent anything on it. */
 static int still_open(int fd)
 {
@@ -186,7 +137,7 @@ int main(void)
     for (int i = 0; i < NCONN; i++) {
         a[i] = zh_raw_connect(g_d.socket);
         ASSERT(a[i] >= 0);
-        (void)send_unclaimed(a[i], zpp_shm_fd(m), PER_CONN); /* fails once closed */
+        (void)zh_send_unclaimed(a[i], zpp_shm_fd(m), PER_CONN); /* fails once closed */
     }
     /* every message read (the daemon's descriptors settle), then the other
      * uid's turn */
@@ -206,7 +157,7 @@ int main(void)
     for (int i = 0; i < NCONN; i++)
         if (i != open_idx[0] && i != open_idx[1])
             ASSERT_EQ(zh_raw_closed(a[i], 3000), 1);
-    ASSERT(fds_back_to(&g_d, base + 2 + SHARE)); /* two sessions, 512 held */
+    ASSERT(zh_fds_back_to(&g_d, base + 2 + SHARE)); /* two sessions, 512 held */
 
     ASSERT(zh_daemon_log_contains(&g_d, "descriptor budget reached"));
     ASSERT(zh_daemon_log_contains(&g_d, "limit=uid_share"));
@@ -220,7 +171,7 @@ int main(void)
 
     for (int i = 0; i < NCONN; i++)
         close(a[i]);
-    ASSERT(fds_back_to(&g_d, base));
+    ASSERT(zh_fds_back_to(&g_d, base));
     ASSERT(zh_daemon_alive(&g_d));
     zpp_shm_destroy(m);
     ASSERT_EQ(zh_daemon_stop(&g_d), 0);

@@ -29,54 +29,6 @@
 #include "tests/test.h"
 #include "zpp.h"
 
-/* Sends n copies of fd, at most 4 per message (the daemon's
- * SESS_FDS_PER_MSG), each message carrying one byte of a frame header
- * that announces a body never sent: the daemon holds the descriptors
- * unclaimed. Returns 0, or -1 once the peer is gone. */
-static int send_unclaimed(int sock, int fd, int n)
-{
-    /* a 4-byte big-endian length of 512 bytes: 4 bytes per frame header */
-    static const uint8_t hdr[4] = {0, 0, 2, 0};
-    int sent = 0, byte = 0;
-    while (sent < n) {
-        int k = n - sent < 4 ? n - sent : 4;
-        int fds[4] = {fd, fd, fd, fd};
-        union {
-            struct cmsghdr h;
-            char buf[CMSG_SPACE(4 * sizeof(int))];
-        } ctl;
-        memset(&ctl, 0, sizeof ctl);
-        uint8_t b = byte < 4 ? hdr[byte] : 0;
-        struct iovec iov = {&b, 1};
-        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
-                            .msg_controllen = CMSG_SPACE((size_t)k * sizeof(int))};
-        struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
-        cm->cmsg_level = SOL_SOCKET;
-        cm->cmsg_type = SCM_RIGHTS;
-        cm->cmsg_len = CMSG_LEN((size_t)k * sizeof(int));
-        memcpy(CMSG_DATA(cm), fds, (size_t)k * sizeof(int));
-        if (sendmsg(sock, &mh, MSG_NOSIGNAL) != 1)
-            return -1;
-        sent += k;
-        byte++;
-    }
-    return 0;
-}
-
-/* Waits (up to 5 s) for the daemon to be back at `want` descriptors. */
-static int fds_back_to(const zh_daemon *d, int want)
-{
-    int now = -1;
-    for (int i = 0; i < 100; i++) {
-        now = zh_count_fds(d->pid);
-        if (now == want)
-            return 1;
-        usleep(50000);
-    }
-    fprintf(stderr, "daemon descriptors: %d, expected %d\n", now, want);
-    return 0;
-}
-
 static void registration_of_256(void)
 {
     zh_daemon d;
@@ -100,16 +52,16 @@ static void registration_of_256(void)
     ASSERT(strstr(zpp_last_error(c), "nfds=256") != NULL);
     /* the session goes on: one descriptor registers */
     ASSERT_EQ(zpp_register_shm(c, m, 0, 4096, &id), 0);
-    ASSERT(fds_back_to(&d, base));
+    ASSERT(zh_fds_back_to(&d, base));
 
     /* 257 on one session: closed, the daemon keeps none */
     int sock = zh_raw_connect(d.socket);
     ASSERT(sock >= 0);
-    ASSERT(fds_back_to(&d, base + 1));
-    (void)send_unclaimed(sock, zpp_shm_fd(m), 257);
+    ASSERT(zh_fds_back_to(&d, base + 1));
+    (void)zh_send_unclaimed(sock, zpp_shm_fd(m), 257);
     ASSERT_EQ(zh_raw_closed(sock, 3000), 1);
     close(sock);
-    ASSERT(fds_back_to(&d, base));
+    ASSERT(zh_fds_back_to(&d, base));
     ASSERT(zh_daemon_log_contains(&d, "too many descriptors"));
 
     zpp_close(c);
@@ -133,8 +85,8 @@ static void daemon_budget_child(void)
     ASSERT_EQ(zpp_shm_create(4096, &m), 0);
     int a = zh_raw_connect(d.socket);
     ASSERT(a >= 0);
-    ASSERT_EQ(send_unclaimed(a, zpp_shm_fd(m), 256), 0);
-    ASSERT(fds_back_to(&d, base + 1 + 256));
+    ASSERT_EQ(zh_send_unclaimed(a, zpp_shm_fd(m), 256), 0);
+    ASSERT(zh_fds_back_to(&d, base + 1 + 256));
     char m_out[32768];
     ASSERT_EQ(zh_zppctl(&d, m_out, sizeof m_out, "metrics", NULL, NULL), 0);
     ASSERT(strstr(m_out, "zppd_client_descriptors 256\n") != NULL);
@@ -142,16 +94,16 @@ static void daemon_budget_child(void)
     ASSERT(strstr(m_out, "zppd_descriptor_budget_closes_total 0\n") != NULL);
     int b = zh_raw_connect(d.socket);
     ASSERT(b >= 0);
-    (void)send_unclaimed(b, zpp_shm_fd(m), 64);
+    (void)zh_send_unclaimed(b, zpp_shm_fd(m), 64);
     ASSERT_EQ(zh_raw_closed(b, 3000), 1);
     close(b);
     ASSERT(zh_daemon_log_contains(&d, "descriptor budget reached"));
     ASSERT_EQ(zh_zppctl(&d, m_out, sizeof m_out, "metrics", NULL, NULL), 0);
     ASSERT(strstr(m_out, "zppd_descriptor_budget_closes_total 1\n") != NULL);
-    ASSERT(fds_back_to(&d, base + 1 + 256)); /* the first still holds its own */
+    ASSERT(zh_fds_back_to(&d, base + 1 + 256)); /* the first still holds its own */
     ASSERT(zh_daemon_alive(&d));
     close(a);
-    ASSERT(fds_back_to(&d, base));
+    ASSERT(zh_fds_back_to(&d, base));
 
     zpp_conn *c = NULL;
     ASSERT_EQ(zh_connect_join(&d, "budget", 0, 1, 1, &c), 0);
