@@ -429,7 +429,10 @@ class Connection:
             d = found
         elif found is not None and found != d:
             raise errors.invalid(f"{role} is {found.name} but dtype={d.name} was given")
-        elif isz and isz != d.itemsize:
+        elif isz and isz != d.itemsize and not (found is None and isz == 1):
+            # (untyped bytes -- a SharedBuffer.view(), a uint8 array -- take
+            # the explicit dtype, as dtype_of says: their count is nbytes /
+            # the dtype's size)
             raise errors.invalid(f"{role} has {isz}-byte elements; {d.name} has {d.itemsize}")
         return d, nbytes // d.itemsize
 

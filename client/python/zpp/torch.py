@@ -93,6 +93,7 @@ from .client import BufRef, Connection, Result, content_key
 __all__ = ["ZeroPP", "HostComm", "CudaComm", "TorchComm", "WaitClock"]
 
 _ALIGN = 256  # bytes: every arena piece starts on this boundary
+_BLOCK_MAX = 8192  # the daemon's largest quantization block (proto/frame.c BLOCK_MAX)
 _ZDT = {torch.float32: DType.FP32, torch.float16: DType.FP16, torch.bfloat16: DType.BF16}
 
 
@@ -654,9 +655,20 @@ class ZeroPP(nn.Module):
         # qwZ's block (weights) and qgZ's (gradients), each block unless given
         self.block_w = block if block_w is None else block_w
         self.block_g = block if block_g is None else block_g
+        # Every argument the daemon would refuse is checked here, before a
+        # connection is made: not at the first forward, inside a hook.
         for name, b in (("block", block), ("block_w", self.block_w), ("block_g", self.block_g)):
-            if b < 32 or b % 32:
-                raise ValueError(f"{name} must be a multiple of 32, at least 32 (got {b})")
+            if not isinstance(b, int) or b < 32 or b % 32 or b > _BLOCK_MAX:
+                raise ValueError(f"{name} must be a multiple of 32 in 32..{_BLOCK_MAX} (got {b})")
+        for name, b, on in (("bits_w", bits_w, qwz), ("bits_g", bits_g, qgz)):
+            if on and b not in (4, 8):
+                raise ValueError(f"{name} must be 8 or 4 (got {b})")
+        if not isinstance(qgz_stages, int) or not 0 <= qgz_stages <= 64:
+            raise ValueError(f"qgz_stages must be in 0..64 (0: the daemon's default), got {qgz_stages!r}")
+        if not isinstance(timeout_ms, int) or not 0 <= timeout_ms <= 0xFFFFFFFF:
+            raise ValueError(f"timeout_ms must be an int in 0..2^32-1 (0: the daemon's), got {timeout_ms!r}")
+        if slots < 1 or grad_slots < 1 or small_slots < 0 or prefetch < 0:
+            raise ValueError("slots and grad_slots must be >= 1, small_slots and prefetch >= 0")
         self.prefetch = int(prefetch)  # units gathered ahead (True: 1)
         self.step_prefetch = bool(step_prefetch)  # step() starts the next forward's first gathers
         self.lr, self.betas, self.eps, self.weight_decay = lr, betas, eps, weight_decay
@@ -664,123 +676,130 @@ class ZeroPP(nn.Module):
         self.poison = poison
         self._own_conn: Optional[Connection] = None
 
-        # ---- communication -------------------------------------------------
-        if isinstance(comm, _Comm):
-            self.comm = comm
-        elif comm == "torch":
-            self.comm = TorchComm(device=self.device)
-        else:
-            conn = conn_or_socket
-            if not isinstance(conn, Connection):
-                conn = Connection(conn)
-                self._own_conn = conn
-                gpu = "host"
-                if self.device.type == "cuda":
-                    from . import cuda as zc
+        try:
+            # ---- communication -------------------------------------------------
+            if isinstance(comm, _Comm):
+                self.comm = comm
+            elif comm == "torch":
+                self.comm = TorchComm(device=self.device)
+            else:
+                conn = conn_or_socket
+                if not isinstance(conn, Connection):
+                    conn = Connection(conn)
+                    self._own_conn = conn
+                    gpu = "host"
+                    if self.device.type == "cuda":
+                        from . import cuda as zc
 
-                    torch.cuda.set_device(self.device)
-                    torch.zeros(1, device=self.device)  # a current context
-                    zc.attach(conn, 32)
-                    gpu = zc.device_uuid()
-                conn.hello(job_id, rank, world_size, node_count=nodes, local_rank=self.local_rank,
-                           gpu_uuid=gpu, leader_addr=leader_addr)  # fmt: skip
-            if conn.world_size != world_size or conn.rank != rank:
-                raise ValueError("the Connection joined with another rank/world_size")
-            self.comm = (CudaComm(conn, self.device, timeout_ms) if self.device.type == "cuda"
-                         else HostComm(conn, timeout_ms))  # fmt: skip
-        self.sync_mode = "host" if isinstance(self.comm, HostComm) else self.comm.name
-        if isinstance(self.comm, CudaComm):
-            from . import cuda as zc
+                        torch.cuda.set_device(self.device)
+                        torch.zeros(1, device=self.device)  # a current context
+                        zc.attach(conn, 32)
+                        gpu = zc.device_uuid()
+                    conn.hello(job_id, rank, world_size, node_count=nodes, local_rank=self.local_rank,
+                               gpu_uuid=gpu, leader_addr=leader_addr)  # fmt: skip
+                if conn.world_size != world_size or conn.rank != rank:
+                    raise ValueError("the Connection joined with another rank/world_size")
+                self.comm = (CudaComm(conn, self.device, timeout_ms) if self.device.type == "cuda"
+                             else HostComm(conn, timeout_ms))  # fmt: skip
+            self.sync_mode = "host" if isinstance(self.comm, HostComm) else self.comm.name
+            if isinstance(self.comm, CudaComm):
+                from . import cuda as zc
 
-            self.sync_mode = zc.sync_mode(self.comm.conn)  # "flags" or "events"
-        zpp_ok = self.comm.supports_zeropp
-        self.qwz, self.hpz, self.qgz = qwz and zpp_ok, hpz and zpp_ok, qgz and zpp_ok
-        # Units whose parameters are all frozen: published once as the
-        # node's shared replica (docs/hpz-sharing.md) and read from it after,
-        # forward and backward: node-local, exact, and one copy per node for
-        # every job of the tenant with the same bytes. The job's
-        # invalidate-alls keep it attached (FLAG_KEEP_SHARED), so the replica
-        # is not evicted under it.
-        if share_frozen and not isinstance(self.comm, _DaemonComm):
-            raise ValueError(f"share_frozen needs zppd ({self.comm.name} has no shared replicas)")
-        self.share_frozen = bool(share_frozen)
-        if self.share_frozen:
-            self.comm.keep_shared = True
-        if not zpp_ok and (qwz or hpz or qgz):
-            warnings.warn(f"{self.comm.name}: qwZ/hpZ/qgZ need zppd; running plain collectives")
+                self.sync_mode = zc.sync_mode(self.comm.conn)  # "flags" or "events"
+            zpp_ok = self.comm.supports_zeropp
+            self.qwz, self.hpz, self.qgz = qwz and zpp_ok, hpz and zpp_ok, qgz and zpp_ok
+            # Units whose parameters are all frozen: published once as the
+            # node's shared replica (docs/hpz-sharing.md) and read from it after,
+            # forward and backward: node-local, exact, and one copy per node for
+            # every job of the tenant with the same bytes. The job's
+            # invalidate-alls keep it attached (FLAG_KEEP_SHARED), so the replica
+            # is not evicted under it.
+            if share_frozen and not isinstance(self.comm, _DaemonComm):
+                raise ValueError(f"share_frozen needs zppd ({self.comm.name} has no shared replicas)")
+            self.share_frozen = bool(share_frozen)
+            if self.share_frozen:
+                self.comm.keep_shared = True
+            if not zpp_ok and (qwz or hpz or qgz):
+                warnings.warn(f"{self.comm.name}: qwZ/hpZ/qgZ need zppd; running plain collectives")
 
-        # ---- units, flat layout, state -------------------------------------
-        self.units = self._make_units(model, units)
-        W = world_size
-        for u in self.units:
-            u.shard = _ceil(max(u.numel, 1), W)
-        self.max_padded = max((u.shard * W for u in self.units), default=1)
-        self.max_shard = max((u.shard for u in self.units), default=1)
-        # Comm memory is per slot, not per unit: a gather slot has its
-        # staging for the all-gather input (the unit's shard in the compute
-        # dtype, cast from the master shard when the gather is issued), a
-        # gradient slot its fp32 reduce-scatter output (added into the
-        # unit's accumulator before the slot is reused). `slots` and
-        # `grad_slots` are of the largest unit's padded size; `small_slots`
-        # adds that many of each of the size of the largest unit at most
-        # half as big (e.g. embeddings and head, which are in use for the
-        # whole forward and, in backward, until the embeddings' gradients).
-        if slots < 1 or grad_slots < 1 or small_slots < 0 or prefetch < 0:
-            raise ValueError("slots and grad_slots must be >= 1, small_slots and prefetch >= 0")
-        small = max((u.shard * W for u in self.units if 2 * u.shard * W <= self.max_padded), default=0)
-        self.slot_size = [self.max_padded] * slots + [small] * (small_slots if small else 0)
-        self.gslot_size = [self.max_padded] * grad_slots + [small] * (small_slots if small else 0)
-        plan: List[Tuple[int, torch.dtype]] = []
-        plan += [(n, dtype) for n in self.slot_size] + [(n // W, dtype) for n in self.slot_size]
-        plan += [(n, dtype) for n in self.gslot_size] + [(n // W, torch.float32) for n in self.gslot_size]
-        plan += [(4, torch.float32), (4 * W, torch.float32)]  # gather_floats in/out
-        pieces = self.comm.alloc_many(plan)
-        it = iter(pieces)
-        ns, ng = len(self.slot_size), len(self.gslot_size)
-        self.slots = [next(it) for _ in range(ns)]
-        self.gstage = [next(it) for _ in range(ns)]
-        self.gslots = [next(it) for _ in range(ng)]
-        self.rstage = [next(it) for _ in range(ng)]
-        self._fin, self._fout = next(it), next(it)
-        self.slot_unit: List[Optional[_Unit]] = [None] * ns
-        self.gslot_unit: List[Optional[_Unit]] = [None] * ng
-        self._fp32: Optional[List[torch.Tensor]] = None
-        self._slot_ranges = [(s.data_ptr(), s.data_ptr() + n * s.element_size())
-                             for s, n in zip(self.slots, self.slot_size)]  # fmt: skip
-        self._esize = torch.empty((), dtype=dtype).element_size()
-        self._init_state(no_decay)
+            # ---- units, flat layout, state -------------------------------------
+            self.units = self._make_units(model, units)
+            W = world_size
+            for u in self.units:
+                u.shard = _ceil(max(u.numel, 1), W)
+            self.max_padded = max((u.shard * W for u in self.units), default=1)
+            self.max_shard = max((u.shard for u in self.units), default=1)
+            # Comm memory is per slot, not per unit: a gather slot has its
+            # staging for the all-gather input (the unit's shard in the compute
+            # dtype, cast from the master shard when the gather is issued), a
+            # gradient slot its fp32 reduce-scatter output (added into the
+            # unit's accumulator before the slot is reused). `slots` and
+            # `grad_slots` are of the largest unit's padded size; `small_slots`
+            # adds that many of each of the size of the largest unit at most
+            # half as big (e.g. embeddings and head, which are in use for the
+            # whole forward and, in backward, until the embeddings' gradients).
+            small = max((u.shard * W for u in self.units if 2 * u.shard * W <= self.max_padded), default=0)
+            self.slot_size = [self.max_padded] * slots + [small] * (small_slots if small else 0)
+            self.gslot_size = [self.max_padded] * grad_slots + [small] * (small_slots if small else 0)
+            plan: List[Tuple[int, torch.dtype]] = []
+            plan += [(n, dtype) for n in self.slot_size] + [(n // W, dtype) for n in self.slot_size]
+            plan += [(n, dtype) for n in self.gslot_size] + [(n // W, torch.float32) for n in self.gslot_size]
+            plan += [(4, torch.float32), (4 * W, torch.float32)]  # gather_floats in/out
+            pieces = self.comm.alloc_many(plan)
+            it = iter(pieces)
+            ns, ng = len(self.slot_size), len(self.gslot_size)
+            self.slots = [next(it) for _ in range(ns)]
+            self.gstage = [next(it) for _ in range(ns)]
+            self.gslots = [next(it) for _ in range(ng)]
+            self.rstage = [next(it) for _ in range(ng)]
+            self._fin, self._fout = next(it), next(it)
+            self.slot_unit: List[Optional[_Unit]] = [None] * ns
+            self.gslot_unit: List[Optional[_Unit]] = [None] * ng
+            self._fp32: Optional[List[torch.Tensor]] = None
+            self._slot_ranges = [(s.data_ptr(), s.data_ptr() + n * s.element_size())
+                                 for s, n in zip(self.slots, self.slot_size)]  # fmt: skip
+            self._esize = torch.empty((), dtype=dtype).element_size()
+            self._init_state(no_decay)
 
-        # ---- counters -------------------------------------------------------
-        self.step_count = 0  # optimizer steps taken (AdamW's t)
-        self._version = 0  # parameter version: moves with every step
-        self._epoch = 0  # moves with every checkpoint load
-        self._micro = 0  # backwards since the last step
-        self._nonfinite = 0
-        self._clock = 0
-        self._order: List[int] = []
-        self._order_done = False
-        self._armed = False
-        self._armed_task: Optional[int] = None  # the graph task of the backward that armed
-        self._reducing: List[Tuple[_Unit, Any]] = []
-        self.scale = float(init_scale) if dtype == torch.float16 else 1.0
-        self.scale_window = scale_window
-        self._good_steps = 0
-        self.skipped_steps = 0
-        self.last_grad_norm: Optional[float] = None
-        self.stats: Dict[str, int] = {"gathers": 0, "hpz_gathers": 0, "reduces": 0, "prefetches": 0,
-                                      "publishes": 0, "shared_gathers": 0}  # fmt: skip
+            # ---- counters -------------------------------------------------------
+            self.step_count = 0  # optimizer steps taken (AdamW's t)
+            self._version = 0  # parameter version: moves with every step
+            self._epoch = 0  # moves with every checkpoint load
+            self._micro = 0  # backwards since the last step
+            self._nonfinite = 0
+            self._clock = 0
+            self._order: List[int] = []
+            self._order_done = False
+            self._armed = False
+            self._armed_task: Optional[int] = None  # the graph task of the backward that armed
+            self._reducing: List[Tuple[_Unit, Any]] = []
+            self.scale = float(init_scale) if dtype == torch.float16 else 1.0
+            self.scale_window = scale_window
+            self._good_steps = 0
+            self.skipped_steps = 0
+            self.last_grad_norm: Optional[float] = None
+            self.stats: Dict[str, int] = {"gathers": 0, "hpz_gathers": 0, "reduces": 0, "prefetches": 0,
+                                          "publishes": 0, "shared_gathers": 0}  # fmt: skip
 
-        # hpZ with qwZ off needs a daemon whose plain all-gather keeps slices.
-        self.hpz_plain: Optional[bool] = None  # probed only where it matters
-        if self.hpz and not self.qwz:
-            self.hpz_plain = self._probe_plain_hpz()
-            if not self.hpz_plain:
-                warnings.warn("this zppd keeps no hpZ slices on a plain all-gather: with qwZ off, "
-                              "backward re-gathers with the plain all-gather (same bits)")  # fmt: skip
-        # Whether a training forward stores hpZ keys (hpZ on, and qwZ on or
-        # a daemon whose plain all-gather keeps slices).
-        self._can_key = self.hpz and (self.qwz or self.hpz_plain)
-        self._hooks = self._install_hooks()
+            # hpZ with qwZ off needs a daemon whose plain all-gather keeps slices.
+            self.hpz_plain: Optional[bool] = None  # probed only where it matters
+            if self.hpz and not self.qwz:
+                self.hpz_plain = self._probe_plain_hpz()
+                if not self.hpz_plain:
+                    warnings.warn("this zppd keeps no hpZ slices on a plain all-gather: with qwZ off, "
+                                  "backward re-gathers with the plain all-gather (same bits)")  # fmt: skip
+            # Whether a training forward stores hpZ keys (hpZ on, and qwZ on or
+            # a daemon whose plain all-gather keeps slices).
+            self._can_key = self.hpz and (self.qwz or self.hpz_plain)
+            self._hooks = self._install_hooks()
+        except BaseException:
+            # A connection this object made has joined the job as this rank:
+            # left open (until the garbage collector finds it) it would keep
+            # the rank taken, and a second try would get ZPP_EEXIST.
+            if self._own_conn is not None:
+                self._own_conn.close()
+                self._own_conn = None
+            raise
 
     # ------------------------------------------------------------------ setup
     def _make_units(self, model: nn.Module, spec: Any) -> List[_Unit]:
@@ -834,9 +853,13 @@ class ZeroPP(nn.Module):
                     taken.append(name)
             nested = False
         owner: Dict[int, _Unit] = {}
+        index: Dict[int, int] = {}  # id(parameter) -> its index in its unit's params
         root: Optional[_Unit] = None
-        for pname, p in model.named_parameters():
-            mod_path = pname.rsplit(".", 1)[0] if "." in pname else ""
+
+        def cover(mod_path: str) -> Tuple[_Unit, int]:
+            """The unit and member whose forward hooks surround the forward
+            of the module at mod_path (the root unit when none does)."""
+            nonlocal root
             best: Optional[Tuple[_Unit, int]] = None
             for pre, u, mi in chosen:
                 if nested:
@@ -849,14 +872,31 @@ class ZeroPP(nn.Module):
                     root = _Unit(len(units), "<root>", [model])
                     units.append(root)
                 best = (root, 0)
-            bu, mi = best
-            if id(p) in owner and owner[id(p)] is not bu:
-                raise ValueError(f"parameter {pname} is shared by units {owner[id(p)].name} and "
-                                 f"{bu.name}: put the modules that share it in one unit")  # fmt: skip
+            return best
+
+        for pname, p in model.named_parameters():
+            mod_path = pname.rsplit(".", 1)[0] if "." in pname else ""
+            bu, mi = cover(mod_path)
             owner[id(p)] = bu
+            index[id(p)] = len(bu.params)
             bu.member_params[mi].append(len(bu.params))
             bu.params.append((pname, p, bu.numel, p.numel(), p.shape))
             bu.numel += p.numel()
+        # A tied parameter (one Parameter owned by several modules, e.g. an
+        # embedding and its head) appears once above, under its first name.
+        # Every module that owns it must attach it in its forward: refused
+        # when the modules are in different units (one gathered copy per
+        # unit), and otherwise listed under each member that owns it.
+        for mname, m in model.named_modules():
+            for pn, p in m.named_parameters(recurse=False):
+                bu, mi = cover(mname)
+                if owner.get(id(p)) is not bu:
+                    raise ValueError(f"parameter {mname + '.' + pn if mname else pn} is shared by units "
+                                     f"{owner[id(p)].name} and {bu.name}: put the modules that share it "
+                                     "in one unit")  # fmt: skip
+                j = index[id(p)]
+                if j not in bu.member_params[mi]:
+                    bu.member_params[mi].append(j)
         units = [u for u in units if u.params]
         for i, u in enumerate(units):
             u.idx = i
@@ -948,10 +988,14 @@ class ZeroPP(nn.Module):
         placeholder."""
         for m in ([mi] if mi is not None else list(u.attached)):
             if m in u.attached:
-                for j in u.member_params[m]:
-                    _, p, _, _, shape = u.params[j]
-                    p.data = self._placeholder.expand(shape)
                 u.attached.discard(m)
+                # (a tied parameter stays while another member that owns it
+                # is attached)
+                still = {j for k in u.attached for j in u.member_params[k]}
+                for j in u.member_params[m]:
+                    if j not in still:
+                        _, p, _, _, shape = u.params[j]
+                        p.data = self._placeholder.expand(shape)
 
     def _evict(self, u: _Unit) -> None:
         self._detach(u)
@@ -1651,7 +1695,12 @@ class ZeroPP(nn.Module):
 
     def close(self) -> None:
         """Removes the hooks, drops the keys and registrations; closes the
-        connection if this object made it."""
+        connection if this object made it. Idempotent: a second close sends
+        nothing (its invalidate-all would be a collective the other ranks
+        never call, or fail on the connection closed by the first)."""
+        if getattr(self, "_closed", False):
+            return
+        self._closed = True
         for h in getattr(self, "_hooks", []):
             h.remove()
         self._hooks = []
