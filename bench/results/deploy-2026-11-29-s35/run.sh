@@ -1,6 +1,8 @@
 #!/bin/bash
+# device: NVIDIA H200 x2 (nvidia-h200-x2), driver 580.159.04: call 4 of README.txt (line added afterwards)
 # Scratch check for deploy/: zppd (cuda) run as the DaemonSet / the unit
-# would run it, with every path it opens logged. Not part of the tree.
+# would run it, with every path it opens logged. Kept here as the record of the
+# calls that ran it (README.txt); not part of zppd.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 NCCL_RAS_ENABLE=0
 S=$(cd "$(dirname "$0")" && pwd)

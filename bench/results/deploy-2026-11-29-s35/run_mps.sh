@@ -1,7 +1,9 @@
 #!/bin/bash
+# device: NVIDIA H200 (nvidia-h200, one GPU), driver 580.159.04: calls 5 and 6 of README.txt (line added afterwards)
 # Scratch check for deploy/: the MPS control daemon and zppd as
 # zppd-mps.service + zppd.service would run them (mode unitmps / unit) and
-# as the k8s-mps pod's sidecar and zppd (mode pod). Not part of the tree.
+# as the k8s-mps pod's sidecar and zppd (mode pod). Kept here as the record of the
+# calls that ran it (README.txt); not part of zppd.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 NCCL_RAS_ENABLE=0
 S=$(cd "$(dirname "$0")" && pwd)
