@@ -149,10 +149,10 @@ static void test_wait_extends_start_timeout(void)
     close(fd);
     unlink(path);
     rmdir(dir);
-    if (!all[0]) {
-        printf("no notify message: zppd was built without libsystemd, not checked\n");
-        return;
-    }
+#ifndef ZPPD_HAS_SYSTEMD
+    printf("zppd was built without libsystemd: notify messages not checked\n");
+    return;
+#endif
     ASSERT_CONTAINS(all, "STATUS=waiting for the GPUs");
     const char *ext = strstr(all, "EXTEND_TIMEOUT_USEC=");
     ASSERT(ext);
