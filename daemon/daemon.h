@@ -89,6 +89,9 @@ void server_stop_listening(struct zppd *d);
 /* At exit, after every session was closed: drops the references the
  * deferred close and resume lists hold, whose timers will not run again. */
 void server_drop_deferred(struct zppd *d);
+/* Writes the count of refused-connection lines left out, once a flood is
+ * over (the daemon's tick). */
+void server_log_tick(uint64_t now_ms);
 
 /* main.c: called when in-flight work ends, to finish a graceful stop. */
 void zppd_maybe_exit(struct zppd *d);

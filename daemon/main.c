@@ -298,6 +298,7 @@ static void on_tick(uv_timer_t *t)
     struct zppd *d = t->data;
     static uint64_t last_wd, stop_started;
     job_tick(d);
+    server_log_tick(zppd_now_ms());
     cluster_tick(d);
     uint64_t now = zppd_now_us();
     check_fatal(d, now);

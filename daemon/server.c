@@ -168,28 +168,24 @@ static uint32_t sessions_of_uid(struct zppd *d, uint32_t uid)
 }
 
 /* Why a connection is dropped at accept: each reason's warn line is
- * written at most once per REFUSE_LOG_INTERVAL_MS, and the next one
- * written says how many were left out. (File scope, like
- * client_log_level's window: one daemon per process.) */
+ * written at most once per REFUSE_LOG_INTERVAL_MS, then one line counts
+ * those left out (zlog_limit; server_log_tick flushes it once the flood
+ * stops). File scope, as client_log_level's window: one daemon per
+ * process, loop thread. */
 enum refusal { REFUSE_TOTAL, REFUSE_PER_UID, REFUSE_NO_FDS, REFUSE_REASONS };
-static struct {
-    uint64_t last_ms; /* when the last line was written; 0: never */
-    uint64_t suppressed;
-} refuse_log[REFUSE_REASONS];
+static struct zlog_limit refuse_log[REFUSE_REASONS] = {
+    ZLOG_LIMIT_INIT(ZLOG_WARN, "server", "refused connections (max_connections)", 1,
+                    REFUSE_LOG_INTERVAL_MS),
+    ZLOG_LIMIT_INIT(ZLOG_WARN, "server", "refused connections (max_connections_per_uid)", 1,
+                    REFUSE_LOG_INTERVAL_MS),
+    ZLOG_LIMIT_INIT(ZLOG_WARN, "server", "dropped connections (out of descriptors)", 1,
+                    REFUSE_LOG_INTERVAL_MS),
+};
 
-/* 1 if a line for why may be written now, with *suppressed the lines left
- * out since the last one (then reset); 0 if this one is left out too. */
-static int refusal_log_ok(enum refusal why, uint64_t *suppressed)
+void server_log_tick(uint64_t now_ms)
 {
-    uint64_t now = zppd_now_ms();
-    if (refuse_log[why].last_ms && now - refuse_log[why].last_ms < REFUSE_LOG_INTERVAL_MS) {
-        refuse_log[why].suppressed++;
-        return 0;
-    }
-    refuse_log[why].last_ms = now ? now : 1;
-    *suppressed = refuse_log[why].suppressed;
-    refuse_log[why].suppressed = 0;
-    return 1;
+    for (int r = 0; r < REFUSE_REASONS; r++)
+        zlog_limit_flush(&refuse_log[r], now_ms);
 }
 
 static void accept_one(struct zppd *d, int fd)
@@ -202,12 +198,10 @@ static void accept_one(struct zppd *d, int fd)
     }
     int total = d->nsessions >= d->cfg.max_connections;
     if (total || sessions_of_uid(d, cred.uid) >= d->cfg.max_connections_per_uid) {
-        uint64_t skipped;
-        if (refusal_log_ok(total ? REFUSE_TOTAL : REFUSE_PER_UID, &skipped))
-            ZLOG_W("server", "connection refused: limit reached",
-                   "limit=%s uid=%u pid=%d sessions=%u suppressed=%llu",
+        if (zlog_limit_pass(&refuse_log[total ? REFUSE_TOTAL : REFUSE_PER_UID], zppd_now_ms()))
+            ZLOG_W("server", "connection refused: limit reached", "limit=%s uid=%u pid=%d sessions=%u",
                    total ? "max_connections" : "max_connections_per_uid", cred.uid, cred.pid,
-                   d->nsessions, (unsigned long long)skipped);
+                   d->nsessions);
         close(fd);
         return;
     }
@@ -266,10 +260,8 @@ static void on_listen(uv_poll_t *h, int status, int events)
             if (x >= 0)
                 close(x);
             d->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-            uint64_t skipped;
-            if (refusal_log_ok(REFUSE_NO_FDS, &skipped))
-                ZLOG_W("server", "out of file descriptors: dropped a connection", "suppressed=%llu",
-                       (unsigned long long)skipped);
+            if (zlog_limit_pass(&refuse_log[REFUSE_NO_FDS], zppd_now_ms()))
+                ZLOG_W("server", "out of file descriptors: dropped a connection", NULL);
         }
         break;
     }

@@ -2,11 +2,12 @@
  * test_refusal_log_rate.c — a client that connects in a loop past
  * max_connections_per_uid cannot flood the daemon's log: the "connection
  * refused: limit reached" line is written at most once a second per limit,
- * and the next line written says how many were left out (suppressed=N).
+ * and a summary line (zlog_limit) says how many were left out
+ * (what="refused connections (...)" suppressed=N).
  * With max_connections_per_uid = 1 and one connection held, 300
  * connections in a row are each closed at accept; then, after more than a
  * second, one more. The log holds at most one such line per second of the
- * run (plus two for the edges), and the lines plus their suppressed counts
+ * run (plus two for the edges), and the lines plus the summaries' counts
  * add up to the 301 refusals: none went unaccounted. The held connection
  * still works. Before, every refusal wrote its own line.
  */
@@ -22,21 +23,23 @@
 
 #define REFUSALS 300
 #define LINE "connection refused: limit reached"
+#define SUMMARY "what=\"refused connections (max_connections_per_uid)\""
 
-/* The number of refusal lines in the log and the sum of their
- * suppressed= counts. */
+/* The number of refusal lines in the log and the sum of the suppressed=
+ * counts of their summary lines. */
 static void count_lines(const zh_daemon *d, int *lines, long *suppressed)
 {
     char *log = zh_daemon_read_log(d);
     ASSERT(log != NULL);
     *lines = 0;
     *suppressed = 0;
-    for (char *p = strstr(log, LINE); p; p = strstr(p + 1, LINE)) {
+    for (char *p = strstr(log, LINE); p; p = strstr(p + 1, LINE))
         (*lines)++;
+    for (char *p = strstr(log, SUMMARY); p; p = strstr(p + 1, SUMMARY)) {
         char *eol = strchr(p, '\n');
         char *s = strstr(p, "suppressed=");
-        if (s && (!eol || s < eol))
-            *suppressed += strtol(s + strlen("suppressed="), NULL, 10);
+        ASSERT(s && (!eol || s < eol));
+        *suppressed += strtol(s + strlen("suppressed="), NULL, 10);
     }
     free(log);
 }
@@ -73,7 +76,7 @@ int main(void)
     ASSERT_GE(lines, 1);
     ASSERT_LE(lines, secs + 2);
 
-    /* more than a second later: one line, carrying the count of the rest */
+    /* more than a second later: one line, after the summary of the rest */
     struct timespec pause = {1, 200000000L};
     nanosleep(&pause, NULL);
     refused(&d);
